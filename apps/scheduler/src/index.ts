@@ -1,0 +1,2 @@
+export * from './reconcile.js';
+export * from './env.js';

@@ -1,0 +1,66 @@
+import { createRedis, type Catalog, type Logger } from '@tickwork/runtime';
+import { Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { createProcessor, type ProcessorDeps } from './processor.js';
+
+export interface WorkerPoolOptions extends Omit<ProcessorDeps, 'redis'> {
+  redisUrl: string;
+  /** Command connection shared with the processor (ledger, demo side effects). */
+  redis: Redis;
+  prefix: string;
+  concurrency: number;
+  queues?: readonly string[];
+}
+
+export interface WorkerPool {
+  workers: readonly Worker[];
+  /**
+   * Stops taking new jobs and waits for active ones up to `deadlineMs`; past it, aborts their signals and
+   * force-closes. Aborted jobs are not lost: BullMQ's stalled check redelivers them to another worker.
+   */
+  drain(deadlineMs: number): Promise<{ timedOut: boolean }>;
+}
+
+/** One BullMQ Worker per queue, each with its own blocking connection (BullMQ requires that). */
+export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
+  const processor = createProcessor(opts);
+  const queues = opts.queues ?? opts.catalog.queues;
+  const workers = queues.map((queue) => {
+    const worker = new Worker(queue, processor, {
+      connection: createRedis(opts.redisUrl, 'blocking'),
+      prefix: opts.prefix,
+      concurrency: opts.concurrency,
+      // A crashed worker's jobs are redelivered after the lock expires; handlers are idempotent.
+      maxStalledCount: 2,
+    });
+    worker.on('error', (err) => opts.log.error({ err, queue }, 'worker error'));
+    worker.on('failed', (job, err) =>
+      opts.log.warn(
+        { queue, job: job?.name, jobId: job?.id, attempt: job?.attemptsMade, err: { message: err.message } },
+        'job attempt failed',
+      ),
+    );
+    return worker;
+  });
+  opts.log.info({ queues, concurrency: opts.concurrency }, 'workers started');
+
+  return {
+    workers,
+    async drain(deadlineMs) {
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), deadlineMs);
+      });
+      const closing = Promise.all(workers.map((w) => w.close())).then(() => 'closed' as const);
+      const outcome = await Promise.race([closing, deadline]);
+      clearTimeout(timer);
+      if (outcome === 'timeout') {
+        opts.log.warn({ deadlineMs }, 'drain deadline passed; aborting active jobs');
+        for (const w of workers) w.cancelAllJobs('worker shutting down');
+        await Promise.all(workers.map((w) => w.close(true)));
+        return { timedOut: true };
+      }
+      return { timedOut: false };
+    },
+  };
+}

@@ -1,0 +1,18 @@
+import { createCatalog } from '@tickwork/runtime';
+import { billingChargeMonthly } from './jobs/billing-charge-monthly.js';
+import { digestWeekly } from './jobs/digest-weekly.js';
+import { emailSend } from './jobs/email-send.js';
+import { reportsDailyRevenue } from './jobs/reports-daily-revenue.js';
+import { sessionsCleanup } from './jobs/sessions-cleanup.js';
+
+export { billingChargeMonthly, digestWeekly, emailSend, reportsDailyRevenue, sessionsCleanup };
+export * from './demo-data.js';
+
+/** Every job tickwork runs. Add a job: create a file in ./jobs and list it here. */
+export const catalog = createCatalog([
+  billingChargeMonthly,
+  reportsDailyRevenue,
+  sessionsCleanup,
+  digestWeekly,
+  emailSend,
+]);

@@ -1,0 +1,59 @@
+/**
+ * billing.charge-monthly: charges every customer once per billing cycle (midnight UTC on the 1st).
+ *
+ * Idempotent because: each customer's charge is a step keyed `charge:<customer>` under the run's
+ * idempotency key (`<schedule>@<nominal time>`), so a retry or a redelivery after a crash skips the
+ * customers already charged and charges the rest. The cycle comes from the nominal fire time, not the
+ * wall clock, so a run that starts late still bills the right month.
+ */
+import { defineJob } from '@tickwork/runtime';
+import { DateTime } from 'luxon';
+import { z } from 'zod';
+import { DEMO_CUSTOMERS, DEMO_KEYS, type ChargeRecord } from '../demo-data.js';
+
+export const billingChargeMonthly = defineJob({
+  name: 'billing.charge-monthly',
+  queue: 'billing',
+  description: 'Charge every customer for the month.',
+  schema: z.object({
+    /** Billing cycle `YYYY-MM`; by default the month of the nominal fire time (or now, when enqueued by hand). */
+    cycle: z.string().regex(/^\d{4}-\d{2}$/, 'expected YYYY-MM').optional(),
+    /** Pause between customers; lets tests and demos interrupt a run midway. */
+    pauseMsPerCustomer: z.number().int().min(0).max(60_000).default(0),
+  }),
+  schedule: { pattern: '0 0 1 * *', tz: 'UTC' },
+  retry: { attempts: 5, backoff: { type: 'exponential', delayMs: 5000 } },
+  timeoutMs: 30 * 60_000,
+  async handler(ctx) {
+    const cycle = ctx.data.cycle ?? DateTime.fromJSDate(ctx.nominalTime ?? new Date(), { zone: 'UTC' }).toFormat('yyyy-MM');
+    let totalCents = 0;
+    for (const customer of DEMO_CUSTOMERS) {
+      ctx.signal.throwIfAborted();
+      const record = await ctx.step(`charge:${customer.id}`, async () => {
+        const charge: ChargeRecord = {
+          customerId: customer.id,
+          cycle,
+          amountCents: customer.planCents,
+          idempotencyKey: `${ctx.idempotencyKey}:${customer.id}`,
+          chargedAt: new Date().toISOString(),
+        };
+        await ctx.redis.rpush(DEMO_KEYS.charges, JSON.stringify(charge));
+        return charge;
+      });
+      totalCents += record.amountCents;
+      if (ctx.data.pauseMsPerCustomer > 0) await sleep(ctx.data.pauseMsPerCustomer, ctx.signal);
+    }
+    ctx.log.info({ cycle, customers: DEMO_CUSTOMERS.length, totalCents }, 'billing cycle charged');
+    return { cycle, customers: DEMO_CUSTOMERS.length, totalCents };
+  },
+});
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(timer);
+      reject(signal.reason as Error);
+    }, { once: true });
+  });
+}

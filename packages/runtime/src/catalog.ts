@@ -1,0 +1,47 @@
+import type { AnyJob } from './define-job.js';
+import { JobDefinitionError, UnknownJobError } from './errors.js';
+import { validatePayload } from './payload.js';
+import { validateSchedule } from './schedule/validate.js';
+
+/** BullMQ reserves ':' in queue names (it is the key separator), so catalog names avoid it. */
+const NAME = /^[a-z][a-z0-9._-]*$/;
+
+export interface Catalog {
+  readonly jobs: readonly AnyJob[];
+  readonly queues: readonly string[];
+  get(name: string): AnyJob | undefined;
+  /** Like get, but throws UnknownJobError listing the known names. */
+  require(name: string): AnyJob;
+  scheduled(): AnyJob[];
+}
+
+/** Checks every definition up front so a bad catalog fails at start, not at the first occurrence. */
+export function createCatalog(jobs: readonly AnyJob[]): Catalog {
+  const byName = new Map<string, AnyJob>();
+  for (const job of jobs) {
+    if (!NAME.test(job.name)) {
+      throw new JobDefinitionError(job.name, 'name must be lower-case letters, digits, ".", "_" or "-"');
+    }
+    if (!NAME.test(job.queue)) {
+      throw new JobDefinitionError(job.name, `queue ${JSON.stringify(job.queue)} must match ${NAME}`);
+    }
+    if (byName.has(job.name)) throw new JobDefinitionError(job.name, 'defined twice in the catalog');
+    if (job.schedule) {
+      validateSchedule(job.name, job.schedule);
+      validatePayload(job, job.schedule.data ?? {});
+    }
+    byName.set(job.name, job);
+  }
+  const queues = [...new Set(jobs.map((j) => j.queue))].sort();
+  return {
+    jobs: [...jobs],
+    queues,
+    get: (name) => byName.get(name),
+    require(name) {
+      const job = byName.get(name);
+      if (!job) throw new UnknownJobError(name, [...byName.keys()]);
+      return job;
+    },
+    scheduled: () => jobs.filter((j) => j.schedule !== undefined),
+  };
+}

@@ -1,0 +1,86 @@
+import type { DurationLike } from 'luxon';
+import type { Redis } from 'ioredis';
+import type { z } from 'zod';
+import type { Logger } from './logger.js';
+
+/**
+ * A schedule always names its IANA timezone: "midnight" means nothing without one, and defaulting to
+ * the server's zone is how cron jobs silently move when a host is rebuilt. `UTC` is a fine choice.
+ */
+export type ScheduleSpec =
+  | ({ pattern: string; every?: never } & ScheduleCommon)
+  | ({ every: DurationLike; pattern?: never } & ScheduleCommon);
+
+export interface ScheduleCommon {
+  /** IANA timezone, e.g. `UTC`, `America/New_York`. Required. */
+  tz: string;
+  /** Static payload every occurrence gets. Validated against the job's schema at start. */
+  data?: Record<string, unknown>;
+}
+
+export interface RetryPolicy {
+  /** Total attempts including the first. Default 3. */
+  attempts: number;
+  backoff?: { type: 'exponential' | 'fixed'; delayMs: number };
+}
+
+/** Everything a handler gets. Features land here (idempotency, steps, locks) so handlers never touch BullMQ. */
+export interface JobContext<TData> {
+  readonly data: TData;
+  /** Child logger bound to queue, job name, id and attempt. */
+  readonly log: Logger;
+  readonly jobId: string;
+  readonly jobName: string;
+  readonly queue: string;
+  /** 1 on the first attempt. */
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  /** Aborted when the worker shuts down past its drain deadline or the job times out. */
+  readonly signal: AbortSignal;
+  /** Stable across retries and redeliveries of the same logical run; pass it to external APIs. */
+  readonly idempotencyKey: string;
+  /** For scheduled runs, the time the occurrence was due (not when it started). */
+  readonly nominalTime: Date | undefined;
+  readonly isCatchUp: boolean;
+  /** Runs `fn` at most once per run (across retries); see runtime steps. */
+  step<T>(id: string, fn: () => Promise<T>): Promise<T>;
+  /** Enqueue another catalog job (validated). */
+  enqueue: Enqueue;
+  /** The platform's Redis command connection, for job-owned state (the demo jobs keep their ledgers here). */
+  readonly redis: Redis;
+}
+
+export interface JobDefinition<S extends z.ZodObject = z.ZodObject, R = unknown> {
+  readonly name: string;
+  readonly queue: string;
+  readonly schema: S;
+  readonly handler: (ctx: JobContext<z.output<S>>) => Promise<R>;
+  readonly retry?: RetryPolicy;
+  readonly schedule?: ScheduleSpec;
+  /** Derives the idempotency key from the payload; by default the job id is used. */
+  readonly idempotencyKey?: (data: z.output<S>) => string;
+  /** A run taking longer than this is aborted and counted as a failed attempt. Default 5 minutes. */
+  readonly timeoutMs?: number;
+  readonly description?: string;
+}
+
+// `any` here is deliberate: a catalog holds jobs of different payload types, and variance on the
+// handler parameter would otherwise make JobDefinition<Specific> unassignable to the general type.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyJob = JobDefinition<any, any>;
+
+export type JobInput<J extends AnyJob> = J extends JobDefinition<infer S, unknown> ? z.input<S> : never;
+export type JobData<J extends AnyJob> = J extends JobDefinition<infer S, unknown> ? z.output<S> : never;
+
+export interface EnqueueOptions {
+  /** Deduplicates: a second enqueue with the same id while the first exists is a no-op. */
+  jobId?: string;
+  delayMs?: number;
+  priority?: number;
+}
+
+export type Enqueue = <J extends AnyJob>(job: J, data: JobInput<J>, opts?: EnqueueOptions) => Promise<{ id: string }>;
+
+export function defineJob<S extends z.ZodObject, R>(def: JobDefinition<S, R>): JobDefinition<S, R> {
+  return Object.freeze({ ...def });
+}

@@ -1,0 +1,66 @@
+/**
+ * Named errors, so callers can branch on `instanceof` and operators get a message that says what is wrong
+ * and how to fix it.
+ */
+export class TickworkError extends Error {
+  override name = 'TickworkError';
+}
+
+/** An env variable is missing or malformed. The message names each variable. */
+export class EnvError extends TickworkError {
+  override name = 'EnvError';
+  constructor(
+    readonly app: string,
+    readonly problems: readonly string[],
+  ) {
+    super(`${app}: invalid environment:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  }
+}
+
+/** A payload does not match its job's schema. `issues` names each bad field. */
+export class PayloadValidationError extends TickworkError {
+  override name = 'PayloadValidationError';
+  constructor(
+    readonly jobName: string,
+    readonly issues: readonly { path: string; message: string }[],
+  ) {
+    super(
+      `invalid payload for job "${jobName}": ${issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`,
+    );
+  }
+}
+
+export class PayloadTooLargeError extends TickworkError {
+  override name = 'PayloadTooLargeError';
+  constructor(
+    readonly jobName: string,
+    readonly bytes: number,
+    readonly limitBytes: number,
+  ) {
+    super(
+      `payload for job "${jobName}" is ${bytes} bytes, over the ${limitBytes}-byte limit; ` +
+        'store large data elsewhere (object storage, a database) and pass a reference',
+    );
+  }
+}
+
+export class UnknownJobError extends TickworkError {
+  override name = 'UnknownJobError';
+  constructor(
+    readonly jobName: string,
+    known: readonly string[],
+  ) {
+    super(`unknown job "${jobName}"; known jobs: ${known.join(', ') || '(none)'}`);
+  }
+}
+
+/** A job definition is wrong (bad cron pattern, unknown timezone, duplicate name...). */
+export class JobDefinitionError extends TickworkError {
+  override name = 'JobDefinitionError';
+  constructor(
+    readonly jobName: string,
+    detail: string,
+  ) {
+    super(`job "${jobName}": ${detail}`);
+  }
+}

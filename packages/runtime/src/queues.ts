@@ -1,0 +1,51 @@
+import { Queue, type JobsOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { AnyJob } from './define-job.js';
+import type { Logger } from './logger.js';
+
+export const DEFAULT_ATTEMPTS = 3;
+
+/** The dead-letter queue that receives the final failures of `queue`. */
+export function dlqName(queue: string): string {
+  return `${queue}.dlq`;
+}
+
+/** Default BullMQ job options for a catalog job: its retry policy, and bounded retention of finished jobs. */
+export function jobOptions(job: AnyJob): JobsOptions {
+  const attempts = job.retry?.attempts ?? DEFAULT_ATTEMPTS;
+  const backoff = job.retry?.backoff ?? { type: 'exponential' as const, delayMs: 1000 };
+  return {
+    attempts,
+    backoff: { type: backoff.type, delay: backoff.delayMs },
+    // Completed jobs are only kept for inspection; the idempotency ledger, not BullMQ, remembers what ran.
+    removeOnComplete: { age: 24 * 3600, count: 5000 },
+    // Failed jobs are copied to the DLQ on their final failure, so the failed set can be trimmed.
+    removeOnFail: { age: 7 * 24 * 3600, count: 10000 },
+  };
+}
+
+/** One Queue per name, sharing a connection, each with an error listener (an unhandled 'error' crashes node). */
+export class QueueSet {
+  private readonly queues = new Map<string, Queue>();
+
+  constructor(
+    private readonly connection: Redis,
+    readonly prefix: string,
+    private readonly log: Logger,
+  ) {}
+
+  get(name: string): Queue {
+    let queue = this.queues.get(name);
+    if (!queue) {
+      queue = new Queue(name, { connection: this.connection, prefix: this.prefix });
+      queue.on('error', (err) => this.log.error({ err, queue: name }, 'queue error'));
+      this.queues.set(name, queue);
+    }
+    return queue;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.queues.values()].map((q) => q.close()));
+    this.queues.clear();
+  }
+}

@@ -1,0 +1,18 @@
+import type { Redis } from 'ioredis';
+
+/**
+ * Every queue tickwork has ever served, kept in Redis. Reconciliation reads it so a queue whose last job
+ * was deleted from the catalog still gets its ghost schedulers removed, and operator tools (DLQ,
+ * dashboard) find queues the running catalog no longer names.
+ */
+export function queueRegistryKey(prefix: string): string {
+  return `${prefix}:meta:queues`;
+}
+
+export async function registerQueues(redis: Redis, prefix: string, queues: readonly string[]): Promise<void> {
+  if (queues.length > 0) await redis.sadd(queueRegistryKey(prefix), ...queues);
+}
+
+export async function knownQueues(redis: Redis, prefix: string): Promise<string[]> {
+  return (await redis.smembers(queueRegistryKey(prefix))).sort();
+}

@@ -1,0 +1,50 @@
+import { CronExpressionParser } from 'cron-parser';
+import { Duration, IANAZone } from 'luxon';
+import type { ScheduleSpec } from '../define-job.js';
+import { JobDefinitionError } from '../errors.js';
+
+/** Throws a JobDefinitionError naming the job and the bad value; returns the interval in ms for `every`. */
+export function validateSchedule(jobName: string, spec: ScheduleSpec): void {
+  if (!spec.tz || !IANAZone.isValidZone(spec.tz)) {
+    throw new JobDefinitionError(
+      jobName,
+      `schedule.tz ${JSON.stringify(spec.tz)} is not an IANA timezone; use e.g. "UTC" or "America/New_York"`,
+    );
+  }
+  if (spec.pattern !== undefined && spec.every !== undefined) {
+    throw new JobDefinitionError(jobName, 'schedule has both pattern and every; choose one');
+  }
+  if (spec.pattern !== undefined) {
+    try {
+      CronExpressionParser.parse(spec.pattern, { tz: spec.tz, strict: false });
+    } catch (err) {
+      throw new JobDefinitionError(
+        jobName,
+        `schedule.pattern ${JSON.stringify(spec.pattern)} is not a valid cron expression ` +
+          `(${(err as Error).message}); expected 5 or 6 fields, e.g. "0 0 1 * *"`,
+      );
+    }
+    return;
+  }
+  if (spec.every !== undefined) {
+    everyMs(jobName, spec);
+    return;
+  }
+  throw new JobDefinitionError(jobName, 'schedule needs a cron pattern or an every interval');
+}
+
+export function everyMs(jobName: string, spec: ScheduleSpec): number {
+  let ms = Number.NaN;
+  try {
+    ms = Duration.fromDurationLike(spec.every ?? {}).toMillis();
+  } catch {
+    // reported below
+  }
+  if (!Number.isFinite(ms) || ms < 1000) {
+    throw new JobDefinitionError(
+      jobName,
+      `schedule.every ${JSON.stringify(spec.every)} is not a duration of at least 1 second; use e.g. { minutes: 30 }`,
+    );
+  }
+  return ms;
+}

@@ -1,0 +1,49 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { waitFor } from './wait-for.js';
+
+export interface AppProcess {
+  readonly proc: ChildProcess;
+  /** Every line the process wrote to stdout and stderr so far. */
+  readonly lines: string[];
+  /** Parsed pino JSON lines. */
+  logs(): Record<string, unknown>[];
+  waitForLog(predicate: (entry: Record<string, unknown>) => boolean, what: string, timeoutMs?: number): Promise<Record<string, unknown>>;
+  /** Sends a signal and resolves with the exit code (null when killed by a signal). */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  exited: Promise<number | null>;
+}
+
+/** Runs a built app (`node <entry>`) as a real child process and captures its log lines. */
+export function startApp(entry: string, env: Record<string, string>, args: string[] = []): AppProcess {
+  const proc = spawn(process.execPath, [entry, ...args], {
+    env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  const collect = (chunk: Buffer) => {
+    for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) lines.push(line);
+  };
+  proc.stdout?.on('data', collect);
+  proc.stderr?.on('data', collect);
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  const logs = () =>
+    lines.flatMap((l) => {
+      try {
+        return [JSON.parse(l) as Record<string, unknown>];
+      } catch {
+        return [];
+      }
+    });
+  return {
+    proc,
+    lines,
+    logs,
+    exited,
+    waitForLog: (predicate, what, timeoutMs = 15_000) =>
+      waitFor(() => logs().find(predicate), { timeoutMs, what: `${what}; output so far:\n${lines.slice(-20).join('\n')}` }),
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+      return exited;
+    },
+  };
+}

@@ -1,0 +1,82 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { freePort } from './free-port.js';
+import { waitFor } from './wait-for.js';
+
+export interface RedisServerHandle {
+  port: number;
+  url: string;
+  /** kill -9 the server (data since the last fsync is lost, as in a real crash). */
+  kill(): Promise<void>;
+  /** Start it again on the same port and data dir. */
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+  client(): Redis;
+}
+
+/**
+ * A private redis-server per test file, on a free port, so tests that kill or restart Redis never
+ * touch the machine's shared instance or each other. `hz 100` as every Redis tickwork runs.
+ */
+export async function startRedisServer(opts: { appendonly?: boolean } = {}): Promise<RedisServerHandle> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'tickwork-redis-'));
+  const args = [
+    '--port', String(port),
+    '--bind', '127.0.0.1',
+    '--dir', dir,
+    '--save', '',
+    '--appendonly', opts.appendonly ? 'yes' : 'no',
+    '--appendfsync', 'always',
+    '--hz', '100',
+    '--maxmemory-policy', 'noeviction',
+  ];
+  let proc: ChildProcess | undefined;
+  const clients: Redis[] = [];
+
+  const launch = async () => {
+    const child = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    child.once('error', (err) => {
+      throw new Error(`could not start redis-server (is it on PATH? apt-get install redis-server): ${err.message}`);
+    });
+    proc = child;
+    const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    try {
+      await waitFor(async () => {
+        if (probe.status !== 'ready') await probe.connect().catch(() => undefined);
+        return (await probe.ping()) === 'PONG';
+      }, { timeoutMs: 10_000, what: `redis-server on port ${port}` });
+    } finally {
+      probe.disconnect();
+    }
+  };
+
+  const exit = (signal: NodeJS.Signals) =>
+    new Promise<void>((resolve) => {
+      const child = proc;
+      if (!child || child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill(signal);
+    });
+
+  await launch();
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    kill: () => exit('SIGKILL'),
+    restart: launch,
+    async stop() {
+      for (const c of clients) c.disconnect();
+      await exit('SIGTERM');
+      rmSync(dir, { recursive: true, force: true });
+    },
+    client() {
+      const c = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: null });
+      clients.push(c);
+      return c;
+    },
+  };
+}
