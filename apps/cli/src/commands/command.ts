@@ -1,0 +1,12 @@
+import type { CommandContext } from '../context.js';
+
+export interface Command {
+  name: string;
+  usage: string;
+  summary: string;
+  /** Flags that take a value (e.g. --queue billing). Every command also accepts --json. */
+  valueFlags?: readonly string[];
+  /** Flags that are on/off (e.g. --all, --dry-run). */
+  booleanFlags?: readonly string[];
+  run(ctx: CommandContext): Promise<void>;
+}

@@ -1,0 +1,68 @@
+import {
+  createEnqueue,
+  createLogger,
+  createRedis,
+  loadCatalog,
+  QueueSet,
+  type Catalog,
+  type Enqueue,
+  type Logger,
+} from '@tickwork/runtime';
+import type { Redis } from 'ioredis';
+import type { CliEnv } from './env.js';
+
+/** What a command gets. Redis is connected lazily: `tickwork jobs` works with no Redis at all. */
+export interface CommandContext {
+  env: CliEnv;
+  args: string[];
+  flags: Flags;
+  catalog: Catalog;
+  log: Logger;
+  out: Output;
+  redis(): Redis;
+  queues(): QueueSet;
+  enqueue(): Enqueue;
+}
+
+export interface Flags {
+  json: boolean;
+  [name: string]: string | boolean | undefined;
+}
+
+export interface Output {
+  /** Prints `data` as JSON with --json, else prints `text()`. */
+  result(data: unknown, text: () => string): void;
+  line(text: string): void;
+}
+
+export async function createContext(env: CliEnv, args: string[], flags: Flags): Promise<CommandContext & { close(): Promise<void> }> {
+  const log = createLogger('tickwork', env.LOG_LEVEL);
+  const catalog = await loadCatalog(env.JOBS_MODULE, async () => (await import('@tickwork/jobs')).catalog);
+  let redis: Redis | undefined;
+  let queues: QueueSet | undefined;
+  const getRedis = () => (redis ??= createRedis(env.REDIS_URL, 'command'));
+  const getQueues = () => (queues ??= new QueueSet(getRedis(), env.QUEUE_PREFIX, log));
+  const out: Output = {
+    result(data, text) {
+      process.stdout.write(flags.json ? `${JSON.stringify(data, null, 2)}\n` : `${text()}\n`);
+    },
+    line(text) {
+      process.stdout.write(`${text}\n`);
+    },
+  };
+  return {
+    env,
+    args,
+    flags,
+    catalog,
+    log,
+    out,
+    redis: getRedis,
+    queues: getQueues,
+    enqueue: () => createEnqueue(catalog, getQueues()),
+    async close() {
+      await queues?.close();
+      redis?.disconnect();
+    },
+  };
+}

@@ -1,0 +1,15 @@
+import { logLevel, parseEnv, queuePrefix, redisUrl } from '@tickwork/runtime';
+import { z } from 'zod';
+
+const schema = z.object({
+  REDIS_URL: redisUrl,
+  QUEUE_PREFIX: queuePrefix,
+  LOG_LEVEL: logLevel.default('warn'),
+  JOBS_MODULE: z.string().optional(),
+});
+
+export type CliEnv = z.output<typeof schema>;
+
+export function loadCliEnv(env: Record<string, string | undefined>): CliEnv {
+  return parseEnv('tickwork', schema, env);
+}

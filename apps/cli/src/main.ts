@@ -1,0 +1,69 @@
+#!/usr/bin/env node
+import { parseArgs } from 'node:util';
+import { TickworkError } from '@tickwork/runtime';
+import { commands } from './commands/index.js';
+import type { Command } from './commands/command.js';
+import { createContext, type Flags } from './context.js';
+import { loadCliEnv } from './env.js';
+import { UsageError } from './usage-error.js';
+
+function help(): string {
+  const width = Math.max(...commands.map((c) => c.name.length));
+  return [
+    'usage: tickwork <command> [args] [--json]',
+    '',
+    ...commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
+    '',
+    'Env: REDIS_URL (default redis://127.0.0.1:6379), QUEUE_PREFIX, JOBS_MODULE.',
+  ].join('\n');
+}
+
+function parseFlags(command: Command, argv: string[]): { args: string[]; flags: Flags } {
+  const options: Record<string, { type: 'string' | 'boolean' }> = { json: { type: 'boolean' } };
+  for (const f of command.valueFlags ?? []) options[f] = { type: 'string' };
+  for (const f of command.booleanFlags ?? []) options[f] = { type: 'boolean' };
+  try {
+    const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+    return { args: positionals, flags: { ...values, json: values.json === true } };
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === 'help' || name === '--help' || name === '-h') {
+    process.stdout.write(`${help()}\n`);
+    return name ? 0 : 2;
+  }
+  const command = commands.find((c) => c.name === name);
+  if (!command) {
+    process.stderr.write(`tickwork: unknown command "${name}"\n\n${help()}\n`);
+    return 2;
+  }
+  let close: (() => Promise<void>) | undefined;
+  try {
+    const { args, flags } = parseFlags(command, rest);
+    const env = loadCliEnv(process.env);
+    const ctx = await createContext(env, args, flags);
+    close = ctx.close;
+    await command.run(ctx);
+    return 0;
+  } catch (err) {
+    const json = rest.includes('--json');
+    const message = err instanceof Error ? err.message : String(err);
+    const kind = err instanceof Error ? err.name : 'Error';
+    if (json) process.stdout.write(`${JSON.stringify({ error: { name: kind, message } })}\n`);
+    if (err instanceof UsageError) {
+      process.stderr.write(`tickwork ${name}: ${message}\nusage: ${command.usage}\n`);
+      return 2;
+    }
+    process.stderr.write(`tickwork ${name}: ${message}\n`);
+    if (!(err instanceof TickworkError) && process.env.LOG_LEVEL === 'debug') process.stderr.write(`${(err as Error).stack}\n`);
+    return 1;
+  } finally {
+    await close?.();
+  }
+}
+
+main(process.argv.slice(2)).then((code) => process.exit(code));
