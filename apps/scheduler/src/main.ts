@@ -3,6 +3,7 @@ import {
   createRedis,
   exitOnStartupError,
   loadCatalog,
+  metricsRoute,
   onShutdown,
   QueueSet,
   redisPingCheck,
@@ -28,7 +29,7 @@ async function main(): Promise<void> {
     reconcile().catch((err: unknown) => log.error({ err }, 'reconcile failed; will retry'));
   }, env.RECONCILE_INTERVAL_MS);
 
-  const health = await startHealthServer({ port: env.PORT, log, check: redisPingCheck(redis) });
+  const health = await startHealthServer({ port: env.PORT, log, check: redisPingCheck(redis), routes: metricsRoute });
   log.info({ port: env.PORT, schedules: catalog.scheduled().length }, 'scheduler ready');
 
   onShutdown(log, async () => {

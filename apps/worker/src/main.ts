@@ -4,6 +4,7 @@ import {
   createRedis,
   exitOnStartupError,
   loadCatalog,
+  metricsRoute,
   onShutdown,
   QueueSet,
   redisPingCheck,
@@ -33,7 +34,7 @@ async function main(): Promise<void> {
     concurrency: env.WORKER_CONCURRENCY,
     ...(selected && { queues: selected }),
   });
-  const health = await startHealthServer({ port: env.PORT, log, check: redisPingCheck(redis) });
+  const health = await startHealthServer({ port: env.PORT, log, check: redisPingCheck(redis), routes: metricsRoute });
   log.info({ port: env.PORT, jobs: catalog.jobs.length }, 'worker ready');
 
   onShutdown(log, async () => {

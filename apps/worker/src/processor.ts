@@ -1,5 +1,8 @@
 import {
   idempotencyKeyOf,
+  jobDuration,
+  jobsCompleted,
+  jobsFailed,
   nominalTimeOf,
   PayloadValidationError,
   validatePayload,
@@ -74,8 +77,18 @@ export function createProcessor(deps: ProcessorDeps) {
       redis: deps.redis,
     });
     log.debug({ idempotencyKey }, 'job started');
-    const result = await runHandler(def, makeContext, signal);
-    log.info('job completed');
-    return result;
+    const labels = { queue: job.queueName, job: job.name };
+    const stopTimer = jobDuration.startTimer(labels);
+    try {
+      const result = await runHandler(def, makeContext, signal);
+      jobsCompleted.inc(labels);
+      log.info('job completed');
+      return result;
+    } catch (err) {
+      jobsFailed.inc(labels);
+      throw err;
+    } finally {
+      stopTimer();
+    }
   };
 }

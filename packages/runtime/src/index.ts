@@ -14,3 +14,4 @@ export * from './load-catalog.js';
 export * from './run-identity.js';
 export * from './schedule/bullmq-repeat.js';
 export * from './registry.js';
+export * from './metrics.js';
