@@ -62,7 +62,10 @@ export const devCommand: Command = {
     }
 
     const exited = children.map((c) => new Promise<void>((r) => c.once('exit', () => r())));
+    let stopping = false;
     const stop = () => {
+      if (stopping) return;
+      stopping = true;
       for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
     };
     process.once('SIGINT', stop);
