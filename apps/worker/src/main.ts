@@ -43,7 +43,7 @@ async function main(): Promise<void> {
     health.close();
     await queues.close();
     redis.disconnect();
-  });
+  }, env.DRAIN_TIMEOUT_MS + 10_000);
 }
 
 main().catch((err: unknown) => exitOnStartupError(boot, err));

@@ -34,7 +34,8 @@ export const devCommand: Command = {
         'redis-server',
         ['--port', String(port), '--bind', '127.0.0.1', '--dir', join(STATE, 'redis'), '--appendonly', 'yes',
           '--hz', '100', '--maxmemory-policy', 'noeviction', '--save', ''],
-        { stdio: 'ignore' },
+        // Detached like the apps, so Ctrl-C does not take Redis away while they drain; stopped last.
+        { stdio: 'ignore', detached: true },
       );
       redisUrl = `redis://127.0.0.1:${port}`;
       const deadline = Date.now() + 10_000;
