@@ -18,6 +18,12 @@ export interface Delivery {
 export function nominalTimeOf(delivery: Delivery): Date | undefined {
   if (delivery.redrive) return delivery.redrive.nominalTime === undefined ? undefined : new Date(delivery.redrive.nominalTime);
   if (delivery.repeatJobKey && typeof delivery.prevMillis === 'number') return new Date(delivery.prevMillis);
+  // BullMQ 6.7 does not store prevMillis in the opts of scheduler-made jobs (checked: opts hold only
+  // attempts/timestamp/jobId/repeat/delay); their id `repeat:<scheduler id>:<due ms>` carries the due time.
+  if (delivery.repeatJobKey) {
+    const due = delivery.id.startsWith(`repeat:${delivery.repeatJobKey}:`) ? Number(delivery.id.slice(delivery.repeatJobKey.length + 8)) : NaN;
+    if (Number.isSafeInteger(due)) return new Date(due);
+  }
   return undefined;
 }
 
