@@ -30,9 +30,19 @@ export interface WebhookResult {
 export class WebhookSender {
   private readonly inFlight = new Set<Promise<WebhookResult>>();
   private readonly target: string;
+  private readonly endpoint: string;
+  private readonly authorization: string | undefined;
 
   constructor(private readonly opts: WebhookOptions) {
     this.target = redactPath(opts.url);
+    // fetch refuses URLs with credentials; `https://user:pass@host/...` becomes a Basic auth header.
+    const u = new URL(opts.url);
+    this.authorization = u.username || u.password
+      ? `Basic ${Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64')}`
+      : undefined;
+    u.username = '';
+    u.password = '';
+    this.endpoint = u.toString();
   }
 
   send(body: unknown): void {
@@ -75,9 +85,13 @@ export class WebhookSender {
 
   private async attempt(payload: string, attempt: number): Promise<WebhookResult> {
     try {
-      const res = await fetch(this.opts.url, {
+      const res = await fetch(this.endpoint, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'user-agent': 'tickwork-alerts' },
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'tickwork-alerts',
+          ...(this.authorization && { authorization: this.authorization }),
+        },
         body: payload,
         signal: AbortSignal.timeout(this.opts.timeoutMs ?? 5000),
       });
