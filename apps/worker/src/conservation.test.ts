@@ -68,8 +68,9 @@ describe('conservation: nothing is lost, nothing is in two places', () => {
     const settled = async () => {
       const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed', 'completed');
       const dlq = (await listDeadLetters(queues, Q)).length;
-      const idle = counts.waiting + counts.active + counts.delayed + counts.prioritized + counts.failed === 0;
-      return idle && counts.completed + dlq >= TOTAL ? { counts, dlq } : undefined;
+      const n = (state: string) => counts[state] ?? 0;
+      const idle = n('waiting') + n('active') + n('delayed') + n('prioritized') + n('failed') === 0;
+      return idle && n('completed') + dlq >= TOTAL ? { counts, dlq } : undefined;
     };
     await waitFor(settled, { timeoutMs: 150_000, intervalMs: 250, what: 'every job completed or dead-lettered' });
 
