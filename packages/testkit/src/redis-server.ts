@@ -75,6 +75,8 @@ export async function startRedisServer(opts: { appendonly?: boolean } = {}): Pro
     },
     client() {
       const c = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: null });
+      // Tests kill and restart this server on purpose; reconnect errors are expected, not failures.
+      c.on('error', () => undefined);
       clients.push(c);
       return c;
     },
