@@ -13,8 +13,9 @@ import {
   type JobContext,
   type Logger,
 } from '@tickwork/runtime';
-import { UnrecoverableError, type Job } from 'bullmq';
+import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { WorkerShutdownError } from './errors.js';
 import { runHandler } from './run-handler.js';
 
 export interface ProcessorDeps {
@@ -41,7 +42,7 @@ export function deliveryOf(job: Job): Delivery {
  * (UnrecoverableError) instead of burning attempts.
  */
 export function createProcessor(deps: ProcessorDeps) {
-  return async (job: Job, _token?: string, signal?: AbortSignal): Promise<unknown> => {
+  return async (job: Job, token?: string, signal?: AbortSignal): Promise<unknown> => {
     const def = deps.catalog.get(job.name);
     const attempt = job.attemptsMade + 1;
     const log = deps.log.child({ queue: job.queueName, job: job.name, jobId: job.id, attempt });
@@ -87,6 +88,12 @@ export function createProcessor(deps: ProcessorDeps) {
       log.info('job completed');
       return result;
     } catch (err) {
+      if (err instanceof WorkerShutdownError) {
+        // Hand the job back at once, without spending an attempt: it did not fail, this worker left.
+        log.warn('interrupted by shutdown; handing the job back to the queue');
+        await job.moveToDelayed(Date.now(), token);
+        throw new DelayedError();
+      }
       jobsFailed.inc(labels);
       throw err;
     } finally {
