@@ -17,3 +17,6 @@ export * from './registry.js';
 export * from './metrics.js';
 export * from './schedule/policy.js';
 export * from './schedule/occurrences.js';
+export * from './schedule/keys.js';
+export * from './schedule/history.js';
+export * from './schedule/catch-up.js';
