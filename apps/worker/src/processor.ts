@@ -1,10 +1,13 @@
 import {
   idempotencyKeyOf,
+  isCatchUpOf,
   jobDuration,
   jobsCompleted,
   jobsFailed,
   nominalTimeOf,
   PayloadValidationError,
+  runRecorder,
+  scheduledRunOf,
   validatePayload,
   type Catalog,
   type Delivery,
@@ -21,6 +24,8 @@ export interface ProcessorDeps {
   redis: Redis;
   enqueue: Enqueue;
   log: Logger;
+  /** Queue prefix, where schedule history lives. Default `tickwork`. */
+  prefix?: string;
 }
 
 export function deliveryOf(job: Job): Delivery {
@@ -30,6 +35,7 @@ export function deliveryOf(job: Job): Delivery {
     data: job.data,
     repeatJobKey: job.repeatJobKey,
     prevMillis: job.opts.prevMillis,
+    scheduled: scheduledRunOf(job.opts),
   };
 }
 
@@ -71,7 +77,7 @@ export function createProcessor(deps: ProcessorDeps) {
       signal: runSignal,
       idempotencyKey,
       nominalTime,
-      isCatchUp: false,
+      isCatchUp: isCatchUpOf(delivery),
       step: (_id, fn) => fn(),
       enqueue: deps.enqueue,
       redis: deps.redis,
@@ -79,13 +85,17 @@ export function createProcessor(deps: ProcessorDeps) {
     log.debug({ idempotencyKey }, 'job started');
     const labels = { queue: job.queueName, job: job.name };
     const stopTimer = jobDuration.startTimer(labels);
+    const history = runRecorder(deps.redis, deps.prefix ?? 'tickwork', def, delivery, log);
+    await history?.started(attempt);
     try {
       const result = await runHandler(def, makeContext, signal);
       jobsCompleted.inc(labels);
       log.info('job completed');
+      await history?.succeeded();
       return result;
     } catch (err) {
       jobsFailed.inc(labels);
+      await history?.failed(err, err instanceof UnrecoverableError || attempt >= (job.opts.attempts ?? 1));
       throw err;
     } finally {
       stopTimer();
