@@ -20,3 +20,4 @@ export * from './schedule/occurrences.js';
 export * from './schedule/keys.js';
 export * from './schedule/history.js';
 export * from './schedule/catch-up.js';
+export * from './schedule/preview.js';
