@@ -21,3 +21,4 @@ export * from './schedule/keys.js';
 export * from './schedule/history.js';
 export * from './schedule/catch-up.js';
 export * from './schedule/preview.js';
+export * from './schedule/fan-out.js';
