@@ -89,13 +89,16 @@ describe('real scheduler processes against one Redis', { timeout: 90_000 }, () =
 
     expect(catchUp.key).toBe(`fx.second@${catchUp.nominal}`);
     expect(Date.parse(catchUp.nominal)).toBeGreaterThan(downAt);
-    expect(Date.parse(catchUp.nominal)).toBeLessThan(upAt + 1000);
+    expect(Date.parse(catchUp.nominal)).toBeGreaterThan(upAt - 5000);
     const history = await readHistory(redis, PREFIX, 'fx.second', 500);
     const byNominal = new Map(history.map((h) => [h.nominal, h]));
     const missed = history.filter((h) => h.outcome === 'missed');
     expect(missed.length).toBeGreaterThanOrEqual(2);
     expect(missed.every((m) => Date.parse(m.nominal) > downAt - 1000 && m.nominal < catchUp.nominal)).toBe(true);
-    expect(byNominal.get(catchUp.nominal)).toMatchObject<Partial<OccurrenceRecord>>({ trigger: 'catch-up', outcome: 'caught-up' });
+    const record = byNominal.get(catchUp.nominal);
+    expect(record).toMatchObject<Partial<OccurrenceRecord>>({ trigger: 'catch-up', outcome: 'caught-up' });
+    // it was past due by more than the grace when the restarted scheduler claimed it
+    expect(Date.parse(record?.claimedAt ?? '')).toBeGreaterThan(Date.parse(catchUp.nominal) + 1500);
     expect((await runs()).filter((r) => r.catchUp)).toHaveLength(1);
     // Nothing silently lost: every second of the outage has a record (run, caught up or missed).
     const lastBefore = Math.max(...history.filter((h) => Date.parse(h.nominal) < downAt && h.outcome === 'completed').map((h) => Date.parse(h.nominal)));
