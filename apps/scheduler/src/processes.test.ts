@@ -79,11 +79,16 @@ describe('real scheduler processes against one Redis', { timeout: 90_000 }, () =
     await Promise.all([scheduler.stop('SIGKILL'), worker.stop('SIGKILL')]);
     const downAt = Date.now();
     // The outage itself (not a wait for work): long enough for several occurrences beyond the 1.5 s grace.
-    await new Promise((r) => setTimeout(r, 4500));
+    await new Promise((r) => setTimeout(r, 5000));
     const upAt = Date.now();
     scheduler = await start(SCHEDULER);
     worker = await start(WORKER);
-    const catchUp = await waitFor(async () => (await runs()).find((r) => r.catchUp), { timeoutMs: 30_000, what: 'a catch-up run' });
+    // On a loaded machine the killed scheduler may itself have caught up a late occurrence before the
+    // outage; the one that matters is the catch-up of the outage.
+    const catchUp = await waitFor(async () => (await runs()).find((r) => r.catchUp && Date.parse(r.nominal) > downAt), {
+      timeoutMs: 30_000,
+      what: 'a catch-up run for the outage',
+    });
     await scheduler.stop('SIGTERM');
     await worker.stop('SIGTERM');
 
@@ -93,13 +98,13 @@ describe('real scheduler processes against one Redis', { timeout: 90_000 }, () =
     const history = await readHistory(redis, PREFIX, 'fx.second', 500);
     const byNominal = new Map(history.map((h) => [h.nominal, h]));
     const missed = history.filter((h) => h.outcome === 'missed');
-    expect(missed.length).toBeGreaterThanOrEqual(2);
-    expect(missed.every((m) => Date.parse(m.nominal) > downAt - 1000 && m.nominal < catchUp.nominal)).toBe(true);
+    expect(missed.filter((m) => Date.parse(m.nominal) > downAt).length).toBeGreaterThanOrEqual(2);
+    expect(missed.every((m) => m.nominal < catchUp.nominal)).toBe(true);
     const record = byNominal.get(catchUp.nominal);
     expect(record).toMatchObject<Partial<OccurrenceRecord>>({ trigger: 'catch-up', outcome: 'caught-up' });
     // it was past due by more than the grace when the restarted scheduler claimed it
     expect(Date.parse(record?.claimedAt ?? '')).toBeGreaterThan(Date.parse(catchUp.nominal) + 1500);
-    expect((await runs()).filter((r) => r.catchUp)).toHaveLength(1);
+    expect((await runs()).filter((r) => r.catchUp && Date.parse(r.nominal) > downAt)).toHaveLength(1);
     // Nothing silently lost: every second of the outage has a record (run, caught up or missed).
     const lastBefore = Math.max(...history.filter((h) => Date.parse(h.nominal) < downAt && h.outcome === 'completed').map((h) => Date.parse(h.nominal)));
     for (let t = lastBefore + 1000; t <= Date.parse(catchUp.nominal); t += 1000) {
