@@ -15,6 +15,8 @@ export * from './run-identity.js';
 export * from './schedule/bullmq-repeat.js';
 export * from './registry.js';
 export * from './metrics.js';
+export * from './dlq/index.js';
+export * from './alerts/index.js';
 export * from './schedule/policy.js';
 export * from './schedule/occurrences.js';
 export * from './schedule/keys.js';

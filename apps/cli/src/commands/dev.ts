@@ -34,7 +34,8 @@ export const devCommand: Command = {
         'redis-server',
         ['--port', String(port), '--bind', '127.0.0.1', '--dir', join(STATE, 'redis'), '--appendonly', 'yes',
           '--hz', '100', '--maxmemory-policy', 'noeviction', '--save', ''],
-        { stdio: 'ignore' },
+        // Detached like the apps, so Ctrl-C does not take Redis away while they drain; stopped last.
+        { stdio: 'ignore', detached: true },
       );
       redisUrl = `redis://127.0.0.1:${port}`;
       const deadline = Date.now() + 10_000;
@@ -62,7 +63,10 @@ export const devCommand: Command = {
     }
 
     const exited = children.map((c) => new Promise<void>((r) => c.once('exit', () => r())));
+    let stopping = false;
     const stop = () => {
+      if (stopping) return;
+      stopping = true;
       for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
     };
     process.once('SIGINT', stop);

@@ -2,10 +2,18 @@ import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineJob } from '../define-job.js';
-import { createLogger } from '../logger.js';
-import { claimOccurrences, HISTORY_CAP, lastOutcomes, readHistory, runRecorder, type OccurrenceRecord } from './history.js';
-import { occurrenceKey, scheduleKeys } from './keys.js';
+import {
+  claimOccurrences,
+  createLogger,
+  defineJob,
+  HISTORY_CAP,
+  lastOutcomes,
+  occurrenceKey,
+  readHistory,
+  runRecorder,
+  scheduleKeys,
+  type OccurrenceRecord,
+} from '@tickwork/runtime';
 
 let server: RedisServerHandle;
 let redis: Redis;
