@@ -1,4 +1,4 @@
-/** `tickwork jobs | enqueue | schedules` as a real process, the way operators and scripts call it. */
+/** `tickwork jobs | enqueue` as a real process, the way operators and scripts call it. */
 import { fileURLToPath } from 'node:url';
 import { createLogger, QueueSet } from '@tickwork/runtime';
 import { startApp, startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
@@ -69,15 +69,5 @@ describe('tickwork CLI', () => {
     const flag = await tickwork('jobs', '--colour');
     expect(flag.code).toBe(2);
     expect(flag.out).toContain("Unknown option '--colour'");
-  });
-
-  it('schedules --json shows registered schedulers with their next run', async () => {
-    await queues.get('billing').upsertJobScheduler('billing.charge-monthly', { pattern: '0 0 1 * *', tz: 'UTC' }, { name: 'billing.charge-monthly', data: {} });
-    const { code, out } = await tickwork('schedules', '--json');
-    expect(code).toBe(0);
-    const rows = JSON.parse(out) as { id: string; tz: string; next: string }[];
-    const billing = rows.find((r) => r.id === 'billing.charge-monthly');
-    expect(billing?.tz).toBe('UTC');
-    expect(billing?.next).toMatch(/^\d{4}-\d{2}-01T00:00:00.000Z$/);
   });
 });

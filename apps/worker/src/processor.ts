@@ -1,10 +1,13 @@
 import {
   idempotencyKeyOf,
+  isCatchUpOf,
   jobDuration,
   jobsCompleted,
   jobsFailed,
   nominalTimeOf,
   PayloadValidationError,
+  runRecorder,
+  scheduledRunOf,
   redriveMetaOf,
   validatePayload,
   type Catalog,
@@ -23,6 +26,8 @@ export interface ProcessorDeps {
   redis: Redis;
   enqueue: Enqueue;
   log: Logger;
+  /** Queue prefix, where schedule history lives. Default `tickwork`. */
+  prefix?: string;
 }
 
 export function deliveryOf(job: Job): Delivery {
@@ -32,6 +37,7 @@ export function deliveryOf(job: Job): Delivery {
     data: job.data,
     repeatJobKey: job.repeatJobKey,
     prevMillis: job.opts.prevMillis,
+    scheduled: scheduledRunOf(job.opts),
     redrive: redriveMetaOf(job.opts),
   };
 }
@@ -74,7 +80,7 @@ export function createProcessor(deps: ProcessorDeps) {
       signal: runSignal,
       idempotencyKey,
       nominalTime,
-      isCatchUp: false,
+      isCatchUp: isCatchUpOf(delivery),
       step: (_id, fn) => fn(),
       enqueue: deps.enqueue,
       redis: deps.redis,
@@ -82,10 +88,13 @@ export function createProcessor(deps: ProcessorDeps) {
     log.debug({ idempotencyKey }, 'job started');
     const labels = { queue: job.queueName, job: job.name };
     const stopTimer = jobDuration.startTimer(labels);
+    const history = runRecorder(deps.redis, deps.prefix ?? 'tickwork', def, delivery, log);
+    await history?.started(attempt);
     try {
       const result = await runHandler(def, makeContext, signal);
       jobsCompleted.inc(labels);
       log.info('job completed');
+      await history?.succeeded();
       return result;
     } catch (err) {
       if (err instanceof WorkerShutdownError) {
@@ -95,6 +104,7 @@ export function createProcessor(deps: ProcessorDeps) {
         throw new DelayedError();
       }
       jobsFailed.inc(labels);
+      await history?.failed(err, err instanceof UnrecoverableError || attempt >= (job.opts.attempts ?? 1));
       throw err;
     } finally {
       stopTimer();

@@ -16,7 +16,33 @@ export interface ScheduleCommon {
   tz: string;
   /** Static payload every occurrence gets. Validated against the job's schema at start. */
   data?: Record<string, unknown>;
+  /**
+   * What a wall-clock time that does not exist (spring forward, `gap`) or exists twice (fall back, `fold`)
+   * means for this schedule. Default `{ gap: 'shift', fold: 'once' }`: a daily job runs exactly once every
+   * local day. `gap: 'shift'` runs 02:30 at 03:30 (moved by the size of the gap); `'skip'` drops it.
+   * `fold: 'once'` runs at the first 01:30; `'twice'` at both. Patterns that fire every hour (`*` in the
+   * hour field) and `every` intervals ignore this: they keep their absolute spacing in real time.
+   */
+  dst?: Partial<DstPolicy>;
+  /**
+   * What the scheduler does with occurrences that were due while it was down (found when it starts and on
+   * every tick). Default `'skip'`: record them as `missed`. `'once'`: run the latest one (flagged
+   * `ctx.isCatchUp`) and record the rest as missed. `'all'`: run up to `maxCatchUp` of them (the latest).
+   * Only occurrences inside `catchUpWindow` are ever run. Nothing is lost silently: each is run or recorded.
+   */
+  missed?: MissedPolicy;
+  /** How far back catch-up looks; older occurrences are recorded as missed. Default 24 hours. */
+  catchUpWindow?: DurationLike;
+  /** With `missed: 'all'`, at most this many catch-up runs per outage (1..1000). Default 10. */
+  maxCatchUp?: number;
 }
+
+export interface DstPolicy {
+  gap: 'shift' | 'skip';
+  fold: 'once' | 'twice';
+}
+
+export type MissedPolicy = 'skip' | 'once' | 'all';
 
 export interface RetryPolicy {
   /** Total attempts including the first. Default 3. */
