@@ -32,6 +32,9 @@ async function main(): Promise<void> {
     redisUrl: env.REDIS_URL,
     prefix: env.QUEUE_PREFIX,
     concurrency: env.WORKER_CONCURRENCY,
+    lockDurationMs: env.WORKER_LOCK_DURATION_MS,
+    stalledIntervalMs: env.WORKER_STALLED_INTERVAL_MS,
+    idempotencyRetentionMs: env.IDEMPOTENCY_RETENTION_HOURS * 3600_000,
     ...(selected && { queues: selected }),
   });
   const health = await startHealthServer({ port: env.PORT, log, check: redisPingCheck(redis), routes: metricsRoute });

@@ -1,5 +1,9 @@
 import {
+  DEFAULT_OVERLAP_POLICY,
   idempotencyKeyOf,
+  lockFn,
+  runExactlyOnce,
+  type ExactlyOnce,
   jobDuration,
   jobsCompleted,
   jobsFailed,
@@ -9,10 +13,11 @@ import {
   type Catalog,
   type Delivery,
   type Enqueue,
+  type ExactlyOnceRun,
   type JobContext,
   type Logger,
 } from '@tickwork/runtime';
-import { UnrecoverableError, type Job } from 'bullmq';
+import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { runHandler } from './run-handler.js';
 
@@ -21,6 +26,8 @@ export interface ProcessorDeps {
   redis: Redis;
   enqueue: Enqueue;
   log: Logger;
+  /** Idempotency ledger, overlap guard and locks (issue 3). */
+  exactlyOnce: ExactlyOnce;
 }
 
 export function deliveryOf(job: Job): Delivery {
@@ -39,7 +46,7 @@ export function deliveryOf(job: Job): Delivery {
  * (UnrecoverableError) instead of burning attempts.
  */
 export function createProcessor(deps: ProcessorDeps) {
-  return async (job: Job, _token?: string, signal?: AbortSignal): Promise<unknown> => {
+  return async (job: Job, token?: string, signal?: AbortSignal): Promise<unknown> => {
     const def = deps.catalog.get(job.name);
     const attempt = job.attemptsMade + 1;
     const log = deps.log.child({ queue: job.queueName, job: job.name, jobId: job.id, attempt });
@@ -60,7 +67,7 @@ export function createProcessor(deps: ProcessorDeps) {
     const delivery = deliveryOf(job);
     const nominalTime = nominalTimeOf(delivery);
     const idempotencyKey = idempotencyKeyOf(def, delivery, data);
-    const makeContext = (runSignal: AbortSignal): JobContext<unknown> => ({
+    const makeContext = (runSignal: AbortSignal, run: ExactlyOnceRun): JobContext<unknown> => ({
       data,
       log,
       jobId: String(job.id),
@@ -72,23 +79,32 @@ export function createProcessor(deps: ProcessorDeps) {
       idempotencyKey,
       nominalTime,
       isCatchUp: false,
-      step: (_id, fn) => fn(),
+      step: run.step,
+      lock: lockFn(deps.exactlyOnce.redis, deps.exactlyOnce.prefix, runSignal),
       enqueue: deps.enqueue,
       redis: deps.redis,
     });
     log.debug({ idempotencyKey }, 'job started');
     const labels = { queue: job.queueName, job: job.name };
-    const stopTimer = jobDuration.startTimer(labels);
-    try {
-      const result = await runHandler(def, makeContext, signal);
-      jobsCompleted.inc(labels);
-      log.info('job completed');
-      return result;
-    } catch (err) {
-      jobsFailed.inc(labels);
-      throw err;
-    } finally {
-      stopTimer();
-    }
+    const policy = def.schedule?.overlap ?? DEFAULT_OVERLAP_POLICY;
+    const overlap = delivery.repeatJobKey && policy !== 'allow' ? { schedule: delivery.repeatJobKey, policy, nominalTime } : undefined;
+    const defer = async (ms: number): Promise<never> => {
+      await job.moveToDelayed(Date.now() + ms, token);
+      throw new DelayedError();
+    };
+    return runExactlyOnce(deps.exactlyOnce, { key: idempotencyKey, log, labels, signal, defer, overlap }, async (run) => {
+      const stopTimer = jobDuration.startTimer(labels);
+      try {
+        const result = await runHandler(def, (s) => makeContext(s, run), run.signal);
+        jobsCompleted.inc(labels);
+        log.info('job completed');
+        return result;
+      } catch (err) {
+        jobsFailed.inc(labels);
+        throw err;
+      } finally {
+        stopTimer();
+      }
+    });
   };
 }

@@ -1,15 +1,21 @@
-import { createRedis, type Catalog, type Logger } from '@tickwork/runtime';
+import { createExactlyOnce, createRedis, type Catalog, type Logger } from '@tickwork/runtime';
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { createProcessor, type ProcessorDeps } from './processor.js';
 
-export interface WorkerPoolOptions extends Omit<ProcessorDeps, 'redis'> {
+export interface WorkerPoolOptions extends Omit<ProcessorDeps, 'redis' | 'exactlyOnce'> {
   redisUrl: string;
   /** Command connection shared with the processor (ledger, demo side effects). */
   redis: Redis;
   prefix: string;
   concurrency: number;
   queues?: readonly string[];
+  /** BullMQ job lock and idempotency lease: how soon a crashed worker's job is recovered. Default 30 s. */
+  lockDurationMs?: number;
+  /** How often BullMQ looks for stalled jobs. Default 30 s. */
+  stalledIntervalMs?: number;
+  /** How long completed runs are remembered by the idempotency ledger. Default 7 days. */
+  idempotencyRetentionMs?: number;
 }
 
 export interface WorkerPool {
@@ -23,7 +29,12 @@ export interface WorkerPool {
 
 /** One BullMQ Worker per queue, each with its own blocking connection (BullMQ requires that). */
 export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
-  const processor = createProcessor(opts);
+  const exactlyOnce = createExactlyOnce(opts.redis, {
+    prefix: opts.prefix,
+    leaseMs: opts.lockDurationMs ?? 30_000,
+    ...(opts.idempotencyRetentionMs !== undefined && { retentionMs: opts.idempotencyRetentionMs }),
+  });
+  const processor = createProcessor({ ...opts, exactlyOnce });
   const queues = opts.queues ?? opts.catalog.queues;
   const workers = queues.map((queue) => {
     const worker = new Worker(queue, processor, {
@@ -32,6 +43,8 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
       concurrency: opts.concurrency,
       // A crashed worker's jobs are redelivered after the lock expires; handlers are idempotent.
       maxStalledCount: 2,
+      ...(opts.lockDurationMs !== undefined && { lockDuration: opts.lockDurationMs }),
+      ...(opts.stalledIntervalMs !== undefined && { stalledInterval: opts.stalledIntervalMs }),
     });
     worker.on('error', (err) => opts.log.error({ err, queue }, 'worker error'));
     worker.on('failed', (job, err) =>
