@@ -13,8 +13,11 @@ export interface Delivery {
 
 /** The time a scheduled occurrence was due, or undefined for on-demand jobs. */
 export function nominalTimeOf(delivery: Delivery): Date | undefined {
-  if (delivery.repeatJobKey && typeof delivery.prevMillis === 'number') return new Date(delivery.prevMillis);
-  return undefined;
+  if (!delivery.repeatJobKey) return undefined;
+  if (typeof delivery.prevMillis === 'number') return new Date(delivery.prevMillis);
+  // BullMQ 6 leaves prevMillis unset on `every` schedulers' jobs; their id `repeat:<id>:<due ms>` carries it.
+  const due = /^repeat:.+:(\d+)$/.exec(delivery.id)?.[1];
+  return due === undefined ? undefined : new Date(Number(due));
 }
 
 /**
