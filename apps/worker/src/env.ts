@@ -12,13 +12,20 @@ const schema = z.object({
   /** Only run these queues (comma-separated); default all queues of the catalog. */
   WORKER_QUEUES: z.string().optional(),
   JOBS_MODULE: z.string().optional(),
-  /**
-   * BullMQ job lock and idempotency-ledger lease, renewed while a job runs: a crashed worker's jobs are
-   * recovered (and their runs taken over) this long after it stopped renewing. Tests use a short value.
-   */
+  /** POST target for alerts (dead letters, escalations). May carry a token: it is never logged in full. */
+  ALERT_WEBHOOK_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL, e.g. https://hooks.example.com/T0/B0/x' }).optional(),
+  /** Consecutive failed runs of one schedule that trigger one escalated alert. */
+  ALERT_ESCALATE_AFTER: positiveInt(3),
+  ALERT_WEBHOOK_TIMEOUT_MS: positiveInt(5000),
+  /** How often failed sets are swept for final failures whose DLQ move was interrupted. */
+  DLQ_SWEEP_INTERVAL_MS: positiveInt(30_000),
+  /** Largest payload ctx.enqueue accepts (bytes of JSON). */
+  MAX_PAYLOAD_BYTES: positiveInt(512 * 1024),
+  /** Lock/stall tuning, BullMQ defaults otherwise; a job stalled more than WORKER_MAX_STALLED_COUNT times is dead-lettered. */
+  /** Also the idempotency-ledger lease: a crashed worker's runs are taken over this long after it stopped renewing. */
   WORKER_LOCK_DURATION_MS: positiveInt(30_000),
-  /** How often BullMQ checks for stalled jobs (those whose lock expired). */
   WORKER_STALLED_INTERVAL_MS: positiveInt(30_000),
+  WORKER_MAX_STALLED_COUNT: z.coerce.number().int().min(0).default(2),
   /** How long completed runs stay in the idempotency ledger, so later duplicates are still suppressed. */
   IDEMPOTENCY_RETENTION_HOURS: positiveInt(7 * 24),
 });

@@ -1,6 +1,7 @@
 import { createExactlyOnce, createRedis, redisOptions, type Catalog, type Logger } from '@tickwork/runtime';
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
+import type { DeadLetterRouting } from './dead-letter.js';
 import { createProcessor, type ProcessorDeps } from './processor.js';
 
 export interface WorkerPoolOptions extends Omit<ProcessorDeps, 'redis' | 'exactlyOnce'> {
@@ -10,10 +11,13 @@ export interface WorkerPoolOptions extends Omit<ProcessorDeps, 'redis' | 'exactl
   prefix: string;
   concurrency: number;
   queues?: readonly string[];
-  /** BullMQ job lock and idempotency lease: how soon a crashed worker's job is recovered. Default 30 s. */
+  /** Moves final failures to the DLQ (dead-letter.ts). */
+  deadLetter?: DeadLetterRouting;
+  /** Lock/stall tuning; tests shorten them to see stalls quickly. */
+  /** Also the idempotency-ledger lease. */
   lockDurationMs?: number;
-  /** How often BullMQ looks for stalled jobs. Default 30 s. */
   stalledIntervalMs?: number;
+  maxStalledCount?: number;
   /** How long completed runs are remembered by the idempotency ledger. Default 7 days. */
   idempotencyRetentionMs?: number;
 }
@@ -46,10 +50,11 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
       prefix: opts.prefix,
       concurrency: opts.concurrency,
       // A crashed worker's jobs are redelivered after the lock expires; handlers are idempotent.
-      maxStalledCount: 2,
+      maxStalledCount: opts.maxStalledCount ?? 2,
       ...(opts.lockDurationMs !== undefined && { lockDuration: opts.lockDurationMs }),
       ...(opts.stalledIntervalMs !== undefined && { stalledInterval: opts.stalledIntervalMs }),
     });
+    opts.deadLetter?.attach(worker);
     worker.on('error', (err) => opts.log.error({ err, queue }, 'worker error'));
     worker.on('failed', (job, err) =>
       opts.log.warn(
@@ -75,9 +80,11 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
         opts.log.warn({ deadlineMs }, 'drain deadline passed; aborting active jobs');
         for (const w of workers) w.cancelAllJobs('worker shutting down');
         await Promise.all(workers.map((w) => w.close(true)));
+        await opts.deadLetter?.close();
         ledgerRedis.disconnect();
         return { timedOut: true };
       }
+      await opts.deadLetter?.close();
       ledgerRedis.disconnect();
       return { timedOut: false };
     },

@@ -15,6 +15,8 @@ export * from './run-identity.js';
 export * from './schedule/bullmq-repeat.js';
 export * from './registry.js';
 export * from './metrics.js';
+export * from './dlq/index.js';
+export * from './alerts/index.js';
 export * from './idempotency/errors.js';
 export * from './idempotency/ledger.js';
 export * from './idempotency/steps.js';

@@ -1,9 +1,17 @@
 import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
+import {
+  InvalidLockOptionsError,
+  LockLostError,
+  LockNotAcquiredError,
+  RedisLock,
+  StaleFencingTokenError,
+  fencedGet,
+  fencedSet,
+  lockKeys,
+  withLock,
+} from '@tickwork/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InvalidLockOptionsError, LockLostError, LockNotAcquiredError, StaleFencingTokenError } from './errors.js';
-import { fencedGet, fencedSet } from './fencing.js';
-import { lockKeys, RedisLock, withLock } from './with-lock.js';
 
 let server: RedisServerHandle;
 let redis: Redis;

@@ -1,12 +1,16 @@
 import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
+import {
+  IdempotencyLedger,
+  LeaseLostError,
+  StepError,
+  createExactlyOnce,
+  createStep,
+  duplicatesSuppressed,
+  runExactlyOnce,
+} from '@tickwork/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LeaseLostError, StepError } from './errors.js';
-import { IdempotencyLedger } from './ledger.js';
-import { createExactlyOnce, runExactlyOnce } from './run-exactly-once.js';
-import { duplicatesSuppressed } from './metrics.js';
-import { createStep } from './steps.js';
 
 let server: RedisServerHandle;
 let redis: Redis;
