@@ -1,6 +1,10 @@
 import {
+  DEFAULT_OVERLAP_POLICY,
   idempotencyKeyOf,
   isCatchUpOf,
+  lockFn,
+  runExactlyOnce,
+  type ExactlyOnce,
   jobDuration,
   jobsCompleted,
   jobsFailed,
@@ -13,6 +17,7 @@ import {
   type Catalog,
   type Delivery,
   type Enqueue,
+  type ExactlyOnceRun,
   type JobContext,
   type Logger,
 } from '@tickwork/runtime';
@@ -28,6 +33,8 @@ export interface ProcessorDeps {
   log: Logger;
   /** Queue prefix, where schedule history lives. Default `tickwork`. */
   prefix?: string;
+  /** Idempotency ledger, overlap guard and locks. */
+  exactlyOnce: ExactlyOnce;
 }
 
 export function deliveryOf(job: Job): Delivery {
@@ -69,7 +76,7 @@ export function createProcessor(deps: ProcessorDeps) {
     const delivery = deliveryOf(job);
     const nominalTime = nominalTimeOf(delivery);
     const idempotencyKey = idempotencyKeyOf(def, delivery, data);
-    const makeContext = (runSignal: AbortSignal): JobContext<unknown> => ({
+    const makeContext = (runSignal: AbortSignal, run: ExactlyOnceRun): JobContext<unknown> => ({
       data,
       log,
       jobId: String(job.id),
@@ -81,33 +88,43 @@ export function createProcessor(deps: ProcessorDeps) {
       idempotencyKey,
       nominalTime,
       isCatchUp: isCatchUpOf(delivery),
-      step: (_id, fn) => fn(),
+      step: run.step,
+      lock: lockFn(deps.exactlyOnce.redis, deps.exactlyOnce.prefix, runSignal),
       enqueue: deps.enqueue,
       redis: deps.redis,
     });
     log.debug({ idempotencyKey }, 'job started');
     const labels = { queue: job.queueName, job: job.name };
-    const stopTimer = jobDuration.startTimer(labels);
     const history = runRecorder(deps.redis, deps.prefix ?? 'tickwork', def, delivery, log);
-    await history?.started(attempt);
-    try {
-      const result = await runHandler(def, makeContext, signal);
-      jobsCompleted.inc(labels);
-      log.info('job completed');
-      await history?.succeeded();
-      return result;
-    } catch (err) {
-      if (err instanceof WorkerShutdownError) {
-        // Hand the job back at once, without spending an attempt: it did not fail, this worker left.
-        log.warn('interrupted by shutdown; handing the job back to the queue');
-        await job.moveToDelayed(Date.now(), token);
-        throw new DelayedError();
+    const schedule = delivery.scheduled?.schedule ?? delivery.repeatJobKey;
+    const policy = def.schedule?.overlap ?? DEFAULT_OVERLAP_POLICY;
+    const overlap = schedule && policy !== 'allow' ? { schedule, policy, nominalTime } : undefined;
+    const defer = async (ms: number): Promise<never> => {
+      await job.moveToDelayed(Date.now() + ms, token);
+      throw new DelayedError();
+    };
+    const onSkip = () => history?.skippedOverlap('the previous run of the schedule was still running');
+    return runExactlyOnce(deps.exactlyOnce, { key: idempotencyKey, log, labels, signal, defer, overlap, onSkip }, async (run) => {
+      const stopTimer = jobDuration.startTimer(labels);
+      await history?.started(attempt);
+      try {
+        const result = await runHandler(def, (s) => makeContext(s, run), run.signal);
+        jobsCompleted.inc(labels);
+        log.info('job completed');
+        await history?.succeeded();
+        return result;
+      } catch (err) {
+        if (err instanceof WorkerShutdownError) {
+          // Hand the job back at once, without spending an attempt: it did not fail, this worker left.
+          log.warn('interrupted by shutdown; handing the job back to the queue');
+          return defer(0);
+        }
+        jobsFailed.inc(labels);
+        await history?.failed(err, err instanceof UnrecoverableError || attempt >= (job.opts.attempts ?? 1));
+        throw err;
+      } finally {
+        stopTimer();
       }
-      jobsFailed.inc(labels);
-      await history?.failed(err, err instanceof UnrecoverableError || attempt >= (job.opts.attempts ?? 1));
-      throw err;
-    } finally {
-      stopTimer();
-    }
+    });
   };
 }

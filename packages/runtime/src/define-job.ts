@@ -2,6 +2,8 @@ import type { DurationLike } from 'luxon';
 import type { Redis } from 'ioredis';
 import type { z } from 'zod';
 import type { Logger } from './logger.js';
+import type { LockFn } from './locks/with-lock.js';
+import type { OverlapPolicy } from './overlap/overlap-guard.js';
 
 /**
  * A schedule always names its IANA timezone: "midnight" means nothing without one, and defaulting to
@@ -35,6 +37,12 @@ export interface ScheduleCommon {
   catchUpWindow?: DurationLike;
   /** With `missed: 'all'`, at most this many catch-up runs per outage (1..1000). Default 10. */
   maxCatchUp?: number;
+  /**
+   * What happens when an occurrence becomes due while the previous one is still
+   * running. `skip` (default) records it as skipped, `buffer-one` runs it after the previous one (at most
+   * one waits), `allow` runs it concurrently.
+   */
+  overlap?: OverlapPolicy;
 }
 
 export interface DstPolicy {
@@ -68,8 +76,16 @@ export interface JobContext<TData> {
   /** For scheduled runs, the time the occurrence was due (not when it started). */
   readonly nominalTime: Date | undefined;
   readonly isCatchUp: boolean;
-  /** Runs `fn` at most once per run (across retries); see runtime steps. */
+  /**
+   * Runs `fn` once per run across retries and redeliveries: a recorded step returns its recorded result.
+   * Results must be JSON values. See idempotency/steps.ts.
+   */
   step<T>(id: string, fn: () => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` under a fenced Redis lock, for work that must not overlap across jobs. `fn` gets the fencing
+   * token to pass with its writes and a signal that aborts if the lock (or this run) is lost.
+   */
+  lock: LockFn;
   /** Enqueue another catalog job (validated). */
   enqueue: Enqueue;
   /** The platform's Redis command connection, for job-owned state (the demo jobs keep their ledgers here). */
