@@ -7,7 +7,7 @@
  * Prints jobs/s per mode (best of the rounds) and the slowdown ratios. Goal: ledger <= 1.3x slower.
  *
  * Env: BENCH_REDIS_URL (else a private redis-server is started), BENCH_JOBS (default 10000),
- * BENCH_ROUNDS (default 2), BENCH_CONCURRENCY (default 50).
+ * BENCH_ROUNDS (default 3), BENCH_CONCURRENCY (default 50).
  */
 import { createCatalog, createExactlyOnce, createRedis, defineJob, redisOptions, runExactlyOnce, type Enqueue } from '@tickwork/runtime';
 import { Redis } from 'ioredis';
@@ -18,7 +18,7 @@ import { pino } from 'pino';
 import { z } from 'zod';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 10_000);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
 const PREFIX = 'bench';
 const silent = pino({ level: 'silent' });
