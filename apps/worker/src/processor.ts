@@ -96,7 +96,9 @@ export function createProcessor(deps: ProcessorDeps) {
     log.debug({ idempotencyKey }, 'job started');
     const labels = { queue: job.queueName, job: job.name };
     const history = runRecorder(deps.redis, deps.prefix ?? 'tickwork', def, delivery, log);
-    const schedule = delivery.scheduled?.schedule ?? delivery.repeatJobKey;
+    // The overlap policy applies to occurrences the tickwork scheduler enqueued (BullMQ job schedulers are
+    // legacy: reconcile removes them, and their last jobs share the occurrence's ledger key anyway).
+    const schedule = delivery.scheduled?.schedule;
     const policy = def.schedule?.overlap ?? DEFAULT_OVERLAP_POLICY;
     const overlap = schedule && policy !== 'allow' ? { schedule, policy, nominalTime } : undefined;
     const defer = async (ms: number): Promise<never> => {
