@@ -7,11 +7,13 @@ import {
   dlqName,
   listDeadLetters,
   QueueSet,
+  occurrenceJobId,
   redriveDeadLetters,
+  SCHEDULED_RUN_OPTION,
   type DeadLetter,
 } from '@tickwork/runtime';
 import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
-import { UnrecoverableError, Worker } from 'bullmq';
+import { UnrecoverableError, Worker, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { metricsRegistry, moveToDeadLetter } from '@tickwork/runtime';
@@ -110,6 +112,8 @@ const nightly = defineJob({
   queue: EQ,
   schema: z.object({}),
   retry: fast,
+  // The test enqueues five occurrences at once; 'allow' lets them all run instead of skipping overlaps.
+  schedule: { every: { hours: 24 }, tz: 'UTC', overlap: 'allow' },
   async handler(ctx) {
     await ctx.redis.rpush(RUNS, JSON.stringify({ jobId: ctx.jobId, key: ctx.idempotencyKey, nominal: ctx.nominalTime?.toISOString() ?? null }));
     if (await ctx.redis.get(BROKEN)) throw new Error('nightly export: bucket missing');
@@ -420,15 +424,24 @@ describe('alerts', () => {
   it('a schedule failing 3 runs in a row sends one escalation, not one per run; entries keep the nominal time; re-drive keeps it', async () => {
     await redis.set(BROKEN, '1');
     const queue = queues.get(EQ);
-    await queue.upsertJobScheduler('t.nightly', { every: 250 }, { name: 't.nightly', data: {}, opts: { attempts: 1 } });
+    // Occurrences as the tickwork scheduler enqueues them: deterministic ids and the occurrence option.
+    const base = Date.UTC(2030, 0, 1);
+    const occurrence = (i: number) => {
+      const nominal = base + i * 86_400_000;
+      return queue.add('t.nightly', {}, {
+        jobId: occurrenceJobId('t.nightly', new Date(nominal)),
+        attempts: 1,
+        [SCHEDULED_RUN_OPTION]: { schedule: 't.nightly', nominal, catchUp: false },
+      } as JobsOptions);
+    };
+    for (let i = 0; i < 5; i++) await occurrence(i);
     await waitFor(async () => (await listDeadLetters(queues, EQ)).length >= 5, { timeoutMs: 30_000, what: '5 failed runs' });
-    await queue.removeJobScheduler('t.nightly');
     const entries = await listDeadLetters(queues, EQ);
     for (const d of entries) {
       expect(d.entry.scheduleId).toBe('t.nightly');
       expect(d.entry.nominalTime).not.toBeNull();
       expect(d.entry.idempotencyKey).toBe(`t.nightly@${d.entry.nominalTime}`);
-      expect(d.entry.originalJobId).toBe(`repeat:t.nightly:${Date.parse(d.entry.nominalTime ?? '')}`);
+      expect(d.entry.originalJobId).toBe(occurrenceJobId('t.nightly', new Date(d.entry.nominalTime ?? '')));
       expect(d.dlqJobId).not.toContain(':');
     }
     await waitFor(() => hookBodies.filter((b) => b.type === 'dead_letter' && b.queue === EQ).length >= 5, { what: 'per-run webhooks' });
@@ -446,8 +459,7 @@ describe('alerts', () => {
     expect(run).toEqual({ jobId: o?.newJobId, key: target.entry.idempotencyKey, nominal: target.entry.nominalTime });
     const counter = 'tw:meta:consecutive-failures:dlqt-sched:t.nightly';
     expect(Number(await redis.get(counter))).toBeGreaterThanOrEqual(5);
-    await queue.upsertJobScheduler('t.nightly', { every: 250 }, { name: 't.nightly', data: {}, opts: { attempts: 1 } });
+    await occurrence(5);
     await waitFor(async () => (await redis.exists(counter)) === 0, { what: 'count reset by a successful run' });
-    await queue.removeJobScheduler('t.nightly');
   });
 });

@@ -1,7 +1,9 @@
 import {
+  deliveryOf,
   moveToDeadLetter,
   noteFailedAttempt,
   registerQueues,
+  scheduleIdOf,
   type Alerter,
   type Catalog,
   type Logger,
@@ -77,9 +79,12 @@ export function createDeadLetterRouting(opts: DeadLetterRoutingOptions): DeadLet
   };
 
   const onCompleted = (job: Job) => {
-    if (!job.repeatJobKey) return;
-    track(opts.alerter.scheduledRunSucceeded(job.queueName, job.repeatJobKey)).catch((err: Error) =>
-      opts.log.warn({ err: { message: err.message }, schedule: job.repeatJobKey }, 'could not reset the consecutive failure count'),
+    const delivery = deliveryOf(job);
+    // A re-driven old run succeeding says nothing about the schedule's current runs: only those reset it.
+    const schedule = delivery.redrive ? undefined : scheduleIdOf(delivery);
+    if (!schedule) return;
+    track(opts.alerter.scheduledRunSucceeded(job.queueName, schedule)).catch((err: Error) =>
+      opts.log.warn({ err: { message: err.message }, schedule }, 'could not reset the consecutive failure count'),
     );
   };
 

@@ -83,8 +83,7 @@ it('occurrences queued while no worker ran follow the missed-run policy when a w
   await waitFor(
     async () => {
       const decided = await Promise.all(POLICIES.map(async (p) => (await backlogOf(p)).every((h) => h.outcome)));
-      const c = await queue.getJobCounts('active', 'waiting', 'delayed', 'prioritized');
-      return decided.every(Boolean) && c.active + c.waiting + c.delayed + c.prioritized === 0;
+      return decided.every(Boolean) && (await queue.getJobCountByTypes('active', 'waiting', 'delayed', 'prioritized')) === 0;
     },
     { timeoutMs: 30_000, what: 'every queued occurrence decided' },
   );

@@ -79,8 +79,7 @@ it('the scheduler fires every second, the handler takes 3 s: skip, buffer-one an
   // Let the occurrences already enqueued finish, so counts below are final.
   await waitFor(
     async () => {
-      const c = await queue.getJobCounts('active', 'waiting', 'delayed', 'prioritized');
-      return c.active + c.waiting + c.delayed + c.prioritized === 0;
+      return (await queue.getJobCountByTypes('active', 'waiting', 'delayed', 'prioritized')) === 0;
     },
     { timeoutMs: 30_000, what: 'queue drained' },
   );

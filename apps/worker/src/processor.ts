@@ -11,11 +11,9 @@ import {
   nominalTimeOf,
   PayloadValidationError,
   runRecorder,
-  scheduledRunOf,
-  redriveMetaOf,
+  deliveryOf,
   validatePayload,
   type Catalog,
-  type Delivery,
   type Enqueue,
   type ExactlyOnceRun,
   type JobContext,
@@ -44,18 +42,6 @@ export interface ProcessorDeps {
 export interface MissedRunResult {
   skipped: 'missed';
   reason: string;
-}
-
-export function deliveryOf(job: Job): Delivery {
-  return {
-    id: String(job.id),
-    name: job.name,
-    data: job.data,
-    repeatJobKey: job.repeatJobKey,
-    prevMillis: job.opts.prevMillis,
-    scheduled: scheduledRunOf(job.opts),
-    redrive: redriveMetaOf(job.opts),
-  };
 }
 
 /**

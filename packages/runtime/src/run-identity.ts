@@ -1,6 +1,7 @@
+import type { Job } from 'bullmq';
 import type { AnyJob } from './define-job.js';
 import { occurrenceKey } from './schedule/keys.js';
-import type { RedriveMeta } from './dlq/entry.js';
+import { redriveMetaOf, type RedriveMeta } from './dlq/entry.js';
 
 /** What the worker needs to know about a delivery, independent of BullMQ's Job class. */
 export interface Delivery {
@@ -30,13 +31,32 @@ export interface ScheduledRun {
  * BullMQ stores unknown job options verbatim, so the occurrence identity travels with the job across
  * retries without touching its payload (which belongs to the job's schema).
  */
-export const SCHEDULED_RUN_OPTION = 'tickwork';
+export const SCHEDULED_RUN_OPTION = 'tickworkOccurrence';
 
 /** Reads the scheduler's marker from a job's options; anything malformed counts as "not scheduled". */
 export function scheduledRunOf(opts: unknown): ScheduledRun | undefined {
   const raw = (opts as Record<string, unknown> | undefined)?.[SCHEDULED_RUN_OPTION] as Partial<ScheduledRun> | undefined;
   if (!raw || typeof raw.schedule !== 'string' || typeof raw.nominal !== 'number') return undefined;
   return { schedule: raw.schedule, nominal: raw.nominal, catchUp: raw.catchUp === true };
+}
+
+/** The delivery view of a BullMQ job: what the worker, the DLQ and the history need to identify its run. */
+export function deliveryOf(job: Job): Delivery {
+  return {
+    id: String(job.id),
+    name: job.name,
+    data: job.data,
+    repeatJobKey: job.repeatJobKey,
+    prevMillis: job.opts.prevMillis,
+    scheduled: scheduledRunOf(job.opts),
+    redrive: redriveMetaOf(job.opts),
+  };
+}
+
+/** The schedule a run belongs to (kept through a re-drive), or undefined for on-demand jobs. */
+export function scheduleIdOf(delivery: Delivery): string | undefined {
+  if (delivery.redrive) return delivery.redrive.scheduleId;
+  return delivery.scheduled?.schedule ?? delivery.repeatJobKey;
 }
 
 export function isCatchUpOf(delivery: Delivery): boolean {

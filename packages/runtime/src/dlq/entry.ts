@@ -32,7 +32,7 @@ export type RedriveMeta = z.output<typeof redriveMeta>;
  * BullMQ stores unknown job options verbatim (optsAsJSON/optsFromJSON pass them through), which keeps the
  * meta out of the payload: the handler's schema, strict or not, never sees it, and non-object payloads work.
  */
-export const REDRIVE_OPTION = 'tickwork';
+export const REDRIVE_OPTION = 'tickworkRedrive';
 
 /** The re-drive meta of a job's options, or undefined for a job that was never re-driven (or malformed meta). */
 export function redriveMetaOf(opts: unknown): RedriveMeta | undefined {

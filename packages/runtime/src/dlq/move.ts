@@ -5,9 +5,9 @@ import type { Catalog } from '../catalog.js';
 import { defineJob, type AnyJob } from '../define-job.js';
 import { validatePayload } from '../payload.js';
 import { dlqName, type QueueSet } from '../queues.js';
-import { idempotencyKeyOf, nominalTimeOf, type Delivery } from '../run-identity.js';
+import { deliveryOf, idempotencyKeyOf, nominalTimeOf, scheduleIdOf, SCHEDULED_RUN_OPTION, type Delivery } from '../run-identity.js';
 import { deadLetterJobId } from './ids.js';
-import { REDRIVE_OPTION, redriveMetaOf, type DeadLetter, type DeadLetterEntry } from './entry.js';
+import { REDRIVE_OPTION, type DeadLetter, type DeadLetterEntry } from './entry.js';
 
 /** Job hash field where the worker notes the first failed attempt; BullMQ keeps only the last one. */
 export const FIRST_FAILED_FIELD = 'twFirstFailedOn';
@@ -72,17 +72,10 @@ function claimKey(prefix: string, dlqQueue: string, dlqJobId: string): string {
 }
 
 function buildEntry(job: Job, catalog: Catalog, firstFailedOn: number | undefined, now: Date): DeadLetterEntry {
-  const redrive = redriveMetaOf(job.opts);
-  const delivery: Delivery = {
-    id: String(job.id),
-    name: job.name,
-    data: job.data,
-    repeatJobKey: job.repeatJobKey,
-    prevMillis: job.opts.prevMillis,
-    redrive,
-  };
+  const delivery = deliveryOf(job);
+  const redrive = delivery.redrive;
   const lastFailedOn = job.finishedOn ?? now.getTime();
-  const { [REDRIVE_OPTION]: _meta, ...originalOptions } = job.opts as Record<string, unknown>;
+  const { [REDRIVE_OPTION]: _redrive, [SCHEDULED_RUN_OPTION]: _occurrence, ...originalOptions } = job.opts as Record<string, unknown>;
   const nominal = nominalTimeOf(delivery);
   const stack = job.stacktrace?.at(-1) ?? null;
   return {
@@ -101,7 +94,7 @@ function buildEntry(job: Job, catalog: Catalog, firstFailedOn: number | undefine
     lastFailedAt: new Date(lastFailedOn).toISOString(),
     deadLetteredAt: now.toISOString(),
     nominalTime: nominal?.toISOString() ?? null,
-    scheduleId: redrive ? (redrive.scheduleId ?? null) : (job.repeatJobKey ?? null),
+    scheduleId: scheduleIdOf(delivery) ?? null,
     redriveCount: redrive?.redriveCount ?? 0,
     rootDlqJobId: redrive?.rootDlqJobId ?? deadLetterJobId({ id: String(job.id), timestamp: job.timestamp }),
     history: redrive?.history ?? [],
