@@ -12,6 +12,19 @@ const schema = z.object({
   /** Only run these queues (comma-separated); default all queues of the catalog. */
   WORKER_QUEUES: z.string().optional(),
   JOBS_MODULE: z.string().optional(),
+  /** POST target for alerts (dead letters, escalations). May carry a token: it is never logged in full. */
+  ALERT_WEBHOOK_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL, e.g. https://hooks.example.com/T0/B0/x' }).optional(),
+  /** Consecutive failed runs of one schedule that trigger one escalated alert. */
+  ALERT_ESCALATE_AFTER: positiveInt(3),
+  ALERT_WEBHOOK_TIMEOUT_MS: positiveInt(5000),
+  /** How often failed sets are swept for final failures whose DLQ move was interrupted. */
+  DLQ_SWEEP_INTERVAL_MS: positiveInt(30_000),
+  /** Largest payload ctx.enqueue accepts (bytes of JSON). */
+  MAX_PAYLOAD_BYTES: positiveInt(512 * 1024),
+  /** Lock/stall tuning, BullMQ defaults otherwise; a job stalled more than WORKER_MAX_STALLED_COUNT times is dead-lettered. */
+  WORKER_LOCK_DURATION_MS: positiveInt(30_000),
+  WORKER_STALLED_INTERVAL_MS: positiveInt(30_000),
+  WORKER_MAX_STALLED_COUNT: z.coerce.number().int().min(0).default(2),
 });
 
 export type WorkerEnv = z.output<typeof schema>;

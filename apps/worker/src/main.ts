@@ -1,4 +1,5 @@
 import {
+  createAlerter,
   createEnqueue,
   createLogger,
   createRedis,
@@ -11,6 +12,7 @@ import {
   startHealthServer,
 } from '@tickwork/runtime';
 import { loadWorkerEnv } from './env.js';
+import { createDeadLetterRouting } from './dead-letter.js';
 import { startWorkerPool } from './worker-pool.js';
 
 const boot = createLogger('worker');
@@ -22,7 +24,15 @@ async function main(): Promise<void> {
   const redis = createRedis(env.REDIS_URL, 'command');
   redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis connection error'));
   const queues = new QueueSet(redis, env.QUEUE_PREFIX, log);
-  const enqueue = createEnqueue(catalog, queues);
+  const enqueue = createEnqueue(catalog, queues, { maxPayloadBytes: env.MAX_PAYLOAD_BYTES });
+  const alerter = createAlerter({
+    log,
+    redis,
+    prefix: env.QUEUE_PREFIX,
+    escalateAfter: env.ALERT_ESCALATE_AFTER,
+    ...(env.ALERT_WEBHOOK_URL && { webhook: { url: env.ALERT_WEBHOOK_URL, timeoutMs: env.ALERT_WEBHOOK_TIMEOUT_MS } }),
+  });
+  const deadLetter = createDeadLetterRouting({ queues, redis, catalog, log, alerter, sweepIntervalMs: env.DLQ_SWEEP_INTERVAL_MS });
   const selected = env.WORKER_QUEUES?.split(',').map((q) => q.trim()).filter(Boolean);
   const pool = startWorkerPool({
     catalog,
@@ -32,6 +42,10 @@ async function main(): Promise<void> {
     redisUrl: env.REDIS_URL,
     prefix: env.QUEUE_PREFIX,
     concurrency: env.WORKER_CONCURRENCY,
+    deadLetter,
+    lockDurationMs: env.WORKER_LOCK_DURATION_MS,
+    stalledIntervalMs: env.WORKER_STALLED_INTERVAL_MS,
+    maxStalledCount: env.WORKER_MAX_STALLED_COUNT,
     ...(selected && { queues: selected }),
   });
   const health = await startHealthServer({ port: env.PORT, log, check: redisPingCheck(redis), routes: metricsRoute });
@@ -40,10 +54,11 @@ async function main(): Promise<void> {
   onShutdown(log, async () => {
     const { timedOut } = await pool.drain(env.DRAIN_TIMEOUT_MS);
     log.info({ timedOut }, 'workers drained');
+    await alerter.settle(2000);
     health.close();
     await queues.close();
     redis.disconnect();
-  });
+  }, env.DRAIN_TIMEOUT_MS + 10_000);
 }
 
 main().catch((err: unknown) => exitOnStartupError(boot, err));

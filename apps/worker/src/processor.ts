@@ -5,6 +5,7 @@ import {
   jobsFailed,
   nominalTimeOf,
   PayloadValidationError,
+  redriveMetaOf,
   validatePayload,
   type Catalog,
   type Delivery,
@@ -30,6 +31,7 @@ export function deliveryOf(job: Job): Delivery {
     data: job.data,
     repeatJobKey: job.repeatJobKey,
     prevMillis: job.opts.prevMillis,
+    redrive: redriveMetaOf(job.opts),
   };
 }
 
@@ -44,8 +46,8 @@ export function createProcessor(deps: ProcessorDeps) {
     const attempt = job.attemptsMade + 1;
     const log = deps.log.child({ queue: job.queueName, job: job.name, jobId: job.id, attempt });
     if (!def) {
-      log.error('unknown job: no handler in the catalog');
-      throw new UnrecoverableError(`unknown job "${job.name}": no handler in the catalog of this worker`);
+      log.error({ known: deps.catalog.jobs.map((j) => j.name) }, 'unknown job: no handler in the catalog of this worker');
+      throw new UnrecoverableError('unknown job');
     }
     let data: unknown;
     try {
@@ -53,7 +55,7 @@ export function createProcessor(deps: ProcessorDeps) {
     } catch (err) {
       if (err instanceof PayloadValidationError) {
         log.error({ issues: err.issues }, 'invalid payload');
-        throw new UnrecoverableError(`invalid payload: ${err.message}`);
+        throw new UnrecoverableError(`invalid payload: ${err.issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`);
       }
       throw err;
     }

@@ -1,5 +1,6 @@
 import type { AnyJob, JobContext } from '@tickwork/runtime';
 import { JobTimeoutError } from './errors.js';
+import { asError } from './thrown-value.js';
 
 export const DEFAULT_TIMEOUT_MS = 5 * 60_000;
 
@@ -26,6 +27,8 @@ export async function runHandler<T>(
   });
   try {
     return await Promise.race([job.handler(makeContext(controller.signal)), timeout]);
+  } catch (err) {
+    throw asError(err);
   } finally {
     clearTimeout(timer);
     workerSignal?.removeEventListener('abort', onWorkerAbort);

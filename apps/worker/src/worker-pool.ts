@@ -1,6 +1,7 @@
 import { createRedis, type Catalog, type Logger } from '@tickwork/runtime';
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
+import type { DeadLetterRouting } from './dead-letter.js';
 import { createProcessor, type ProcessorDeps } from './processor.js';
 
 export interface WorkerPoolOptions extends Omit<ProcessorDeps, 'redis'> {
@@ -10,6 +11,12 @@ export interface WorkerPoolOptions extends Omit<ProcessorDeps, 'redis'> {
   prefix: string;
   concurrency: number;
   queues?: readonly string[];
+  /** Moves final failures to the DLQ (dead-letter.ts). */
+  deadLetter?: DeadLetterRouting;
+  /** Lock/stall tuning; tests shorten them to see stalls quickly. */
+  lockDurationMs?: number;
+  stalledIntervalMs?: number;
+  maxStalledCount?: number;
 }
 
 export interface WorkerPool {
@@ -31,8 +38,11 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
       prefix: opts.prefix,
       concurrency: opts.concurrency,
       // A crashed worker's jobs are redelivered after the lock expires; handlers are idempotent.
-      maxStalledCount: 2,
+      maxStalledCount: opts.maxStalledCount ?? 2,
+      ...(opts.lockDurationMs !== undefined && { lockDuration: opts.lockDurationMs }),
+      ...(opts.stalledIntervalMs !== undefined && { stalledInterval: opts.stalledIntervalMs }),
     });
+    opts.deadLetter?.attach(worker);
     worker.on('error', (err) => opts.log.error({ err, queue }, 'worker error'));
     worker.on('failed', (job, err) =>
       opts.log.warn(
@@ -58,8 +68,10 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
         opts.log.warn({ deadlineMs }, 'drain deadline passed; aborting active jobs');
         for (const w of workers) w.cancelAllJobs('worker shutting down');
         await Promise.all(workers.map((w) => w.close(true)));
+        await opts.deadLetter?.close();
         return { timedOut: true };
       }
+      await opts.deadLetter?.close();
       return { timedOut: false };
     },
   };

@@ -15,3 +15,5 @@ export * from './run-identity.js';
 export * from './schedule/bullmq-repeat.js';
 export * from './registry.js';
 export * from './metrics.js';
+export * from './dlq/index.js';
+export * from './alerts/index.js';

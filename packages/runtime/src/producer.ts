@@ -28,7 +28,7 @@ export function createEnqueue(catalog: Catalog, queues: QueueSet, opts: Producer
 }
 
 /** Enqueue by name with untyped data, for the CLI and the dashboard. */
-export function enqueueByName(
+export async function enqueueByName(
   catalog: Catalog,
   enqueue: Enqueue,
   name: string,

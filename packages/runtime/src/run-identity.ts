@@ -1,4 +1,5 @@
 import type { AnyJob } from './define-job.js';
+import type { RedriveMeta } from './dlq/entry.js';
 
 /** What the worker needs to know about a delivery, independent of BullMQ's Job class. */
 export interface Delivery {
@@ -9,21 +10,32 @@ export interface Delivery {
   repeatJobKey?: string | undefined;
   /** For scheduler-produced jobs, BullMQ records the occurrence's due time (ms) here. */
   prevMillis?: number | undefined;
+  /** Set on a job re-driven from the DLQ: the identity of the original run, which the re-drive keeps. */
+  redrive?: RedriveMeta | undefined;
 }
 
 /** The time a scheduled occurrence was due, or undefined for on-demand jobs. */
 export function nominalTimeOf(delivery: Delivery): Date | undefined {
+  if (delivery.redrive) return delivery.redrive.nominalTime === undefined ? undefined : new Date(delivery.redrive.nominalTime);
   if (delivery.repeatJobKey && typeof delivery.prevMillis === 'number') return new Date(delivery.prevMillis);
+  // BullMQ 6.7 does not store prevMillis in the opts of scheduler-made jobs (checked: opts hold only
+  // attempts/timestamp/jobId/repeat/delay); their id `repeat:<scheduler id>:<due ms>` carries the due time.
+  if (delivery.repeatJobKey) {
+    const due = delivery.id.startsWith(`repeat:${delivery.repeatJobKey}:`) ? Number(delivery.id.slice(delivery.repeatJobKey.length + 8)) : NaN;
+    if (Number.isSafeInteger(due)) return new Date(due);
+  }
   return undefined;
 }
 
 /**
  * The key that names one logical run across retries, redeliveries and duplicate enqueues:
+ * - a job re-driven from the DLQ: the original run's key, carried in its re-drive meta (its job id is new);
  * - a scheduled occurrence: `<schedule id>@<nominal time, ISO UTC>`, the same whichever replica enqueued it;
  * - a job with `idempotencyKey(data)`: `<job name>@<that key>`;
  * - otherwise the job id.
  */
 export function idempotencyKeyOf(job: AnyJob, delivery: Delivery, data: unknown): string {
+  if (delivery.redrive) return delivery.redrive.idempotencyKey;
   const nominal = nominalTimeOf(delivery);
   if (delivery.repeatJobKey && nominal) return `${delivery.repeatJobKey}@${nominal.toISOString()}`;
   if (job.idempotencyKey) return `${job.name}@${job.idempotencyKey(data)}`;

@@ -2,9 +2,10 @@ import type { Logger } from './logger.js';
 
 /**
  * Runs `stop` once on SIGTERM or SIGINT, then exits 0 (or 1 if stopping threw). A second signal while
- * stopping exits at once, so an impatient operator is never stuck.
+ * stopping exits at once, so an impatient operator is never stuck; so does passing `hardDeadlineMs`
+ * (closing connections can hang while Redis is unreachable, and a process that never exits blocks deploys).
  */
-export function onShutdown(log: Logger, stop: (signal: string) => Promise<void>): void {
+export function onShutdown(log: Logger, stop: (signal: string) => Promise<void>, hardDeadlineMs = 10_000): void {
   let stopping = false;
   const handler = (signal: NodeJS.Signals) => {
     if (stopping) {
@@ -13,6 +14,10 @@ export function onShutdown(log: Logger, stop: (signal: string) => Promise<void>)
     }
     stopping = true;
     log.info({ signal }, 'shutting down');
+    setTimeout(() => {
+      log.error({ hardDeadlineMs }, 'shutdown did not finish in time; exiting');
+      process.exit(1);
+    }, hardDeadlineMs).unref();
     stop(signal).then(
       () => {
         log.info('stopped cleanly');

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { repoRoot } from './repo-root.js';
+import { REPO_ROOT as root } from './paths.js';
 
 interface Service {
   image?: string;
@@ -24,7 +24,6 @@ interface Service {
   volumes?: string[];
 }
 
-const root = repoRoot();
 const raw = readFileSync(join(root, 'docker-compose.yml'), 'utf8');
 // merge: true resolves the `<<: *anchor` keys the file uses, as docker-compose does.
 const compose = parse(raw, { merge: true }) as { services: Record<string, Service>; volumes?: Record<string, unknown> };

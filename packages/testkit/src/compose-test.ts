@@ -10,7 +10,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { freePort } from './free-port.js';
-import { repoRoot } from './repo-root.js';
+import { REPO_ROOT as root } from './paths.js';
 import { waitFor } from './wait-for.js';
 
 interface Result {
@@ -26,7 +26,6 @@ interface Engine {
   env: NodeJS.ProcessEnv;
 }
 
-const root = repoRoot();
 const started = Date.now();
 const WORKERS = 3;
 /** The base images the Dockerfile and docker-compose.yml name; the sandbox builds stand-ins for them. */

@@ -2,4 +2,4 @@ export * from './free-port.js';
 export * from './wait-for.js';
 export * from './redis-server.js';
 export * from './app-process.js';
-export * from './repo-root.js';
+export * from './paths.js';

@@ -1,7 +1,9 @@
 import type { Command } from './command.js';
+import { devCommand } from './dev.js';
+import { dlqCommand } from './dlq.js';
 import { enqueueCommand } from './enqueue.js';
 import { jobsCommand } from './jobs.js';
 import { schedulesCommand } from './schedules.js';
 
 /** Every CLI command. Add one: a file in this folder and a line here. */
-export const commands: readonly Command[] = [jobsCommand, enqueueCommand, schedulesCommand];
+export const commands: readonly Command[] = [jobsCommand, enqueueCommand, schedulesCommand, devCommand, dlqCommand];

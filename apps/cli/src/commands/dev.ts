@@ -1,0 +1,103 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import type { Command } from './command.js';
+import { UsageError } from '../usage-error.js';
+
+const APPS = ['scheduler', 'worker', 'dashboard'] as const;
+/** apps/cli/dist/commands -> repo root */
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
+const STATE = join(ROOT, '.tickwork');
+
+/**
+ * `pnpm start`: scheduler + worker + dashboard on this machine. If nothing answers at REDIS_URL and
+ * redis-server is installed, a private Redis is started with its data in .tickwork/ (git-ignored), so a
+ * newcomer needs nothing but Node and redis-server.
+ */
+export const devCommand: Command = {
+  name: 'dev',
+  usage: 'tickwork dev',
+  summary: 'Run scheduler, worker and dashboard locally (what `pnpm start` does).',
+  async run(ctx) {
+    let redisUrl = ctx.env.REDIS_URL;
+    let privateRedis: ChildProcess | undefined;
+    if (!(await answers(redisUrl))) {
+      const port = Number(new URL(redisUrl).port || 6379);
+      if (spawnSync('redis-server', ['--version']).error) {
+        throw new UsageError(`nothing answers at ${redisUrl} and redis-server is not installed; install it (apt-get install redis-server) or set REDIS_URL`);
+      }
+      mkdirSync(join(STATE, 'redis'), { recursive: true });
+      privateRedis = spawn(
+        'redis-server',
+        ['--port', String(port), '--bind', '127.0.0.1', '--dir', join(STATE, 'redis'), '--appendonly', 'yes',
+          '--hz', '100', '--maxmemory-policy', 'noeviction', '--save', ''],
+        // Detached like the apps, so Ctrl-C does not take Redis away while they drain; stopped last.
+        { stdio: 'ignore', detached: true },
+      );
+      redisUrl = `redis://127.0.0.1:${port}`;
+      const deadline = Date.now() + 10_000;
+      while (!(await answers(redisUrl))) {
+        if (Date.now() > deadline) throw new UsageError(`started redis-server on port ${port} but it did not answer within 10 s`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      ctx.out.line(`tickwork: nothing answered at ${ctx.env.REDIS_URL}, so started a private redis-server on port ${port} (data in .tickwork/redis)`);
+    }
+
+    const password = ctx.env.DASHBOARD_PASSWORD ?? devPassword();
+    const children = APPS.map((app) =>
+      spawn(process.execPath, [join(ROOT, 'apps', app, 'dist', 'main.js')], {
+        stdio: 'inherit',
+        // Own process group: a terminal's Ctrl-C reaches only us, and we forward one SIGTERM to each app.
+        detached: true,
+        // The apps parse their own env; pass ours through with the resolved Redis and password.
+        // PORT is dropped so each app takes its own default (dashboard 3000, scheduler 3001, worker 3002).
+        env: { ...process.env, PORT: undefined, REDIS_URL: redisUrl, DASHBOARD_PASSWORD: password },
+      }),
+    );
+    ctx.out.line('tickwork: scheduler, worker and dashboard starting; dashboard at http://localhost:3000/queues');
+    if (!ctx.env.DASHBOARD_PASSWORD) {
+      ctx.out.line(`tickwork: dashboard login is admin with the password in .tickwork/dashboard-password (set DASHBOARD_PASSWORD to choose one)`);
+    }
+
+    const exited = children.map((c) => new Promise<void>((r) => c.once('exit', () => r())));
+    let stopping = false;
+    const stop = () => {
+      if (stopping) return;
+      stopping = true;
+      for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+    // If one app dies, stop the others: a half-running stack is more confusing than a stopped one.
+    await Promise.race(exited);
+    stop();
+    await Promise.all(exited);
+    privateRedis?.kill('SIGTERM');
+  },
+};
+
+async function answers(url: string): Promise<boolean> {
+  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000 });
+  probe.on('error', () => undefined); // the failed connect is the answer, not an error to report
+  try {
+    await probe.connect();
+    return (await probe.ping()) === 'PONG';
+  } catch {
+    return false;
+  } finally {
+    probe.disconnect();
+  }
+}
+
+/** A per-checkout random password, kept in .tickwork/ so it survives restarts and is never printed. */
+function devPassword(): string {
+  const file = join(STATE, 'dashboard-password');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  mkdirSync(STATE, { recursive: true });
+  const password = randomBytes(12).toString('base64url');
+  writeFileSync(file, `${password}\n`, { mode: 0o600 });
+  return password;
+}

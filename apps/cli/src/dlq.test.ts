@@ -1,0 +1,106 @@
+import { fileURLToPath } from 'node:url';
+import { catalog } from '@tickwork/jobs';
+import { createLogger, listDeadLetters, moveToDeadLetter, QueueSet } from '@tickwork/runtime';
+import { startApp, startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
+import { Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+
+vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
+
+const CLI = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+let redisServer: RedisServerHandle;
+let redis: Redis;
+let queues: QueueSet;
+
+/** Runs `tickwork <args>` as a real process; resolves with exit code and stdout lines. */
+async function tickwork(...args: string[]): Promise<{ code: number | null; out: string; json: () => unknown }> {
+  const app = startApp(CLI, { REDIS_URL: redisServer.url, QUEUE_PREFIX: 'tw', LOG_LEVEL: 'silent' }, args);
+  const code = await app.exited;
+  const out = app.lines.join('\n');
+  return { code, out, json: () => JSON.parse(out.split('\nusage:')[0] ?? '') as unknown };
+}
+
+/** Puts one failed email.send job into the email DLQ, as a worker would. */
+async function deadLetter(jobId: string): Promise<string> {
+  const worker = new Worker('email', null, { connection: redisServer.client(), prefix: 'tw' });
+  await queues.get('email').add('email.send', { to: 'a@example.com', subject: 'hi', body: jobId }, { jobId, attempts: 1 });
+  const job = await waitFor(() => worker.getNextJob(`tok-${jobId}`), { what: 'take job' });
+  await job.moveToFailed(new Error('smtp down'), `tok-${jobId}`);
+  await worker.close();
+  const moved = await moveToDeadLetter({ job: (await queues.get('email').getJob(jobId))!, queues, redis, catalog });
+  return moved?.deadLetter.dlqJobId ?? '';
+}
+
+beforeAll(async () => {
+  redisServer = await startRedisServer();
+  redis = redisServer.client();
+  queues = new QueueSet(redis, 'tw', createLogger('test', 'silent'));
+});
+afterAll(async () => {
+  await queues?.close();
+  await redisServer?.stop();
+});
+
+describe('tickwork dlq', () => {
+  it('list, show, redrive --dry-run, redrive --job, purge --all', async () => {
+    const a = await deadLetter('mail-1');
+    const b = await deadLetter('mail-2');
+
+    const list = await tickwork('dlq', 'list', '--json');
+    expect(list.code).toBe(0);
+    expect(list.json()).toEqual([
+      expect.objectContaining({ queue: 'email', dlqJobId: a, job: 'email.send', reason: 'smtp down', attemptsMade: 1 }),
+      expect.objectContaining({ queue: 'email', dlqJobId: b }),
+    ]);
+    const text = await tickwork('dlq', 'list', '--queue', 'email');
+    expect(text.out).toContain(a);
+    expect(text.out).toContain('smtp down');
+
+    const show = await tickwork('dlq', 'show', '--queue', 'email', '--job', a, '--json');
+    expect(show.json()).toMatchObject({ dlqQueue: 'email.dlq', dlqJobId: a, entry: { originalJobId: 'mail-1', idempotencyKey: 'email.send#mail-1', payload: { body: 'mail-1' } } });
+
+    const dry = await tickwork('dlq', 'redrive', '--queue', 'email', '--all', '--dry-run', '--json');
+    expect(dry.json()).toMatchObject({ dryRun: true, redriven: [{ redriven: false }, { redriven: false }] });
+    expect(await listDeadLetters(queues, 'email')).toHaveLength(2);
+
+    const one = await tickwork('dlq', 'redrive', '--queue', 'email', '--job', a, '--json');
+    expect(one.code).toBe(0);
+    const newId = (one.json() as { redriven: { newJobId: string }[] }).redriven[0]?.newJobId ?? '';
+    const redriven = await queues.get('email').getJob(newId);
+    expect(redriven?.data).toEqual({ to: 'a@example.com', subject: 'hi', body: 'mail-1' });
+    expect(redriven?.opts.attempts).toBe(catalog.require('email.send').retry?.attempts ?? 3);
+    expect((await listDeadLetters(queues, 'email')).map((d) => d.dlqJobId)).toEqual([b]);
+
+    const purge = await tickwork('dlq', 'purge', '--queue', 'email', '--all', '--json');
+    expect(purge.json()).toMatchObject({ purged: [{ dlqJobId: b, purged: true }] });
+    expect(await listDeadLetters(queues, 'email')).toEqual([]);
+  });
+
+  it('bad input: usage errors with exit code 2 and a message that says what to do', async () => {
+    const noSelector = await tickwork('dlq', 'redrive', '--queue', 'email');
+    expect(noSelector.code).toBe(2);
+    expect(noSelector.out).toContain('--job <dlq id>');
+    expect(noSelector.out).toContain('--all');
+
+    const unknownQueue = await tickwork('dlq', 'redrive', '--queue', 'nope', '--all');
+    expect(unknownQueue.code).toBe(2);
+    expect(unknownQueue.out).toContain('unknown queue "nope"; known queues: ');
+    expect(unknownQueue.out).toContain('email');
+
+    const noQueue = await tickwork('dlq', 'purge', '--all');
+    expect(noQueue.code).toBe(2);
+    expect(noQueue.out).toContain('--queue is required');
+
+    const both = await tickwork('dlq', 'purge', '--queue', 'email', '--all', '--job', 'x');
+    expect(both.code).toBe(2);
+
+    const noAction = await tickwork('dlq');
+    expect(noAction.code).toBe(2);
+    expect(noAction.out).toContain('missing action');
+
+    const missing = await tickwork('dlq', 'show', '--queue', 'email', '--job', 'does-not-exist');
+    expect(missing.code).toBe(1);
+    expect(missing.out).toContain('no DLQ entry "does-not-exist" in email.dlq');
+  });
+});

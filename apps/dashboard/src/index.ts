@@ -1,0 +1,3 @@
+export * from './app.js';
+export * from './basic-auth.js';
+export * from './env.js';

@@ -1,0 +1,114 @@
+import type { Redis } from 'ioredis';
+import type { DeadLetter } from '../dlq/entry.js';
+import type { Logger } from '../logger.js';
+import { alertsEmitted, deadLettered } from './metrics.js';
+import { WebhookSender, type WebhookOptions } from './webhook.js';
+
+export const DEFAULT_ESCALATE_AFTER = 3;
+
+export interface DeadLetterAlert {
+  type: 'dead_letter';
+  queue: string;
+  dlqQueue: string;
+  dlqJobId: string;
+  job: string;
+  jobId: string;
+  reason: string;
+  attemptsMade: number;
+  idempotencyKey: string;
+  nominalTime: string | null;
+  scheduleId: string | null;
+  redriveCount: number;
+  lastFailedAt: string;
+}
+
+export interface EscalationAlert {
+  type: 'escalation';
+  queue: string;
+  job: string;
+  scheduleId: string;
+  consecutiveFailures: number;
+  lastReason: string;
+  lastDlqJobId: string;
+  message: string;
+}
+
+export type Alert = DeadLetterAlert | EscalationAlert;
+
+export interface Alerter {
+  /** Call once per new DLQ entry. Never throws into the caller and never waits for the webhook. */
+  deadLettered(dl: DeadLetter): Promise<void>;
+  /** A scheduled run completed: its schedule's run of failures is over. */
+  scheduledRunSucceeded(queue: string, scheduleId: string): Promise<void>;
+  /** Waits for webhook deliveries in flight, at most `timeoutMs`. */
+  settle(timeoutMs: number): Promise<void>;
+}
+
+export interface AlerterOptions {
+  log: Logger;
+  redis: Redis;
+  prefix: string;
+  /** Consecutive failed runs of one schedule that trigger one escalated alert. */
+  escalateAfter?: number;
+  webhook?: Omit<WebhookOptions, 'log'>;
+}
+
+/**
+ * Alerts on dead letters: a structured `alert` log line and a counter for each entry, a webhook POST when
+ * configured, and one escalation when a schedule's runs keep failing. The consecutive-failure count lives
+ * in Redis so every worker process adds to the same count, and INCR makes "reached N" happen exactly once.
+ */
+export function createAlerter(opts: AlerterOptions): Alerter {
+  const escalateAfter = opts.escalateAfter ?? DEFAULT_ESCALATE_AFTER;
+  const webhook = opts.webhook ? new WebhookSender({ ...opts.webhook, log: opts.log }) : undefined;
+  const counterKey = (queue: string, scheduleId: string) => `${opts.prefix}:meta:consecutive-failures:${queue}:${scheduleId}`;
+
+  const emit = (alert: Alert) => {
+    alertsEmitted.inc({ type: alert.type });
+    opts.log.error({ alert }, 'alert');
+    webhook?.send(alert);
+  };
+
+  return {
+    async deadLettered({ dlqQueue, dlqJobId, entry }) {
+      deadLettered.inc({ queue: entry.originQueue, job: entry.jobName });
+      emit({
+        type: 'dead_letter',
+        queue: entry.originQueue,
+        dlqQueue,
+        dlqJobId,
+        job: entry.jobName,
+        jobId: entry.originalJobId,
+        reason: entry.failureReason,
+        attemptsMade: entry.attemptsMade,
+        idempotencyKey: entry.idempotencyKey,
+        nominalTime: entry.nominalTime,
+        scheduleId: entry.scheduleId,
+        redriveCount: entry.redriveCount,
+        lastFailedAt: entry.lastFailedAt,
+      });
+      // A re-driven run failing again is the same run, not another run of the schedule in a row.
+      if (entry.scheduleId === null || entry.redriveCount > 0) return;
+      try {
+        const failures = await opts.redis.incr(counterKey(entry.originQueue, entry.scheduleId));
+        if (failures !== escalateAfter) return;
+        emit({
+          type: 'escalation',
+          queue: entry.originQueue,
+          job: entry.jobName,
+          scheduleId: entry.scheduleId,
+          consecutiveFailures: failures,
+          lastReason: entry.failureReason,
+          lastDlqJobId: dlqJobId,
+          message: `schedule "${entry.scheduleId}" failed ${failures} runs in a row; its entries are in ${dlqQueue}`,
+        });
+      } catch (err) {
+        opts.log.warn({ err: { message: (err as Error).message }, schedule: entry.scheduleId }, 'could not update the consecutive failure count');
+      }
+    },
+    async scheduledRunSucceeded(queue, scheduleId) {
+      await opts.redis.del(counterKey(queue, scheduleId));
+    },
+    settle: (timeoutMs) => webhook?.settle(timeoutMs) ?? Promise.resolve(),
+  };
+}

@@ -1,0 +1,3 @@
+export * from './metrics.js';
+export * from './webhook.js';
+export * from './alerter.js';

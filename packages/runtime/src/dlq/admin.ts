@@ -1,0 +1,151 @@
+import type { Job, JobsOptions, JobType } from 'bullmq';
+import type { Catalog } from '../catalog.js';
+import { TickworkError } from '../errors.js';
+import { dlqName, jobOptions, type QueueSet } from '../queues.js';
+import { REDRIVE_OPTION, type DeadLetter, type DeadLetterEntry, type RedriveMeta } from './entry.js';
+import { redrivenJobId } from './ids.js';
+
+/** Nothing processes a DLQ, so its entries stay in the states of jobs not yet started. */
+const DLQ_STATES: JobType[] = ['waiting', 'prioritized', 'delayed'];
+
+/** The named DLQ entry does not exist (already re-driven or purged, or a typo). */
+export class DeadLetterNotFoundError extends TickworkError {
+  override name = 'DeadLetterNotFoundError';
+  constructor(
+    readonly queue: string,
+    readonly dlqJobId: string,
+  ) {
+    super(`no DLQ entry "${dlqJobId}" in ${dlqName(queue)}; run \`tickwork dlq list --queue ${queue}\` to see its entries`);
+  }
+}
+
+/** Which entries an operation applies to: some ids, or every entry of the queue's DLQ. */
+export type DeadLetterSelector = { ids: readonly string[] } | { all: true };
+
+function toDeadLetter(job: Job): DeadLetter {
+  return { dlqQueue: job.queueName, dlqJobId: String(job.id), entry: job.data as DeadLetterEntry };
+}
+
+export async function countDeadLetters(queues: QueueSet, queue: string): Promise<number> {
+  return queues.get(dlqName(queue)).getJobCountByTypes(...DLQ_STATES);
+}
+
+/** Entries of one queue's DLQ, oldest dead-lettering first. */
+export async function listDeadLetters(queues: QueueSet, queue: string): Promise<DeadLetter[]> {
+  const jobs = await queues.get(dlqName(queue)).getJobs(DLQ_STATES, 0, -1, true);
+  return jobs
+    .filter((j): j is Job => j !== undefined && j !== null)
+    .map(toDeadLetter)
+    .sort((a, b) => a.entry.deadLetteredAt.localeCompare(b.entry.deadLetteredAt) || a.dlqJobId.localeCompare(b.dlqJobId));
+}
+
+export async function getDeadLetter(queues: QueueSet, queue: string, dlqJobId: string): Promise<DeadLetter> {
+  const job = await queues.get(dlqName(queue)).getJob(dlqJobId);
+  if (!job) throw new DeadLetterNotFoundError(queue, dlqJobId);
+  return toDeadLetter(job);
+}
+
+async function select(queues: QueueSet, queue: string, selector: DeadLetterSelector): Promise<DeadLetter[]> {
+  if ('all' in selector) return listDeadLetters(queues, queue);
+  const found: DeadLetter[] = [];
+  for (const id of selector.ids) found.push(await getDeadLetter(queues, queue, id));
+  return found;
+}
+
+export interface RedriveOutcome {
+  dlqJobId: string;
+  jobName: string;
+  /** The id of the job put back on the origin queue (the one it would get, with dryRun). */
+  newJobId: string;
+  idempotencyKey: string;
+  redriven: boolean;
+}
+
+/**
+ * Puts DLQ entries back on their origin queue with fresh attempts and the same idempotency key, and
+ * removes each entry only once its job is enqueued. Re-running after a crash midway is safe: the new
+ * job id derives from the entry, so an entry already re-enqueued is not enqueued twice.
+ *
+ * With `catalog`, a job the catalog still defines gets its current retry policy (the fix may have been
+ * to it); otherwise the original job's options are reused.
+ */
+export async function redriveDeadLetters(opts: {
+  queues: QueueSet;
+  queue: string;
+  selector: DeadLetterSelector;
+  catalog?: Catalog;
+  dryRun?: boolean;
+  now?: () => Date;
+}): Promise<RedriveOutcome[]> {
+  const { queues, queue } = opts;
+  const now = opts.now ?? (() => new Date());
+  const outcomes: RedriveOutcome[] = [];
+  for (const { dlqJobId, entry } of await select(queues, queue, opts.selector)) {
+    const redriveCount = entry.redriveCount + 1;
+    const newJobId = redrivenJobId(entry.rootDlqJobId, redriveCount);
+    const outcome = { dlqJobId, jobName: entry.jobName, newJobId, idempotencyKey: entry.idempotencyKey, redriven: false };
+    outcomes.push(outcome);
+    if (opts.dryRun) continue;
+    const meta: RedriveMeta = {
+      idempotencyKey: entry.idempotencyKey,
+      ...(entry.nominalTime !== null && { nominalTime: Date.parse(entry.nominalTime) }),
+      ...(entry.scheduleId !== null && { scheduleId: entry.scheduleId }),
+      redriveCount,
+      rootDlqJobId: entry.rootDlqJobId,
+      history: [
+        ...entry.history,
+        {
+          jobId: entry.originalJobId,
+          failureReason: entry.failureReason,
+          attemptsMade: entry.attemptsMade,
+          firstFailedAt: entry.firstFailedAt,
+          lastFailedAt: entry.lastFailedAt,
+          deadLetteredAt: entry.deadLetteredAt,
+          redrivenAt: now().toISOString(),
+        },
+      ],
+    };
+    const origin = queues.get(entry.originQueue);
+    const def = opts.catalog?.get(entry.jobName);
+    const jobOpts = { ...(def ? jobOptions(def) : reusableOptions(entry)), jobId: newJobId, [REDRIVE_OPTION]: meta };
+    await origin.add(entry.jobName, entry.payload, jobOpts as JobsOptions);
+    await removeStaleOrigin(queues, entry);
+    await queues.get(dlqName(queue)).remove(dlqJobId);
+    outcome.redriven = true;
+  }
+  return outcomes;
+}
+
+/** Removes DLQ entries for good (the failure was understood and needs no re-run). */
+export async function purgeDeadLetters(opts: {
+  queues: QueueSet;
+  queue: string;
+  selector: DeadLetterSelector;
+  dryRun?: boolean;
+}): Promise<{ dlqJobId: string; jobName: string; purged: boolean }[]> {
+  const dlq = opts.queues.get(dlqName(opts.queue));
+  const out: { dlqJobId: string; jobName: string; purged: boolean }[] = [];
+  for (const { dlqJobId, entry } of await select(opts.queues, opts.queue, opts.selector)) {
+    const purged = opts.dryRun ? false : (await dlq.remove(dlqJobId)) === 1;
+    out.push({ dlqJobId, jobName: entry.jobName, purged });
+  }
+  return out;
+}
+
+/** Options of the original job that still make sense for a fresh one (no id, delay, repeat or timestamps). */
+function reusableOptions(entry: DeadLetterEntry): Record<string, unknown> {
+  const keep = ['attempts', 'backoff', 'removeOnComplete', 'removeOnFail', 'priority', 'lifo', 'stackTraceLimit'];
+  return Object.fromEntries(Object.entries(entry.originalOptions).filter(([k]) => keep.includes(k)));
+}
+
+/**
+ * A worker that crashed between writing the DLQ entry and removing the origin job leaves the failed job
+ * behind; the sweep would dead-letter it again after this re-drive. Removing it here closes that window.
+ */
+async function removeStaleOrigin(queues: QueueSet, entry: DeadLetterEntry): Promise<void> {
+  const origin = queues.get(entry.originQueue);
+  const stale = await origin.getJob(entry.originalJobId);
+  if (stale && stale.timestamp === entry.originalTimestamp && (await stale.getState()) === 'failed') {
+    await origin.remove(entry.originalJobId);
+  }
+}

@@ -1,0 +1,81 @@
+import { z } from 'zod';
+
+/** One earlier trip through the DLQ, kept on the entry so a job that fails again shows its whole story. */
+export const deadLetterHistoryItem = z.object({
+  jobId: z.string(),
+  failureReason: z.string(),
+  attemptsMade: z.number(),
+  firstFailedAt: z.string(),
+  lastFailedAt: z.string(),
+  deadLetteredAt: z.string(),
+  redrivenAt: z.string(),
+});
+export type DeadLetterHistoryItem = z.output<typeof deadLetterHistoryItem>;
+
+/**
+ * What tickwork stores on a re-driven job (in its BullMQ options under REDRIVE_OPTION), so the run keeps
+ * its identity: the same idempotency key (an effect that already happened is not repeated), the nominal
+ * fire time of a scheduled run (a billing run re-driven in March still bills February), and the history.
+ */
+export const redriveMeta = z.object({
+  idempotencyKey: z.string(),
+  nominalTime: z.number().optional(),
+  scheduleId: z.string().optional(),
+  redriveCount: z.number().int().positive(),
+  /** DLQ job id of the first dead-lettering, the stem of every later re-drive id. */
+  rootDlqJobId: z.string(),
+  history: z.array(deadLetterHistoryItem),
+});
+export type RedriveMeta = z.output<typeof redriveMeta>;
+
+/**
+ * BullMQ stores unknown job options verbatim (optsAsJSON/optsFromJSON pass them through), which keeps the
+ * meta out of the payload: the handler's schema, strict or not, never sees it, and non-object payloads work.
+ */
+export const REDRIVE_OPTION = 'tickwork';
+
+/** The re-drive meta of a job's options, or undefined for a job that was never re-driven (or malformed meta). */
+export function redriveMetaOf(opts: unknown): RedriveMeta | undefined {
+  if (typeof opts !== 'object' || opts === null) return undefined;
+  const raw = (opts as Record<string, unknown>)[REDRIVE_OPTION];
+  if (raw === undefined) return undefined;
+  const parsed = redriveMeta.safeParse(raw);
+  return parsed.success ? parsed.data : undefined;
+}
+
+/** The data of a DLQ job: everything needed to understand the failure and to re-drive it. */
+export interface DeadLetterEntry {
+  /** Format version, so a future change can read old entries. */
+  v: 1;
+  originQueue: string;
+  jobName: string;
+  /** The payload exactly as it was stored on the origin job (it may be the invalid one). */
+  payload: unknown;
+  originalJobId: string;
+  /** Creation time (ms) of the origin job; with originalJobId it identifies that exact job. */
+  originalTimestamp: number;
+  /** The origin job's BullMQ options without tickwork's own meta. */
+  originalOptions: Record<string, unknown>;
+  idempotencyKey: string;
+  failureReason: string;
+  /** Stack of the last attempt, when the thrown value had one. */
+  stack: string | null;
+  attemptsMade: number;
+  firstFailedAt: string;
+  lastFailedAt: string;
+  deadLetteredAt: string;
+  /** For scheduled runs: the occurrence's due time and its scheduler id. */
+  nominalTime: string | null;
+  scheduleId: string | null;
+  /** How many times this logical run was re-driven before this failure. */
+  redriveCount: number;
+  rootDlqJobId: string;
+  history: DeadLetterHistoryItem[];
+}
+
+/** A DLQ entry with where it lives. */
+export interface DeadLetter {
+  dlqQueue: string;
+  dlqJobId: string;
+  entry: DeadLetterEntry;
+}
