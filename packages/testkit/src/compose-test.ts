@@ -272,6 +272,18 @@ async function main(): Promise<void> {
     await check('dashboard answers 401 without credentials', () => expectStatus('/', 401));
     await check('dashboard answers 401 with a wrong password', () => expectStatus('/', 401, 'admin:wrong'));
     await check('dashboard answers 200 with DASHBOARD_USER/DASHBOARD_PASSWORD', () => expectStatus('/', 200, `admin:${password}`));
+    if (enqueued) {
+      // Bull Board's own JSON API (what its page loads): proves the dashboard reads the same Redis.
+      await check('dashboard lists the email queue with the completed job', async () => {
+        const res = await get('/queues/api/queues', `admin:${password}`);
+        if (res.status !== 200) throw new Error(`GET /queues/api/queues answered ${res.status}`);
+        const body = (await res.json()) as { queues?: { name: string; counts?: Record<string, number> }[] };
+        const email = body.queues?.find((q) => q.name === 'email');
+        if (!email) throw new Error(`no "email" queue among ${body.queues?.map((q) => q.name).join(', ')}`);
+        if ((email.counts?.completed ?? 0) < 1) throw new Error(`email queue counts: ${JSON.stringify(email.counts)}`);
+        return `completed: ${email.counts?.completed}`;
+      });
+    }
 
     await check('workers stop cleanly on SIGTERM within the grace period (exit 0)', async () => {
       const ids = (await composeOk(['ps', '-q', 'worker'])).split('\n').filter(Boolean);
