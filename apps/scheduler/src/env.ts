@@ -1,15 +1,46 @@
 import { logLevel, parseEnv, port, positiveInt, queuePrefix, redisUrl } from '@tickwork/runtime';
 import { z } from 'zod';
+import { parseSpeedup } from './speedup.js';
 
-const schema = z.object({
-  REDIS_URL: redisUrl,
-  QUEUE_PREFIX: queuePrefix,
-  PORT: port(3001),
-  LOG_LEVEL: logLevel,
-  /** How often schedules are reconciled again after start (catches a deleted scheduler key, say). */
-  RECONCILE_INTERVAL_MS: positiveInt(60_000),
-  JOBS_MODULE: z.string().optional(),
-});
+const schema = z
+  .object({
+    REDIS_URL: redisUrl,
+    QUEUE_PREFIX: queuePrefix,
+    PORT: port(3001),
+    LOG_LEVEL: logLevel,
+    NODE_ENV: z.string().default('development'),
+    /** How often registrations are reconciled again after start (catches a deleted registration, say). */
+    RECONCILE_INTERVAL_MS: positiveInt(60_000),
+    /** How often each schedule is checked for due and missed occurrences. */
+    SCHEDULE_TICK_MS: positiveInt(1000),
+    /** Occurrences due within this window are enqueued ahead, delayed to their exact nominal time. */
+    SCHEDULE_LOOKAHEAD_MS: z.coerce.number().int().min(0).default(5000),
+    /** An occurrence noticed later than this after its time counts as missed (missed-run policy applies). */
+    SCHEDULE_GRACE_MS: positiveInt(60_000),
+    /** Staging only: `every=10s` runs every schedule on that interval. Refused when NODE_ENV=production. */
+    SCHEDULE_SPEEDUP: z
+      .string()
+      .optional()
+      .transform((v, ctx) => {
+        if (v === undefined || v === '') return undefined;
+        const parsed = parseSpeedup(v);
+        if (typeof parsed === 'string') {
+          ctx.addIssue({ code: 'custom', message: parsed });
+          return z.NEVER;
+        }
+        return parsed;
+      }),
+    JOBS_MODULE: z.string().optional(),
+  })
+  .superRefine((env, ctx) => {
+    if (env.SCHEDULE_SPEEDUP !== undefined && env.NODE_ENV === 'production') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['SCHEDULE_SPEEDUP'],
+        message: 'is refused when NODE_ENV=production (it would run every schedule on a staging interval); unset it',
+      });
+    }
+  });
 
 export type SchedulerEnv = z.output<typeof schema>;
 

@@ -11,21 +11,53 @@ import {
 } from '@tickwork/runtime';
 import { loadSchedulerEnv } from './env.js';
 import { reconcileSchedules } from './reconcile.js';
+import { tickSchedule } from './tick.js';
 
 const boot = createLogger('scheduler');
 
 async function main(): Promise<void> {
   const env = loadSchedulerEnv(process.env);
   const log = createLogger('scheduler', env.LOG_LEVEL);
-  // Loading the catalog validates every schedule (pattern, timezone, data): a bad one stops start-up here.
+  // Loading the catalog validates every schedule (pattern, timezone, policies, data): a bad one stops start-up here.
   const catalog = await loadCatalog(env.JOBS_MODULE, async () => (await import('@tickwork/jobs')).catalog);
   const redis = createRedis(env.REDIS_URL, 'command');
   redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis connection error'));
   const queues = new QueueSet(redis, env.QUEUE_PREFIX, log);
+  if (env.SCHEDULE_SPEEDUP !== undefined) {
+    log.warn({ everyMs: env.SCHEDULE_SPEEDUP }, 'SCHEDULE_SPEEDUP: every schedule runs on this interval (staging only)');
+  }
 
-  const reconcile = () => reconcileSchedules({ catalog, queues, redis, log });
+  const reconcile = () => reconcileSchedules({ catalog, queues, redis, log, speedupMs: env.SCHEDULE_SPEEDUP });
+  const tickDeps = {
+    queues,
+    redis,
+    log,
+    graceMs: env.SCHEDULE_GRACE_MS,
+    lookaheadMs: env.SCHEDULE_LOOKAHEAD_MS,
+    speedupMs: env.SCHEDULE_SPEEDUP,
+  };
+  // The first tick right at start is the catch-up pass: it finds what was due while no scheduler ran.
+  let ticking = false;
+  const tick = async () => {
+    if (ticking) return; // a slow tick (Redis hiccup) is not stacked
+    ticking = true;
+    try {
+      for (const job of catalog.scheduled()) {
+        try {
+          await tickSchedule(tickDeps, job);
+        } catch (err) {
+          log.error({ err, schedule: job.name }, 'schedule tick failed; will retry');
+        }
+      }
+    } finally {
+      ticking = false;
+    }
+  };
+
   await reconcile();
-  const timer = setInterval(() => {
+  await tick();
+  const tickTimer = setInterval(() => void tick(), env.SCHEDULE_TICK_MS);
+  const reconcileTimer = setInterval(() => {
     reconcile().catch((err: unknown) => log.error({ err }, 'reconcile failed; will retry'));
   }, env.RECONCILE_INTERVAL_MS);
 
@@ -33,7 +65,8 @@ async function main(): Promise<void> {
   log.info({ port: env.PORT, schedules: catalog.scheduled().length }, 'scheduler ready');
 
   onShutdown(log, async () => {
-    clearInterval(timer);
+    clearInterval(tickTimer);
+    clearInterval(reconcileTimer);
     health.close();
     await queues.close();
     redis.disconnect();

@@ -1,62 +1,95 @@
 import {
   describeSchedule,
-  jobOptions,
   knownQueues,
+  nextOccurrences,
+  occurrenceJobId,
+  policiesOf,
   registerQueues,
-  repeatOptionsOf,
+  scheduleRegistryKey,
   type Catalog,
   type Logger,
   type QueueSet,
 } from '@tickwork/runtime';
 import type { Redis } from 'ioredis';
+import { effectiveRule } from './tick.js';
+
+export interface ScheduleRegistration {
+  queue: string;
+  spec: string;
+  tz: string;
+  policies: ReturnType<typeof policiesOf>;
+  speedupMs: number | null;
+}
 
 export interface ReconcileResult {
-  upserted: { id: string; queue: string; next: Date | undefined }[];
+  registered: { id: string; queue: string; next: Date | undefined }[];
   removed: { id: string; queue: string }[];
 }
 
 /**
- * Makes the job schedulers in Redis equal the catalog: upserts one scheduler per scheduled job (id = job
- * name) and removes schedulers no job claims any more, so a deploy never leaves a ghost schedule firing.
- *
- * Safe with any number of scheduler replicas: BullMQ's upsert is an atomic script keyed by the scheduler
- * id, and an occurrence's job id is `repeat:<id>:<due ms>`, so concurrent upserts converge on one
- * scheduler and one job per occurrence.
+ * Makes the schedule registry in Redis (one hash field per schedule, id = job name) equal the catalog and
+ * removes what no job claims any more, so a deploy never leaves a ghost schedule firing: its registration,
+ * its pending occurrence jobs, and any BullMQ job scheduler left from before tickwork computed occurrences
+ * itself. Safe with any number of replicas: HSET/HDEL are idempotent and only the replica whose HDEL
+ * removed the field reports (and logs) the removal.
  */
 export async function reconcileSchedules(opts: {
   catalog: Catalog;
   queues: QueueSet;
   redis: Redis;
   log: Logger;
+  speedupMs?: number | undefined;
 }): Promise<ReconcileResult> {
   const { catalog, queues, redis, log } = opts;
-  await registerQueues(redis, queues.prefix, catalog.queues);
-  const result: ReconcileResult = { upserted: [], removed: [] };
+  const prefix = queues.prefix;
+  await registerQueues(redis, prefix, catalog.queues);
+  const registry = scheduleRegistryKey(prefix);
+  const result: ReconcileResult = { registered: [], removed: [] };
 
   for (const job of catalog.scheduled()) {
-    const queue = queues.get(job.queue);
-    const { removeOnComplete, removeOnFail, attempts, backoff } = jobOptions(job);
-    const next = await queue.upsertJobScheduler(job.name, repeatOptionsOf(job), {
-      name: job.name,
-      data: job.schedule?.data ?? {},
-      opts: { removeOnComplete, removeOnFail, attempts, backoff },
-    });
-    const nextAt = typeof next?.opts.prevMillis === 'number' ? new Date(next.opts.prevMillis) : undefined;
-    result.upserted.push({ id: job.name, queue: job.queue, next: nextAt });
-    log.info({ schedule: job.name, queue: job.queue, spec: describeSchedule(job), next: nextAt?.toISOString() }, 'schedule registered');
+    const spec = job.schedule;
+    if (!spec) continue;
+    const registration: ScheduleRegistration = {
+      queue: job.queue,
+      spec: describeSchedule(job),
+      tz: spec.tz,
+      policies: policiesOf(job.name, spec),
+      speedupMs: opts.speedupMs ?? null,
+    };
+    await redis.hset(registry, job.name, JSON.stringify(registration));
+    const next = nextOccurrences(effectiveRule(job, opts.speedupMs), new Date(), 1)[0]?.at;
+    result.registered.push({ id: job.name, queue: job.queue, next });
+    log.info({ schedule: job.name, queue: job.queue, spec: registration.spec, next: next?.toISOString() }, 'schedule registered');
   }
 
-  const wanted = new Set(catalog.scheduled().map((j) => `${j.queue}\u0000${j.name}`));
-  for (const queueName of await knownQueues(redis, queues.prefix)) {
+  const wanted = new Set(catalog.scheduled().map((j) => j.name));
+  for (const [id, raw] of Object.entries(await redis.hgetall(registry))) {
+    if (wanted.has(id)) continue;
+    if ((await redis.hdel(registry, id)) === 0) continue; // another replica removed it
+    const queueName = (JSON.parse(raw) as Partial<ScheduleRegistration>).queue;
+    if (queueName) await removePendingOccurrences(queues, queueName, id);
+    result.removed.push({ id, queue: queueName ?? '?' });
+    log.warn({ schedule: id, queue: queueName }, 'removed schedule no longer in the catalog');
+  }
+
+  for (const queueName of await knownQueues(redis, prefix)) {
     const queue = queues.get(queueName);
     for (const scheduler of await queue.getJobSchedulers(0, -1)) {
       const id = scheduler.id ?? scheduler.key;
-      if (wanted.has(`${queueName}\u0000${id}`)) continue;
       if (await queue.removeJobScheduler(id)) {
         result.removed.push({ id, queue: queueName });
-        log.warn({ schedule: id, queue: queueName }, 'removed schedule no longer in the catalog');
+        log.warn({ schedule: id, queue: queueName }, 'removed a BullMQ job scheduler (tickwork schedules occurrences itself)');
       }
     }
   }
   return result;
+}
+
+/** Occurrence jobs not yet started of a removed schedule (ids `<schedule>@...`, see occurrenceJobId). */
+async function removePendingOccurrences(queues: QueueSet, queueName: string, schedule: string): Promise<void> {
+  const queue = queues.get(queueName);
+  const idPrefix = occurrenceJobId(schedule, new Date(0)).split('@')[0] + '@';
+  for (const job of await queue.getJobs(['delayed', 'wait', 'prioritized'], 0, -1)) {
+    if (job.id?.startsWith(idPrefix)) await job.remove().catch(() => undefined);
+  }
 }

@@ -22,9 +22,12 @@ const schema = z.object({
   /** Largest payload ctx.enqueue accepts (bytes of JSON). */
   MAX_PAYLOAD_BYTES: positiveInt(512 * 1024),
   /** Lock/stall tuning, BullMQ defaults otherwise; a job stalled more than WORKER_MAX_STALLED_COUNT times is dead-lettered. */
+  /** Also the idempotency-ledger lease: a crashed worker's runs are taken over this long after it stopped renewing. */
   WORKER_LOCK_DURATION_MS: positiveInt(30_000),
   WORKER_STALLED_INTERVAL_MS: positiveInt(30_000),
   WORKER_MAX_STALLED_COUNT: z.coerce.number().int().min(0).default(2),
+  /** How long completed runs stay in the idempotency ledger, so later duplicates are still suppressed. */
+  IDEMPOTENCY_RETENTION_HOURS: positiveInt(7 * 24),
 });
 
 export type WorkerEnv = z.output<typeof schema>;

@@ -46,6 +46,7 @@ async function main(): Promise<void> {
     lockDurationMs: env.WORKER_LOCK_DURATION_MS,
     stalledIntervalMs: env.WORKER_STALLED_INTERVAL_MS,
     maxStalledCount: env.WORKER_MAX_STALLED_COUNT,
+    idempotencyRetentionMs: env.IDEMPOTENCY_RETENTION_HOURS * 3600_000,
     ...(selected && { queues: selected }),
   });
   const health = await startHealthServer({ port: env.PORT, log, check: redisPingCheck(redis), routes: metricsRoute });

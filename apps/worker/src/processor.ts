@@ -1,20 +1,29 @@
 import {
+  DEFAULT_OVERLAP_POLICY,
   idempotencyKeyOf,
+  isCatchUpOf,
+  lockFn,
+  runExactlyOnce,
+  type ExactlyOnce,
   jobDuration,
   jobsCompleted,
   jobsFailed,
   nominalTimeOf,
   PayloadValidationError,
+  runRecorder,
+  scheduledRunOf,
   redriveMetaOf,
   validatePayload,
   type Catalog,
   type Delivery,
   type Enqueue,
+  type ExactlyOnceRun,
   type JobContext,
   type Logger,
 } from '@tickwork/runtime';
-import { UnrecoverableError, type Job } from 'bullmq';
+import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { WorkerShutdownError } from './errors.js';
 import { runHandler } from './run-handler.js';
 
 export interface ProcessorDeps {
@@ -22,6 +31,10 @@ export interface ProcessorDeps {
   redis: Redis;
   enqueue: Enqueue;
   log: Logger;
+  /** Queue prefix, where schedule history lives. Default `tickwork`. */
+  prefix?: string;
+  /** Idempotency ledger, overlap guard and locks. */
+  exactlyOnce: ExactlyOnce;
 }
 
 export function deliveryOf(job: Job): Delivery {
@@ -31,6 +44,7 @@ export function deliveryOf(job: Job): Delivery {
     data: job.data,
     repeatJobKey: job.repeatJobKey,
     prevMillis: job.opts.prevMillis,
+    scheduled: scheduledRunOf(job.opts),
     redrive: redriveMetaOf(job.opts),
   };
 }
@@ -41,7 +55,7 @@ export function deliveryOf(job: Job): Delivery {
  * (UnrecoverableError) instead of burning attempts.
  */
 export function createProcessor(deps: ProcessorDeps) {
-  return async (job: Job, _token?: string, signal?: AbortSignal): Promise<unknown> => {
+  return async (job: Job, token?: string, signal?: AbortSignal): Promise<unknown> => {
     const def = deps.catalog.get(job.name);
     const attempt = job.attemptsMade + 1;
     const log = deps.log.child({ queue: job.queueName, job: job.name, jobId: job.id, attempt });
@@ -62,7 +76,7 @@ export function createProcessor(deps: ProcessorDeps) {
     const delivery = deliveryOf(job);
     const nominalTime = nominalTimeOf(delivery);
     const idempotencyKey = idempotencyKeyOf(def, delivery, data);
-    const makeContext = (runSignal: AbortSignal): JobContext<unknown> => ({
+    const makeContext = (runSignal: AbortSignal, run: ExactlyOnceRun): JobContext<unknown> => ({
       data,
       log,
       jobId: String(job.id),
@@ -73,24 +87,44 @@ export function createProcessor(deps: ProcessorDeps) {
       signal: runSignal,
       idempotencyKey,
       nominalTime,
-      isCatchUp: false,
-      step: (_id, fn) => fn(),
+      isCatchUp: isCatchUpOf(delivery),
+      step: run.step,
+      lock: lockFn(deps.exactlyOnce.redis, deps.exactlyOnce.prefix, runSignal),
       enqueue: deps.enqueue,
       redis: deps.redis,
     });
     log.debug({ idempotencyKey }, 'job started');
     const labels = { queue: job.queueName, job: job.name };
-    const stopTimer = jobDuration.startTimer(labels);
-    try {
-      const result = await runHandler(def, makeContext, signal);
-      jobsCompleted.inc(labels);
-      log.info('job completed');
-      return result;
-    } catch (err) {
-      jobsFailed.inc(labels);
-      throw err;
-    } finally {
-      stopTimer();
-    }
+    const history = runRecorder(deps.redis, deps.prefix ?? 'tickwork', def, delivery, log);
+    const schedule = delivery.scheduled?.schedule ?? delivery.repeatJobKey;
+    const policy = def.schedule?.overlap ?? DEFAULT_OVERLAP_POLICY;
+    const overlap = schedule && policy !== 'allow' ? { schedule, policy, nominalTime } : undefined;
+    const defer = async (ms: number): Promise<never> => {
+      await job.moveToDelayed(Date.now() + ms, token);
+      throw new DelayedError();
+    };
+    const onSkip = () => history?.skippedOverlap('the previous run of the schedule was still running');
+    return runExactlyOnce(deps.exactlyOnce, { key: idempotencyKey, log, labels, signal, defer, overlap, onSkip }, async (run) => {
+      const stopTimer = jobDuration.startTimer(labels);
+      await history?.started(attempt);
+      try {
+        const result = await runHandler(def, (s) => makeContext(s, run), run.signal);
+        jobsCompleted.inc(labels);
+        log.info('job completed');
+        await history?.succeeded();
+        return result;
+      } catch (err) {
+        if (err instanceof WorkerShutdownError) {
+          // Hand the job back at once, without spending an attempt: it did not fail, this worker left.
+          log.warn('interrupted by shutdown; handing the job back to the queue');
+          return defer(0);
+        }
+        jobsFailed.inc(labels);
+        await history?.failed(err, err instanceof UnrecoverableError || attempt >= (job.opts.attempts ?? 1));
+        throw err;
+      } finally {
+        stopTimer();
+      }
+    });
   };
 }

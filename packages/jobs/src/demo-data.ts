@@ -34,3 +34,13 @@ export interface ChargeRecord {
   idempotencyKey: string;
   chargedAt: string;
 }
+
+/** Zones of the demo digest users: a 1-hour DST (New York, Berlin), a 30-minute DST (Lord Howe), +05:30, +05:45. */
+export const DEMO_ZONES = ['America/New_York', 'Europe/Berlin', 'Australia/Lord_Howe', 'Asia/Kolkata', 'Asia/Kathmandu', 'UTC'] as const;
+
+/** Users who get the morning digest at 09:00 in their own timezone. */
+export const DEMO_DIGEST_USERS: readonly { id: string; email: string; tz: string }[] = DEMO_CUSTOMERS.slice(0, 12).map((c, i) => ({
+  id: c.id,
+  email: c.email,
+  tz: DEMO_ZONES[i % DEMO_ZONES.length] ?? 'UTC',
+}));

@@ -1,11 +1,12 @@
 import { createCatalog } from '@tickwork/runtime';
 import { billingChargeMonthly } from './jobs/billing-charge-monthly.js';
+import { digestMorning } from './jobs/digest-morning.js';
 import { digestWeekly } from './jobs/digest-weekly.js';
 import { emailSend } from './jobs/email-send.js';
 import { reportsDailyRevenue } from './jobs/reports-daily-revenue.js';
 import { sessionsCleanup } from './jobs/sessions-cleanup.js';
 
-export { billingChargeMonthly, digestWeekly, emailSend, reportsDailyRevenue, sessionsCleanup };
+export { billingChargeMonthly, digestMorning, digestWeekly, emailSend, reportsDailyRevenue, sessionsCleanup };
 export * from './demo-data.js';
 
 /** Every job tickwork runs. Add a job: create a file in ./jobs and list it here. */
@@ -14,5 +15,6 @@ export const catalog = createCatalog([
   reportsDailyRevenue,
   sessionsCleanup,
   digestWeekly,
+  digestMorning,
   emailSend,
 ]);

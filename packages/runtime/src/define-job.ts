@@ -2,6 +2,8 @@ import type { DurationLike } from 'luxon';
 import type { Redis } from 'ioredis';
 import type { z } from 'zod';
 import type { Logger } from './logger.js';
+import type { LockFn } from './locks/with-lock.js';
+import type { OverlapPolicy } from './overlap/overlap-guard.js';
 
 /**
  * A schedule always names its IANA timezone: "midnight" means nothing without one, and defaulting to
@@ -16,7 +18,39 @@ export interface ScheduleCommon {
   tz: string;
   /** Static payload every occurrence gets. Validated against the job's schema at start. */
   data?: Record<string, unknown>;
+  /**
+   * What a wall-clock time that does not exist (spring forward, `gap`) or exists twice (fall back, `fold`)
+   * means for this schedule. Default `{ gap: 'shift', fold: 'once' }`: a daily job runs exactly once every
+   * local day. `gap: 'shift'` runs 02:30 at 03:30 (moved by the size of the gap); `'skip'` drops it.
+   * `fold: 'once'` runs at the first 01:30; `'twice'` at both. Patterns that fire every hour (`*` in the
+   * hour field) and `every` intervals ignore this: they keep their absolute spacing in real time.
+   */
+  dst?: Partial<DstPolicy>;
+  /**
+   * What the scheduler does with occurrences that were due while it was down (found when it starts and on
+   * every tick). Default `'skip'`: record them as `missed`. `'once'`: run the latest one (flagged
+   * `ctx.isCatchUp`) and record the rest as missed. `'all'`: run up to `maxCatchUp` of them (the latest).
+   * Only occurrences inside `catchUpWindow` are ever run. Nothing is lost silently: each is run or recorded.
+   */
+  missed?: MissedPolicy;
+  /** How far back catch-up looks; older occurrences are recorded as missed. Default 24 hours. */
+  catchUpWindow?: DurationLike;
+  /** With `missed: 'all'`, at most this many catch-up runs per outage (1..1000). Default 10. */
+  maxCatchUp?: number;
+  /**
+   * What happens when an occurrence becomes due while the previous one is still
+   * running. `skip` (default) records it as skipped, `buffer-one` runs it after the previous one (at most
+   * one waits), `allow` runs it concurrently.
+   */
+  overlap?: OverlapPolicy;
 }
+
+export interface DstPolicy {
+  gap: 'shift' | 'skip';
+  fold: 'once' | 'twice';
+}
+
+export type MissedPolicy = 'skip' | 'once' | 'all';
 
 export interface RetryPolicy {
   /** Total attempts including the first. Default 3. */
@@ -42,8 +76,16 @@ export interface JobContext<TData> {
   /** For scheduled runs, the time the occurrence was due (not when it started). */
   readonly nominalTime: Date | undefined;
   readonly isCatchUp: boolean;
-  /** Runs `fn` at most once per run (across retries); see runtime steps. */
+  /**
+   * Runs `fn` once per run across retries and redeliveries: a recorded step returns its recorded result.
+   * Results must be JSON values. See idempotency/steps.ts.
+   */
   step<T>(id: string, fn: () => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` under a fenced Redis lock, for work that must not overlap across jobs. `fn` gets the fencing
+   * token to pass with its writes and a signal that aborts if the lock (or this run) is lost.
+   */
+  lock: LockFn;
   /** Enqueue another catalog job (validated). */
   enqueue: Enqueue;
   /** The platform's Redis command connection, for job-owned state (the demo jobs keep their ledgers here). */

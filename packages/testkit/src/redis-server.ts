@@ -39,16 +39,18 @@ export async function startRedisServer(opts: { appendonly?: boolean } = {}): Pro
 
   const launch = async () => {
     const child = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });
-    child.once('error', (err) => {
-      throw new Error(`could not start redis-server (is it on PATH? apt-get install redis-server): ${err.message}`);
-    });
+    const spawnFailed = new Promise<never>((_, reject) =>
+      child.once('error', (err) => reject(new Error(`could not start redis-server (is it on PATH? apt-get install redis-server): ${err.message}`))),
+    );
+    spawnFailed.catch(() => undefined);
     proc = child;
     const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    probe.on('error', () => undefined); // refused until the server listens: that is what we poll for
     try {
-      await waitFor(async () => {
+      await Promise.race([spawnFailed, waitFor(async () => {
         if (probe.status !== 'ready') await probe.connect().catch(() => undefined);
         return (await probe.ping()) === 'PONG';
-      }, { timeoutMs: 10_000, what: `redis-server on port ${port}` });
+      }, { timeoutMs: 10_000, what: `redis-server on port ${port}` })]);
     } finally {
       probe.disconnect();
     }
@@ -75,6 +77,8 @@ export async function startRedisServer(opts: { appendonly?: boolean } = {}): Pro
     },
     client() {
       const c = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: null });
+      // Tests kill and restart this server on purpose; reconnect errors are expected, not failures.
+      c.on('error', () => undefined);
       clients.push(c);
       return c;
     },

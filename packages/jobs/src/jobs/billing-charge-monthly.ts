@@ -21,7 +21,8 @@ export const billingChargeMonthly = defineJob({
     /** Pause between customers; lets tests and demos interrupt a run midway. */
     pauseMsPerCustomer: z.number().int().min(0).max(60_000).default(0),
   }),
-  schedule: { pattern: '0 0 1 * *', tz: 'UTC' },
+  // A billing cycle must never be skipped: after an outage the latest missed cycle runs once (within a week).
+  schedule: { pattern: '0 0 1 * *', tz: 'UTC', missed: 'once', catchUpWindow: { days: 7 } },
   retry: { attempts: 5, backoff: { type: 'exponential', delayMs: 5000 } },
   timeoutMs: 30 * 60_000,
   async handler(ctx) {

@@ -2,6 +2,8 @@ import { CronExpressionParser } from 'cron-parser';
 import { Duration, IANAZone } from 'luxon';
 import type { ScheduleSpec } from '../define-job.js';
 import { JobDefinitionError } from '../errors.js';
+import { policiesOf } from './policy.js';
+import { validateOverlapPolicy } from '../overlap/overlap-guard.js';
 
 /** Throws a JobDefinitionError naming the job and the bad value; returns the interval in ms for `every`. */
 export function validateSchedule(jobName: string, spec: ScheduleSpec): void {
@@ -11,6 +13,7 @@ export function validateSchedule(jobName: string, spec: ScheduleSpec): void {
       `schedule.tz ${JSON.stringify(spec.tz)} is not an IANA timezone; use e.g. "UTC" or "America/New_York"`,
     );
   }
+  validateOverlapPolicy(jobName, spec.overlap);
   if (spec.pattern !== undefined && spec.every !== undefined) {
     throw new JobDefinitionError(jobName, 'schedule has both pattern and every; choose one');
   }
@@ -24,10 +27,12 @@ export function validateSchedule(jobName: string, spec: ScheduleSpec): void {
           `(${(err as Error).message}); expected 5 or 6 fields, e.g. "0 0 1 * *"`,
       );
     }
+    policiesOf(jobName, spec);
     return;
   }
   if (spec.every !== undefined) {
     everyMs(jobName, spec);
+    policiesOf(jobName, spec);
     return;
   }
   throw new JobDefinitionError(jobName, 'schedule needs a cron pattern or an every interval');

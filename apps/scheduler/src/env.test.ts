@@ -1,0 +1,28 @@
+import { EnvError } from '@tickwork/runtime';
+import { describe, expect, it } from 'vitest';
+import { loadSchedulerEnv } from './env.js';
+import { effectiveRule } from './tick.js';
+import { fxSecond } from './testing/fixture-catalog.js';
+import { nextOccurrences } from '@tickwork/runtime';
+
+describe('SCHEDULE_SPEEDUP', () => {
+  it('parses every=10s into an interval every schedule then fires on', () => {
+    const env = loadSchedulerEnv({ SCHEDULE_SPEEDUP: 'every=10s' });
+    expect(env.SCHEDULE_SPEEDUP).toBe(10_000);
+    const next = nextOccurrences(effectiveRule(fxSecond, env.SCHEDULE_SPEEDUP), new Date('2026-01-01T00:00:03Z'), 2);
+    expect(next.map((o) => o.at.toISOString())).toEqual(['2026-01-01T00:00:10.000Z', '2026-01-01T00:00:20.000Z']);
+    expect(loadSchedulerEnv({ SCHEDULE_SPEEDUP: 'every=2m' }).SCHEDULE_SPEEDUP).toBe(120_000);
+    expect(loadSchedulerEnv({}).SCHEDULE_SPEEDUP).toBeUndefined();
+  });
+
+  it('is refused when NODE_ENV=production, naming the variable', () => {
+    const load = () => loadSchedulerEnv({ SCHEDULE_SPEEDUP: 'every=10s', NODE_ENV: 'production' });
+    expect(load).toThrow(EnvError);
+    expect(load).toThrow(/SCHEDULE_SPEEDUP is invalid: is refused when NODE_ENV=production/);
+  });
+
+  it('rejects a malformed or too short interval with what is expected', () => {
+    expect(() => loadSchedulerEnv({ SCHEDULE_SPEEDUP: 'fast' })).toThrow(/SCHEDULE_SPEEDUP is invalid: expected every=<number><ms\|s\|m>, e.g. every=10s/);
+    expect(() => loadSchedulerEnv({ SCHEDULE_SPEEDUP: 'every=10ms' })).toThrow(/at least 1s/);
+  });
+});

@@ -1,0 +1,91 @@
+import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  claimOccurrences,
+  createLogger,
+  defineJob,
+  HISTORY_CAP,
+  lastOutcomes,
+  occurrenceKey,
+  readHistory,
+  runRecorder,
+  scheduleKeys,
+  type OccurrenceRecord,
+} from '@tickwork/runtime';
+
+let server: RedisServerHandle;
+let redis: Redis;
+const log = createLogger('test', 'silent');
+const job = defineJob({ name: 'h.job', queue: 'q', schema: z.object({}), schedule: { every: { minutes: 1 }, tz: 'UTC' }, handler: async () => 1 });
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  redis = server.client();
+});
+afterAll(async () => server.stop());
+
+const record = (schedule: string, ms: number, extra: Partial<OccurrenceRecord> = {}): OccurrenceRecord => ({
+  id: occurrenceKey(schedule, new Date(ms)),
+  schedule,
+  nominal: new Date(ms).toISOString(),
+  trigger: 'schedule',
+  ...extra,
+});
+
+describe('occurrence history', () => {
+  it('a claim succeeds once per cursor value, however many replicas race', async () => {
+    const recs = [record('race', 60_000), record('race', 120_000)];
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () => claimOccurrences(redis, 'p1', 'race', { expectedCursor: null, newCursor: 120_000, records: recs })),
+    );
+    expect(results.filter(Boolean)).toHaveLength(1);
+    expect(await redis.get(scheduleKeys('p1', 'race').cursor)).toBe('120000');
+    expect((await readHistory(redis, 'p1', 'race')).map((r) => r.nominal)).toEqual([
+      '1970-01-01T00:02:00.000Z',
+      '1970-01-01T00:01:00.000Z',
+    ]);
+  });
+
+  it('records start, retries and the final outcome; keeps last success/failure apart from the capped list', async () => {
+    const ok = runRecorder(redis, 'p2', job, { id: 'j1', name: job.name, data: {}, scheduled: { schedule: job.name, nominal: 60_000, catchUp: false } }, log);
+    await ok?.started(1);
+    await ok?.succeeded();
+    const caught = runRecorder(redis, 'p2', job, { id: 'j2', name: job.name, data: {}, scheduled: { schedule: job.name, nominal: 120_000, catchUp: true } }, log);
+    await caught?.started(1);
+    await caught?.failed(new Error('flaky'), false);
+    await caught?.started(2);
+    await caught?.failed(new Error('boom'), true);
+    const manual = runRecorder(redis, 'p2', job, { id: 'j3', name: job.name, data: {} }, log);
+    await manual?.succeeded();
+    const overlap = runRecorder(redis, 'p2', job, { id: 'j4', name: job.name, data: {}, scheduled: { schedule: job.name, nominal: 30_000, catchUp: false } }, log);
+    await overlap?.skippedOverlap('previous run still active');
+
+    const history = await readHistory(redis, 'p2', job.name);
+    const byId = new Map(history.map((r) => [r.id, r]));
+    expect(byId.get('h.job@1970-01-01T00:01:00.000Z')).toMatchObject({ outcome: 'completed', attempts: 1, trigger: 'schedule', jobId: 'j1' });
+    expect(byId.get('h.job@1970-01-01T00:02:00.000Z')).toMatchObject({ outcome: 'failed', attempts: 2, trigger: 'catch-up', error: 'boom' });
+    expect(byId.get('h.job@manual-j3')).toMatchObject({ outcome: 'manual', trigger: 'manual' });
+    expect(byId.get('h.job@1970-01-01T00:00:30.000Z')).toMatchObject({ outcome: 'skipped-overlap', error: 'previous run still active' });
+    const last = await lastOutcomes(redis, 'p2', job.name);
+    expect(last.lastFailure?.id).toBe('h.job@1970-01-01T00:02:00.000Z');
+    expect(last.lastSuccess?.outcome).toBe('manual');
+    // an unscheduled job has no history
+    const plain = defineJob({ name: 'plain', queue: 'q', schema: z.object({}), handler: async () => 1 });
+    expect(runRecorder(redis, 'p2', plain, { id: 'x', name: 'plain', data: {} }, log)).toBeUndefined();
+  });
+
+  it('trims the list to the cap but never the last success', async () => {
+    const first = runRecorder(redis, 'p3', job, { id: 'first', name: job.name, data: {}, scheduled: { schedule: job.name, nominal: 0, catchUp: false } }, log);
+    await first?.succeeded();
+    const recs = Array.from({ length: HISTORY_CAP + 20 }, (_, i) => record(job.name, (i + 1) * 60_000, { outcome: 'missed' }));
+    expect(await claimOccurrences(redis, 'p3', job.name, { expectedCursor: null, newCursor: recs.length * 60_000, records: recs })).toBe(true);
+    const k = scheduleKeys('p3', job.name);
+    expect(await redis.zcard(k.history)).toBe(HISTORY_CAP);
+    expect(await redis.hlen(k.records)).toBe(HISTORY_CAP);
+    const history = await readHistory(redis, 'p3', job.name, HISTORY_CAP);
+    expect(history.at(-1)?.nominal).toBe(new Date(21 * 60_000).toISOString());
+    expect((await lastOutcomes(redis, 'p3', job.name)).lastSuccess?.jobId).toBe('first');
+  });
+});

@@ -1,0 +1,61 @@
+import { createCatalog, createLogger, defineJob, QueueSet, scheduleRegistryKey, type AnyJob } from '@tickwork/runtime';
+import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { reconcileSchedules } from './reconcile.js';
+
+const log = createLogger('test', 'silent');
+const scheduled = (name: string, queue: string, pattern: string, tz = 'UTC'): AnyJob =>
+  defineJob({ name, queue, schema: z.object({}), schedule: { pattern, tz }, handler: async () => undefined });
+
+describe('reconcileSchedules (real Redis)', () => {
+  let server: RedisServerHandle;
+  let redis: Redis;
+
+  beforeAll(async () => {
+    server = await startRedisServer();
+    redis = server.client();
+  });
+  afterAll(async () => server.stop());
+  beforeEach(async () => {
+    await redis.flushall();
+  });
+
+  const run = async (jobs: AnyJob[]) => {
+    const queues = new QueueSet(server.client(), 'tickwork', log);
+    try {
+      return await reconcileSchedules({ catalog: createCatalog(jobs), queues, redis, log });
+    } finally {
+      await queues.close();
+    }
+  };
+  const registry = async () =>
+    Object.fromEntries(Object.entries(await redis.hgetall(scheduleRegistryKey('tickwork'))).map(([k, v]) => [k, JSON.parse(v) as { queue: string; tz: string; spec: string }]));
+
+  it('registers each scheduled job with its explicit timezone and reports its next run', async () => {
+    const result = await run([scheduled('reports.daily', 'reports', '0 8 * * *', 'America/New_York')]);
+    expect(await registry()).toMatchObject({ 'reports.daily': { queue: 'reports', tz: 'America/New_York' } });
+    const next = result.registered[0]?.next;
+    expect(next).toBeInstanceOf(Date);
+    // 08:00 in New York is 12:00 or 13:00 UTC depending on DST.
+    expect([12, 13]).toContain(next?.getUTCHours());
+    expect(next?.getUTCMinutes()).toBe(0);
+  });
+
+  it('removes a schedule whose job left the catalog, even when its queue left too', async () => {
+    await run([scheduled('keep.me', 'q1', '0 * * * *'), scheduled('gone.too', 'old', '0 * * * *')]);
+    const result = await run([scheduled('keep.me', 'q1', '0 * * * *')]);
+    expect(result.removed).toEqual([{ id: 'gone.too', queue: 'old' }]);
+    expect(Object.keys(await registry())).toEqual(['keep.me']);
+  });
+
+  it('updates a registration in place when its pattern changes, and running it again changes nothing', async () => {
+    await run([scheduled('a.job', 'q1', '0 * * * *')]);
+    await run([scheduled('a.job', 'q1', '30 * * * *')]);
+    const second = await run([scheduled('a.job', 'q1', '30 * * * *')]);
+    expect(second.removed).toEqual([]);
+    expect(Object.keys(await registry())).toEqual(['a.job']);
+    expect((await registry())['a.job']?.spec).toContain('30 * * * *');
+  });
+});

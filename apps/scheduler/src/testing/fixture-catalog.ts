@@ -1,0 +1,24 @@
+/**
+ * Test-only catalog (built to dist/testing so scheduler and worker child processes can load it through
+ * JOBS_MODULE). Not part of the production catalog.
+ */
+import { createCatalog, defineJob } from '@tickwork/runtime';
+import { z } from 'zod';
+
+/** List of JSON `{ key, catchUp, nominal }`, one per handler run. */
+export const FX_RUNS_KEY = 'fx:runs';
+
+export const fxSecond = defineJob({
+  name: 'fx.second',
+  queue: 'fx',
+  schema: z.object({}),
+  schedule: { pattern: '* * * * * *', tz: 'UTC', missed: 'once', catchUpWindow: { minutes: 5 } },
+  async handler(ctx) {
+    await ctx.redis.rpush(
+      FX_RUNS_KEY,
+      JSON.stringify({ key: ctx.idempotencyKey, catchUp: ctx.isCatchUp, nominal: ctx.nominalTime?.toISOString() ?? null }),
+    );
+  },
+});
+
+export const catalog = createCatalog([fxSecond]);

@@ -1,0 +1,72 @@
+import { fileURLToPath } from 'node:url';
+import { billingChargeMonthly, DEMO_CUSTOMERS, DEMO_KEYS, type ChargeRecord } from '@tickwork/jobs';
+import { createRedis, jobOptions } from '@tickwork/runtime';
+import { freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+
+const WORKER = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+
+let server: RedisServerHandle;
+let redis: Redis;
+let queue: Queue;
+const apps: AppProcess[] = [];
+
+const startWorker = async () => {
+  const app = startApp(WORKER, {
+    REDIS_URL: server.url,
+    WORKER_QUEUES: 'billing',
+    PORT: String(await freePort()),
+    // Short lock and lease so the crashed run is recovered within seconds.
+    WORKER_LOCK_DURATION_MS: '2000',
+    WORKER_STALLED_INTERVAL_MS: '1000',
+  });
+  apps.push(app);
+  await app.waitForLog((l) => l.msg === 'worker ready', 'worker ready', 30_000);
+  return app;
+};
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  redis = server.client();
+  queue = new Queue('billing', { connection: createRedis(server.url, 'command'), prefix: 'tickwork' });
+}, 30_000);
+
+afterAll(async () => {
+  await Promise.all(apps.map((a) => a.stop('SIGKILL')));
+  await queue?.close();
+  await server?.stop();
+});
+
+const charges = async () => (await redis.lrange(DEMO_KEYS.charges, 0, -1)).map((c) => JSON.parse(c) as ChargeRecord);
+
+it('kill -9 in the middle of billing.charge-monthly: recovered, every customer charged exactly once', async () => {
+  const first = await startWorker();
+  const job = await queue.add(
+    billingChargeMonthly.name,
+    { cycle: '2030-01', pauseMsPerCustomer: 300 },
+    jobOptions(billingChargeMonthly),
+  );
+  await waitFor(async () => (await redis.llen(DEMO_KEYS.charges)) >= 6, { timeoutMs: 30_000, what: '6 charges' });
+  await first.stop('SIGKILL');
+  const chargedBeforeCrash = (await charges()).length;
+  expect(chargedBeforeCrash).toBeLessThan(DEMO_CUSTOMERS.length);
+
+  const second = await startWorker();
+  await waitFor(async () => (await job.getState()) === 'completed', { timeoutMs: 60_000, what: 'billing run completed' });
+
+  const all = await charges();
+  expect(all.every((c) => c.cycle === '2030-01')).toBe(true);
+  const perCustomer = new Map<string, number>();
+  for (const c of all) perCustomer.set(c.customerId, (perCustomer.get(c.customerId) ?? 0) + 1);
+  expect([...perCustomer.keys()].sort()).toEqual(DEMO_CUSTOMERS.map((c) => c.id).sort());
+  expect([...perCustomer.values()].every((n) => n === 1)).toBe(true);
+
+  // The second worker resumed the run (not a fresh one): it took over the lease and kept the recorded steps.
+  const takeover = second.logs().find((l) => l.msg === 'took over a run whose holder stopped renewing its lease');
+  expect(takeover?.recordedSteps).toBeGreaterThanOrEqual(chargedBeforeCrash - 1);
+  const result = (await queue.getJob(job.id as string))?.returnvalue as { totalCents: number; customers: number };
+  expect(result.customers).toBe(DEMO_CUSTOMERS.length);
+  expect(result.totalCents).toBe(DEMO_CUSTOMERS.reduce((s, c) => s + c.planCents, 0));
+}, 120_000);

@@ -1,0 +1,163 @@
+import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
+import type { Redis } from 'ioredis';
+import { pino } from 'pino';
+import {
+  IdempotencyLedger,
+  LeaseLostError,
+  StepError,
+  createExactlyOnce,
+  createStep,
+  duplicatesSuppressed,
+  runExactlyOnce,
+} from '@tickwork/runtime';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+let server: RedisServerHandle;
+let redis: Redis;
+const log = pino({ level: 'silent' });
+const labels = { queue: 'q', job: 'j' };
+let n = 0;
+const freshKey = () => `test-${++n}-${Math.random().toString(36).slice(2)}`;
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  redis = server.client();
+});
+afterAll(async () => {
+  await server.stop();
+});
+
+describe('IdempotencyLedger', () => {
+  it('claims a new key, reports it busy to another owner, and returns the recorded result once done', async () => {
+    const ledger = new IdempotencyLedger(redis, { prefix: 'tw', leaseMs: 5000 });
+    const key = freshKey();
+    const first = await ledger.claim(key, 'a');
+    expect(first.kind).toBe('claimed');
+    const second = await ledger.claim(key, 'b');
+    expect(second.kind).toBe('busy');
+    if (second.kind === 'busy') expect(second.leaseLeftMs).toBeGreaterThan(4000);
+    if (first.kind !== 'claimed') throw new Error('unreachable');
+    expect(await first.run.complete({ ok: 1 })).toBe(true);
+    const third = await ledger.claim(key, 'c');
+    expect(third).toMatchObject({ kind: 'done', result: { ok: 1 } });
+    // Kept under the prefix for the retention (7 days by default), so duplicates are suppressed later.
+    const ttl = await redis.pttl(`tw:idem:${key}`);
+    expect(ttl).toBeGreaterThan(6 * 24 * 3600 * 1000);
+  });
+
+  it('lets another owner take over once the lease expired, and then fences the old owner out', async () => {
+    const ledger = new IdempotencyLedger(redis, { prefix: 'tw', leaseMs: 150 });
+    const key = freshKey();
+    const a = await ledger.claim(key, 'a');
+    if (a.kind !== 'claimed') throw new Error('expected a claim');
+    expect(await a.run.recordStep('one', 1)).toBe(true);
+    await new Promise((r) => setTimeout(r, 250)); // let the lease lapse: this is the behaviour under test
+    const b = await ledger.claim(key, 'b');
+    expect(b).toMatchObject({ kind: 'claimed', tookOver: true });
+    if (b.kind !== 'claimed') throw new Error('unreachable');
+    expect(b.run.recordedStep('one')).toEqual({ value: 1 });
+    // The paused first owner can no longer renew, record or complete.
+    expect(await a.run.renew()).toBe(false);
+    expect(await a.run.recordStep('two', 2)).toBe(false);
+    expect(await a.run.complete('a')).toBe(false);
+    expect(await b.run.complete('b')).toBe(true);
+    expect((await ledger.inspect(key))?.result).toBe('b');
+  });
+
+  it('gives a failed run back at once, keeping its steps for the retry', async () => {
+    const ledger = new IdempotencyLedger(redis, { prefix: 'tw', leaseMs: 60_000 });
+    const key = freshKey();
+    const a = await ledger.claim(key, 'a');
+    if (a.kind !== 'claimed') throw new Error('expected a claim');
+    await a.run.recordStep('charge:1', { id: 'ch_1' });
+    await a.run.release();
+    const b = await ledger.claim(key, 'b');
+    expect(b).toMatchObject({ kind: 'claimed', tookOver: false });
+    if (b.kind === 'claimed') expect(b.run.recordedStep('charge:1')).toEqual({ value: { id: 'ch_1' } });
+  });
+
+  it('refuses a lease shorter than 100 ms with a message saying so', () => {
+    expect(() => new IdempotencyLedger(redis, { prefix: 'tw', leaseMs: 5 })).toThrow(/at least 100 ms/);
+  });
+});
+
+describe('steps', () => {
+  it('runs each step once across attempts and returns recorded results on the retry', async () => {
+    const ledger = new IdempotencyLedger(redis, { prefix: 'tw', leaseMs: 60_000 });
+    const key = freshKey();
+    const calls: string[] = [];
+    const attempt = async (owner: string, failAfter: number) => {
+      const c = await ledger.claim(key, owner);
+      if (c.kind !== 'claimed') throw new Error('expected a claim');
+      const step = createStep(c.run, new AbortController().signal);
+      const results: number[] = [];
+      try {
+        for (let i = 0; i < 4; i++) {
+          if (i === failAfter) throw new Error('crash');
+          results.push(await step(`s${i}`, async () => (calls.push(`s${i}`), i * 10)));
+        }
+      } catch {
+        await c.run.release();
+        return undefined;
+      }
+      return results;
+    };
+    expect(await attempt('a', 2)).toBeUndefined();
+    expect(await attempt('b', 99)).toEqual([0, 10, 20, 30]);
+    expect(calls).toEqual(['s0', 's1', 's2', 's3']);
+  });
+
+  it('rejects empty ids and non-JSON results with a StepError', async () => {
+    const ledger = new IdempotencyLedger(redis, { prefix: 'tw', leaseMs: 60_000 });
+    const c = await ledger.claim(freshKey(), 'a');
+    if (c.kind !== 'claimed') throw new Error('expected a claim');
+    const step = createStep(c.run, new AbortController().signal);
+    await expect(step('', async () => 1)).rejects.toThrow(StepError);
+    await expect(step('fn', async () => () => 1)).rejects.toThrow(/not JSON-serialisable/);
+  });
+});
+
+describe('runExactlyOnce', () => {
+  it('runs the body once, suppresses a duplicate with the recorded result, and defers a concurrent delivery', async () => {
+    const eo = createExactlyOnce(redis, { prefix: 'tw', leaseMs: 5000 });
+    const key = freshKey();
+    let runs = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const deferred: number[] = [];
+    const defer = async (ms: number): Promise<never> => {
+      deferred.push(ms);
+      throw new Error('deferred');
+    };
+    const first = runExactlyOnce(eo, { key, log, labels, defer }, async () => {
+      runs++;
+      await gate;
+      return { charged: true };
+    });
+    await expect(runExactlyOnce(eo, { key, log, labels, defer }, async () => runs++)).rejects.toThrow('deferred');
+    expect(deferred[0]).toBeGreaterThan(100);
+    release();
+    expect(await first).toEqual({ charged: true });
+    const before = (await duplicatesSuppressed.get()).values.find((v) => v.labels.job === 'j')?.value ?? 0;
+    expect(await runExactlyOnce(eo, { key, log, labels, defer }, async () => runs++)).toEqual({ charged: true });
+    const after = (await duplicatesSuppressed.get()).values.find((v) => v.labels.job === 'j')?.value ?? 0;
+    expect(after - before).toBe(1);
+    expect(runs).toBe(1);
+  });
+
+  it('aborts the body when its lease is taken over, and does not record its result', async () => {
+    const eo = createExactlyOnce(redis, { prefix: 'tw', leaseMs: 300 });
+    const key = freshKey();
+    const defer = async (): Promise<never> => {
+      throw new Error('deferred');
+    };
+    const body = runExactlyOnce(eo, { key, log, labels, defer }, async (run) => {
+      // Simulate a holder cut off from renewing: another owner steals the run under a forged expiry.
+      await redis.hset(`tw:idem:${key}`, 'owner', 'someone-else');
+      await new Promise<void>((resolve) => run.signal.addEventListener('abort', () => resolve(), { once: true }));
+      return 'late';
+    });
+    await expect(body).rejects.toThrow(LeaseLostError);
+    expect((await eo.ledger.inspect(key))?.state).toBe('running');
+  });
+});

@@ -1,0 +1,179 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from '../logger.js';
+import { OverlapGuard, type OverlapPolicy } from '../overlap/overlap-guard.js';
+import { LeaseLostError } from './errors.js';
+import { IdempotencyLedger, type LedgerRun } from './ledger.js';
+import { duplicatesDeferred, duplicatesSuppressed, leasesLost, leaseTakeovers, overlapSkipped } from './metrics.js';
+import { createStep, type StepFn } from './steps.js';
+
+/** The exactly-once machinery one worker process shares across its jobs. */
+export interface ExactlyOnce {
+  ledger: IdempotencyLedger;
+  overlap: OverlapGuard;
+  redis: Redis;
+  prefix: string;
+}
+
+export function createExactlyOnce(
+  redis: Redis,
+  opts: { prefix: string; leaseMs?: number; retentionMs?: number; overlapPollMs?: number },
+): ExactlyOnce {
+  const ledger = new IdempotencyLedger(redis, opts);
+  return {
+    ledger,
+    overlap: new OverlapGuard(redis, { prefix: opts.prefix, leaseMs: ledger.leaseMs, pollMs: opts.overlapPollMs ?? 500 }),
+    redis,
+    prefix: opts.prefix,
+  };
+}
+
+/** What the handler's context gets from the run. */
+export interface ExactlyOnceRun {
+  /** Aborted when the worker aborts the job or the run's lease is lost. */
+  signal: AbortSignal;
+  step: StepFn;
+}
+
+export interface RunExactlyOnceOptions {
+  key: string;
+  log: Logger;
+  labels: { queue: string; job: string };
+  /** The worker's signal for this delivery (shutdown, cancel). */
+  signal?: AbortSignal | undefined;
+  /**
+   * Puts this delivery back for `ms` without consuming an attempt, and never returns (BullMQ:
+   * `job.moveToDelayed(...)` then `throw new DelayedError()`).
+   */
+  defer: (ms: number) => Promise<never>;
+  /** Set for scheduled occurrences whose policy is not `allow`. */
+  overlap?: { schedule: string; policy: OverlapPolicy; nominalTime: Date | undefined } | undefined;
+  /** Called once when the overlap policy skips this occurrence (the schedule's history records it). */
+  onSkip?: (() => Promise<void> | undefined) | undefined;
+}
+
+/** The result a skipped occurrence completes with (also recorded in the ledger). */
+export interface OverlapSkipResult {
+  skipped: 'overlap';
+  runningKey: string;
+}
+
+/**
+ * Turns at-least-once deliveries into one effective run per idempotency key:
+ * 1. claim the key: `done` returns the recorded result without running; `busy` (a live lease held by
+ *    another delivery) defers this one; otherwise (new, failed before, or its holder died) run it;
+ * 2. for scheduled occurrences, apply the overlap policy;
+ * 3. run `body` while renewing the lease; record its result, or release the run on failure (steps kept).
+ */
+export async function runExactlyOnce<T>(
+  eo: ExactlyOnce,
+  opts: RunExactlyOnceOptions,
+  body: (run: ExactlyOnceRun) => Promise<T>,
+): Promise<T | unknown> {
+  const claim = await eo.ledger.claim(opts.key);
+  if (claim.kind === 'done') {
+    duplicatesSuppressed.inc(opts.labels);
+    opts.log.info({ idempotencyKey: opts.key, completedAt: claim.completedAt?.toISOString() }, 'duplicate suppressed');
+    return claim.result;
+  }
+  if (claim.kind === 'busy') {
+    duplicatesDeferred.inc(opts.labels);
+    // Come back around when the holder's lease would run out; jitter spreads a burst of duplicates.
+    const ms = Math.min(Math.max(claim.leaseLeftMs, 100), 5_000) + Math.floor(Math.random() * 100);
+    opts.log.info({ idempotencyKey: opts.key, retryInMs: ms }, 'run held by another delivery; deferred');
+    return opts.defer(ms);
+  }
+  const run = claim.run;
+  if (claim.tookOver) {
+    leaseTakeovers.inc(opts.labels);
+    opts.log.warn({ idempotencyKey: opts.key, recordedSteps: run.recordedStepCount }, 'took over a run whose holder stopped renewing its lease');
+  }
+
+  const overlap = opts.overlap;
+  if (overlap) {
+    const decision = await eo.overlap.enter(overlap.schedule, opts.key, overlap.policy, overlap.nominalTime);
+    if (decision.kind === 'wait') {
+      await run.release();
+      opts.log.debug({ schedule: overlap.schedule }, 'previous occurrence still running; buffered');
+      return opts.defer(decision.retryInMs);
+    }
+    if (decision.kind === 'skip') {
+      const result: OverlapSkipResult = { skipped: 'overlap', runningKey: decision.runningKey };
+      overlapSkipped.inc({ queue: opts.labels.queue, schedule: overlap.schedule, policy: overlap.policy });
+      opts.log.warn(
+        { schedule: overlap.schedule, policy: overlap.policy, idempotencyKey: opts.key, runningKey: decision.runningKey },
+        'occurrence skipped: the previous run of the schedule is still running',
+      );
+      await run.complete(result);
+      await opts.onSkip?.();
+      return result;
+    }
+  }
+
+  const lease = keepLease(eo, run, opts);
+  try {
+    const signal = opts.signal ? AbortSignal.any([opts.signal, lease.signal]) : lease.signal;
+    const result = await body({ signal, step: createStep(run, signal) });
+    lease.stop();
+    if (lease.lost) throw lease.lost;
+    if (!(await run.complete(result))) throw lostLease(opts, 'when recording the result');
+    return result;
+  } catch (err) {
+    lease.stop();
+    if (!(err instanceof LeaseLostError)) {
+      await run.release().catch((e: Error) => opts.log.warn({ err: { message: e.message } }, 'could not release the run'));
+    }
+    throw err;
+  } finally {
+    if (overlap) await eo.overlap.leave(overlap.schedule, opts.key).catch(() => false);
+  }
+}
+
+function lostLease(opts: RunExactlyOnceOptions, detail: string): LeaseLostError {
+  leasesLost.inc(opts.labels);
+  const err = new LeaseLostError(opts.key, detail);
+  opts.log.error({ idempotencyKey: opts.key }, err.message);
+  return err;
+}
+
+/**
+ * Renews the ledger lease (and the overlap slot) every third of the lease. If renewal is refused, or
+ * keeps failing until the lease must have expired, the run's signal aborts: someone else may own it now.
+ */
+function keepLease(eo: ExactlyOnce, run: LedgerRun, opts: RunExactlyOnceOptions) {
+  const controller = new AbortController();
+  const state: { lost: LeaseLostError | undefined } = { lost: undefined };
+  let lastRenewed = Date.now();
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  const lose = (detail: string) => {
+    if (state.lost) return;
+    state.lost = lostLease(opts, detail);
+    controller.abort(state.lost);
+  };
+  const tick = async () => {
+    try {
+      const ok = await run.renew();
+      if (opts.overlap) await eo.overlap.renew(opts.overlap.schedule, opts.key);
+      if (!ok) return lose('renewal refused: the lease had expired and was taken over');
+      lastRenewed = Date.now();
+    } catch (err) {
+      if (Date.now() - lastRenewed >= eo.ledger.leaseMs) return lose(`renewal failing: ${(err as Error).message}`);
+    }
+    if (!stopped) arm();
+  };
+  const arm = () => {
+    timer = setTimeout(() => void tick(), Math.max(Math.floor(eo.ledger.leaseMs / 3), 10));
+    timer.unref();
+  };
+  arm();
+  return {
+    signal: controller.signal,
+    get lost() {
+      return state.lost;
+    },
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
+}

@@ -1,0 +1,42 @@
+import { LeaseLostError, StepError } from './errors.js';
+import type { LedgerRun } from './ledger.js';
+
+export type StepFn = <T>(id: string, fn: () => Promise<T>) => Promise<T>;
+
+/**
+ * `ctx.step(id, fn)`: runs `fn` once per run across retries and redeliveries. A step whose result was
+ * recorded returns that result without running `fn` again. Results must be JSON values (they are
+ * stored in Redis); a Date comes back as its ISO string.
+ *
+ * The gap that remains is between `fn`'s effect and the recording of its result: a crash exactly there
+ * repeats the step. Close it by passing `ctx.idempotencyKey` (plus the step id) to the external API,
+ * as the billing job does.
+ */
+export function createStep(run: LedgerRun, signal: AbortSignal): StepFn {
+  const inFlight = new Set<string>();
+  return async <T>(id: string, fn: () => Promise<T>): Promise<T> => {
+    if (typeof id !== 'string' || id.length === 0 || id.length > 512) {
+      throw new StepError(String(id), 'the step id must be a non-empty string of at most 512 characters, e.g. "charge:cus_001"');
+    }
+    const recorded = run.recordedStep(id);
+    if (recorded) return recorded.value as T;
+    if (inFlight.has(id)) {
+      throw new StepError(id, 'is already running in this run; give concurrent steps distinct ids');
+    }
+    signal.throwIfAborted();
+    inFlight.add(id);
+    try {
+      const value = await fn();
+      if (value !== undefined && JSON.stringify(value) === undefined) {
+        throw new StepError(id, 'returned a value that is not JSON-serialisable; return plain data');
+      }
+      if (!(await run.recordStep(id, value))) {
+        throw new LeaseLostError(run.idempotencyKey, `while recording step "${id}"`);
+      }
+      // Return what a resumed run would see, so first runs and retries behave the same.
+      return run.recordedStep(id)?.value as T;
+    } finally {
+      inFlight.delete(id);
+    }
+  };
+}

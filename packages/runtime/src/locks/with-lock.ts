@@ -1,0 +1,212 @@
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { InvalidLockOptionsError, LockLostError, LockNotAcquiredError } from './errors.js';
+
+/**
+ * A lease-based mutex in Redis with fencing tokens.
+ *
+ * A lease alone cannot give mutual exclusion: a holder can pause (GC, a stalled event loop, a VM
+ * migration) past its TTL, the lock expires, a second holder takes it, then the first wakes up and
+ * writes, believing it still holds the lock. The fencing token is a counter incremented on every
+ * acquisition; the holder passes it with each write, and the resource refuses a token older than the
+ * newest it has seen (see `fencedSet`). The paused holder's late write is then rejected instead of
+ * silently overwriting the new holder's work.
+ */
+
+export interface LockOptions {
+  /** Lease length. Renewed every ttlMs/3 while `fn` runs; if renewal fails past the lease, `fn` is aborted. */
+  ttlMs: number;
+  /** How long to wait for a busy lock before throwing LockNotAcquiredError. Default: ttlMs. 0 = try once. */
+  waitMs?: number;
+  /** Aborts the wait and `fn` (e.g. the job's ctx.signal). */
+  signal?: AbortSignal;
+}
+
+export interface HeldLock {
+  readonly name: string;
+  /** Strictly increasing per lock name across all holders: pass it with every write the lock guards. */
+  readonly fencingToken: number;
+  /** Aborted when the lock is lost or the caller's signal aborts. */
+  readonly signal: AbortSignal;
+}
+
+const ACQUIRE = `
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return redis.call('INCR', KEYS[2])
+end
+return 0
+`;
+
+const EXTEND = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+`;
+
+const RELEASE = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+`;
+
+type LockRedis = Redis & {
+  tickworkLockAcquire(key: string, fenceKey: string, token: string, ttlMs: number): Promise<number>;
+  tickworkLockExtend(key: string, token: string, ttlMs: number): Promise<number>;
+  tickworkLockRelease(key: string, token: string): Promise<number>;
+};
+
+function withLockScripts(redis: Redis): LockRedis {
+  const r = redis as LockRedis;
+  if (typeof r.tickworkLockAcquire !== 'function') {
+    redis.defineCommand('tickworkLockAcquire', { numberOfKeys: 2, lua: ACQUIRE });
+    redis.defineCommand('tickworkLockExtend', { numberOfKeys: 1, lua: EXTEND });
+    redis.defineCommand('tickworkLockRelease', { numberOfKeys: 1, lua: RELEASE });
+  }
+  return r;
+}
+
+/** Lock and fence counter share a hash tag so the acquire script stays on one Cluster slot. */
+export function lockKeys(prefix: string, name: string): { lock: string; fence: string } {
+  return { lock: `${prefix}:lock:{${name}}`, fence: `${prefix}:lock:{${name}}:fence` };
+}
+
+/** Low-level handle, for callers that cannot use the callback form. Prefer `withLock`. */
+export class RedisLock {
+  private readonly redis: LockRedis;
+  private readonly keys: { lock: string; fence: string };
+  private readonly token = randomBytes(16).toString('hex');
+
+  constructor(redis: Redis, prefix: string, readonly name: string) {
+    this.redis = withLockScripts(redis);
+    this.keys = lockKeys(prefix, name);
+  }
+
+  /** The fencing token on success, undefined when another holder has the lock. */
+  async tryAcquire(ttlMs: number): Promise<number | undefined> {
+    const fence = await this.redis.tickworkLockAcquire(this.keys.lock, this.keys.fence, this.token, ttlMs);
+    return fence > 0 ? fence : undefined;
+  }
+
+  async extend(ttlMs: number): Promise<boolean> {
+    return (await this.redis.tickworkLockExtend(this.keys.lock, this.token, ttlMs)) === 1;
+  }
+
+  /** Deletes the lock only if this handle still holds it: an expired holder never frees a newer holder's lock. */
+  async release(): Promise<boolean> {
+    return (await this.redis.tickworkLockRelease(this.keys.lock, this.token)) === 1;
+  }
+}
+
+/**
+ * Runs `fn` while holding lock `name`. Throws LockNotAcquiredError if the lock stays busy for `waitMs`,
+ * and LockLostError if the lease was lost before `fn` finished (then `lock.signal` fired when it was lost).
+ */
+export async function withLock<T>(
+  redis: Redis,
+  prefix: string,
+  name: string,
+  opts: LockOptions,
+  fn: (lock: HeldLock) => Promise<T>,
+): Promise<T> {
+  validate(name, opts);
+  const handle = new RedisLock(redis, prefix, name);
+  const fencingToken = await acquire(handle, opts);
+
+  const controller = new AbortController();
+  const onParentAbort = () => controller.abort(opts.signal?.reason);
+  opts.signal?.addEventListener('abort', onParentAbort, { once: true });
+  let lost: LockLostError | undefined;
+  const lose = (detail: string) => {
+    if (lost) return;
+    lost = new LockLostError(name, detail);
+    controller.abort(lost);
+  };
+
+  // Renew at a third of the TTL: two renewals can fail (a Redis blip) before the lease runs out.
+  let lastRenewed = Date.now();
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const schedule = () => {
+    timer = setTimeout(renew, Math.max(Math.floor(opts.ttlMs / 3), 10));
+    timer.unref();
+  };
+  const renew = async () => {
+    try {
+      if (await handle.extend(opts.ttlMs)) lastRenewed = Date.now();
+      else return lose('the lease expired and the lock is gone or held by someone else');
+    } catch (err) {
+      if (Date.now() - lastRenewed >= opts.ttlMs) {
+        return lose(`could not renew for ${opts.ttlMs} ms: ${(err as Error).message}`);
+      }
+    }
+    if (!stopped) schedule();
+  };
+  schedule();
+
+  try {
+    const result = await fn({ name, fencingToken, signal: controller.signal });
+    if (lost) throw lost;
+    return result;
+  } finally {
+    stopped = true;
+    clearTimeout(timer);
+    opts.signal?.removeEventListener('abort', onParentAbort);
+    await handle.release().catch(() => false);
+  }
+}
+
+async function acquire(handle: RedisLock, opts: LockOptions): Promise<number> {
+  const waitMs = opts.waitMs ?? opts.ttlMs;
+  const started = Date.now();
+  let pauseMs = 10;
+  for (;;) {
+    opts.signal?.throwIfAborted();
+    const fence = await handle.tryAcquire(opts.ttlMs);
+    if (fence !== undefined) return fence;
+    const waited = Date.now() - started;
+    if (waited >= waitMs) throw new LockNotAcquiredError(handle.name, waitMs);
+    // Jittered backoff up to 200 ms: contenders spread out instead of hammering Redis in lockstep.
+    const sleep = Math.min(pauseMs * (0.5 + Math.random()), waitMs - waited);
+    pauseMs = Math.min(pauseMs * 2, 200);
+    await abortableSleep(sleep, opts.signal);
+  }
+}
+
+function abortableSleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason as Error);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+function validate(name: string, opts: LockOptions): void {
+  if (typeof name !== 'string' || name.length === 0 || name.length > 256) {
+    throw new InvalidLockOptionsError(String(name), 'the lock name must be a non-empty string of at most 256 characters');
+  }
+  if (!Number.isInteger(opts.ttlMs) || opts.ttlMs < 30) {
+    throw new InvalidLockOptionsError(name, `ttlMs ${opts.ttlMs} must be an integer of at least 30 ms, e.g. { ttlMs: 30_000 }`);
+  }
+  if (opts.waitMs !== undefined && (!Number.isFinite(opts.waitMs) || opts.waitMs < 0)) {
+    throw new InvalidLockOptionsError(name, `waitMs ${opts.waitMs} must be a number of ms >= 0`);
+  }
+}
+
+/** `withLock` bound to a connection and prefix; handlers get it as `ctx.lock` bound to their signal. */
+export type LockFn = <T>(name: string, opts: LockOptions, fn: (lock: HeldLock) => Promise<T>) => Promise<T>;
+
+export function lockFn(redis: Redis, prefix: string, signal?: AbortSignal): LockFn {
+  return (name, opts, fn) => {
+    const signals = [opts.signal, signal].filter((s): s is AbortSignal => s !== undefined);
+    const combined = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
+    return withLock(redis, prefix, name, { ...opts, ...(combined && { signal: combined }) }, fn);
+  };
+}

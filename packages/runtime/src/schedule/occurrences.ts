@@ -1,0 +1,194 @@
+import { CronExpression, CronExpressionParser, CronFieldCollection } from 'cron-parser';
+import { DateTime, IANAZone } from 'luxon';
+import type { DstPolicy, ScheduleSpec } from '../define-job.js';
+import { JobDefinitionError } from '../errors.js';
+import { DEFAULT_DST } from './policy.js';
+import { everyMs } from './validate.js';
+
+/**
+ * The one place tickwork decides when a schedule fires. Pure (no Redis, no clock): the scheduler, the
+ * catch-up planner, the preview and the tests all call it, so they can never disagree.
+ *
+ * cron-parser only parses the pattern and picks the matching calendar days (evaluated in UTC, where days
+ * have no DST); turning a local wall time into instants is done here with luxon's zone offsets, so the
+ * gap/fold policy is ours and per schedule.
+ */
+export type OccurrenceRule =
+  | { kind: 'cron'; pattern: string; tz: string; dst: DstPolicy }
+  | { kind: 'every'; everyMs: number; tz: string };
+
+/**
+ * - `regular`: the wall time exists once.
+ * - `gap-shifted`: the wall time fell in a spring-forward gap and was moved forward by the gap's size.
+ * - `fold-first` / `fold-second`: the wall time exists twice (fall back); which pass this is.
+ */
+export type OccurrenceKind = 'regular' | 'gap-shifted' | 'fold-first' | 'fold-second';
+
+export interface Occurrence {
+  /** The nominal fire instant. */
+  at: Date;
+  kind: OccurrenceKind;
+}
+
+const DAY_MS = 86_400_000;
+
+export function ruleOf(jobName: string, spec: ScheduleSpec): OccurrenceRule {
+  if (spec.pattern !== undefined) return { kind: 'cron', pattern: spec.pattern, tz: spec.tz, dst: { ...DEFAULT_DST, ...spec.dst } };
+  return { kind: 'every', everyMs: everyMs(jobName, spec), tz: spec.tz };
+}
+
+/** Occurrences strictly after `after`, ascending, lazily (a schedule has no last occurrence). */
+export function* occurrencesAfter(rule: OccurrenceRule, after: Date): Generator<Occurrence> {
+  if (rule.kind === 'every') {
+    // Anchored at the epoch (as BullMQ's `every`), so every replica and every restart agree on the grid.
+    for (let t = Math.floor(after.getTime() / rule.everyMs) * rule.everyMs + rule.everyMs; ; t += rule.everyMs) {
+      yield { at: new Date(t), kind: 'regular' };
+    }
+  }
+  yield* cronAfter(compileCron(rule), after.getTime());
+}
+
+/** The first `count` occurrences strictly after `after`. */
+export function nextOccurrences(rule: OccurrenceRule, after: Date, count: number): Occurrence[] {
+  const out: Occurrence[] = [];
+  if (count <= 0) return out;
+  for (const o of occurrencesAfter(rule, after)) {
+    out.push(o);
+    if (out.length >= count) break;
+  }
+  return out;
+}
+
+/** Occurrences in `(from, to]`, ascending, at most `limit` (then `truncated` is set). */
+export function occurrencesBetween(
+  rule: OccurrenceRule,
+  from: Date,
+  to: Date,
+  limit = Number.POSITIVE_INFINITY,
+): { occurrences: Occurrence[]; truncated: boolean } {
+  const occurrences: Occurrence[] = [];
+  for (const o of occurrencesAfter(rule, from)) {
+    if (o.at.getTime() > to.getTime()) return { occurrences, truncated: false };
+    if (occurrences.length >= limit) return { occurrences, truncated: true };
+    occurrences.push(o);
+  }
+  return { occurrences, truncated: false };
+}
+
+/** The last `count` occurrences strictly before `before`, ascending (fewer if the pattern has none that far back). */
+export function previousOccurrences(rule: OccurrenceRule, before: Date, count: number): Occurrence[] {
+  if (count <= 0) return [];
+  const end = before.getTime() - 1;
+  // Widen the look-back until it holds `count` occurrences; 40 years covers every satisfiable pattern
+  // (Feb 29 on a Monday recurs within 28 years).
+  for (let windowMs = 2 * DAY_MS; ; windowMs *= 4) {
+    const found = occurrencesBetween(rule, new Date(end - windowMs), new Date(end)).occurrences;
+    if (found.length >= count || windowMs > 40 * 366 * DAY_MS) return found.slice(-count);
+  }
+}
+
+interface CompiledCron {
+  zone: IANAZone;
+  dst: DstPolicy;
+  /** Seconds into the local day at which the pattern fires, ascending. */
+  times: number[];
+  /** Every hour of the day matches: DST policy does not apply, the schedule keeps real-time spacing. */
+  everyHour: boolean;
+  fields: CronFieldCollection;
+}
+
+function compileCron(rule: Extract<OccurrenceRule, { kind: 'cron' }>): CompiledCron {
+  let fields: CronFieldCollection;
+  try {
+    fields = CronExpressionParser.parse(rule.pattern, { tz: 'UTC', strict: false }).fields;
+  } catch (err) {
+    throw new JobDefinitionError('(schedule)', `cron pattern ${JSON.stringify(rule.pattern)}: ${(err as Error).message}`);
+  }
+  const times: number[] = [];
+  for (const h of fields.hour.values) {
+    for (const m of fields.minute.values) for (const s of fields.second.values) times.push(h * 3600 + m * 60 + s);
+  }
+  times.sort((a, b) => a - b);
+  return { zone: IANAZone.create(rule.tz), dst: rule.dst, times, everyHour: fields.hour.values.length === 24, fields };
+}
+
+/**
+ * Walks matching local days forward. A day's occurrences are all at or after that day's first instant, so
+ * once the next matching day is known, everything pending before its start is final and can be emitted in
+ * order (a gap-shifted time can land after the next day has started, hence the buffer).
+ */
+function* cronAfter(c: CompiledCron, afterMs: number): Generator<Occurrence> {
+  const startDay = DateTime.fromMillis(afterMs, { zone: c.zone }).minus({ days: 1 });
+  const days = matchingDays(c, Date.UTC(startDay.year, startDay.month - 1, startDay.day));
+  let pending: Occurrence[] = [];
+  let lastEmitted = afterMs;
+  for (const day of days) {
+    const dayStart = DateTime.fromObject({ year: day.y, month: day.m, day: day.d }, { zone: c.zone }).toMillis();
+    const ready = pending.filter((o) => o.at.getTime() < dayStart);
+    pending = pending.filter((o) => o.at.getTime() >= dayStart);
+    for (const o of ready) {
+      if (o.at.getTime() > lastEmitted) {
+        lastEmitted = o.at.getTime();
+        yield o;
+      }
+    }
+    pending.push(...dayOccurrences(c, day));
+    pending.sort((a, b) => a.at.getTime() - b.at.getTime());
+  }
+  for (const o of pending) if (o.at.getTime() > lastEmitted) yield o;
+}
+
+interface LocalDay {
+  y: number;
+  m: number;
+  d: number;
+}
+
+/** Calendar days matching the day-of-month, month and day-of-week fields, from cron-parser itself (L, W, # included). */
+function* matchingDays(c: CompiledCron, fromUtcMidnight: number): Generator<LocalDay> {
+  const dayFields = CronFieldCollection.from(c.fields, { second: [0], minute: [0], hour: [0] });
+  const expr = CronExpression.fieldsToExpression(dayFields, { tz: 'UTC', currentDate: new Date(fromUtcMidnight - 1) });
+  for (;;) {
+    let next: Date;
+    try {
+      next = expr.next().toDate();
+    } catch {
+      return; // no further matching day (cron-parser's loop limit): the schedule is exhausted
+    }
+    yield { y: next.getUTCFullYear(), m: next.getUTCMonth() + 1, d: next.getUTCDate() };
+  }
+}
+
+function dayOccurrences(c: CompiledCron, day: LocalDay): Occurrence[] {
+  const wallMidnight = Date.UTC(day.y, day.m - 1, day.d);
+  // Offsets (minutes east of UTC) around the day. Real zones change offset at most once a day.
+  const before = c.zone.offset(wallMidnight - DAY_MS);
+  const after = c.zone.offset(wallMidnight + 2 * DAY_MS);
+  const out: Occurrence[] = [];
+  if (before === after && c.zone.offset(wallMidnight + DAY_MS / 2) === before) {
+    for (const sec of c.times) out.push({ at: new Date(wallMidnight + sec * 1000 - before * 60_000), kind: 'regular' });
+    return out;
+  }
+  for (const sec of c.times) {
+    const wall = wallMidnight + sec * 1000;
+    const valid = [...new Set([before, after])]
+      .map((offset) => wall - offset * 60_000)
+      .filter((t) => c.zone.offset(t) * 60_000 === wall - t)
+      .sort((a, b) => a - b);
+    const add = (t: number, kind: OccurrenceKind) => out.push({ at: new Date(t), kind });
+    const [first, second] = valid;
+    if (first === undefined) {
+      // Spring forward: this wall time does not exist. Read with the offset before the jump, it names the
+      // instant one gap-length later (02:30 -> 03:30 in New York, 02:15 -> 02:45 on Lord Howe).
+      if (!c.everyHour && c.dst.gap === 'shift') add(wall - before * 60_000, 'gap-shifted');
+    } else if (second === undefined) {
+      add(first, 'regular');
+    } else {
+      add(first, 'fold-first');
+      if (c.everyHour || c.dst.fold === 'twice') add(second, 'fold-second');
+    }
+  }
+  // A shifted time can coincide with a real one (02:30 shifted onto a real 03:30): keep one, prefer the real.
+  out.sort((a, b) => a.at.getTime() - b.at.getTime() || Number(a.kind === 'gap-shifted') - Number(b.kind === 'gap-shifted'));
+  return out.filter((o, i) => i === 0 || out[i - 1]?.at.getTime() !== o.at.getTime());
+}
