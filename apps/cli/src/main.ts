@@ -42,9 +42,11 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   let close: (() => Promise<void>) | undefined;
+  let logLevel: string | undefined;
   try {
     const { args, flags } = parseFlags(command, rest);
     const env = loadCliEnv(process.env);
+    logLevel = env.LOG_LEVEL;
     const ctx = await createContext(env, args, flags);
     close = ctx.close;
     await command.run(ctx);
@@ -59,7 +61,7 @@ async function main(argv: string[]): Promise<number> {
       return 2;
     }
     process.stderr.write(`tickwork ${name}: ${message}\n`);
-    if (!(err instanceof TickworkError) && process.env.LOG_LEVEL === 'debug') process.stderr.write(`${(err as Error).stack}\n`);
+    if (!(err instanceof TickworkError) && logLevel === 'debug') process.stderr.write(`${(err as Error).stack}\n`);
     return 1;
   } finally {
     await close?.();

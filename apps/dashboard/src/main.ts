@@ -1,10 +1,8 @@
 import {
   createLogger,
-  createRedis,
   exitOnStartupError,
-  loadCatalog,
+  openAppContext,
   onShutdown,
-  QueueSet,
 } from '@tickwork/runtime';
 import { createDashboardApp } from './app.js';
 import { loadDashboardEnv } from './env.js';
@@ -13,11 +11,7 @@ const boot = createLogger('dashboard');
 
 async function main(): Promise<void> {
   const env = loadDashboardEnv(process.env);
-  const log = createLogger('dashboard', env.LOG_LEVEL);
-  const catalog = await loadCatalog(env.JOBS_MODULE, async () => (await import('@tickwork/jobs')).catalog);
-  const redis = createRedis(env.REDIS_URL, 'command');
-  redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis connection error'));
-  const queues = new QueueSet(redis, env.QUEUE_PREFIX, log);
+  const { log, catalog, redis, queues, close } = await openAppContext('dashboard', env, async () => (await import('@tickwork/jobs')).catalog);
   const app = await createDashboardApp({ catalog, queues, redis, log, user: env.DASHBOARD_USER, password: env.DASHBOARD_PASSWORD });
   const server = app.listen(env.PORT);
   await new Promise<void>((resolve, reject) => {
@@ -29,8 +23,7 @@ async function main(): Promise<void> {
 
   onShutdown(log, async () => {
     await new Promise<void>((resolve) => server.close(() => resolve()));
-    await queues.close();
-    redis.disconnect();
+    await close();
   });
 }
 

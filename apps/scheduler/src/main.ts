@@ -1,11 +1,9 @@
 import {
   createLogger,
-  createRedis,
   exitOnStartupError,
-  loadCatalog,
+  openAppContext,
   metricsRoute,
   onShutdown,
-  QueueSet,
   redisPingCheck,
   startHealthServer,
 } from '@tickwork/runtime';
@@ -17,12 +15,8 @@ const boot = createLogger('scheduler');
 
 async function main(): Promise<void> {
   const env = loadSchedulerEnv(process.env);
-  const log = createLogger('scheduler', env.LOG_LEVEL);
   // Loading the catalog validates every schedule (pattern, timezone, policies, data): a bad one stops start-up here.
-  const catalog = await loadCatalog(env.JOBS_MODULE, async () => (await import('@tickwork/jobs')).catalog);
-  const redis = createRedis(env.REDIS_URL, 'command');
-  redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis connection error'));
-  const queues = new QueueSet(redis, env.QUEUE_PREFIX, log);
+  const { log, catalog, redis, queues, close } = await openAppContext('scheduler', env, async () => (await import('@tickwork/jobs')).catalog);
   if (env.SCHEDULE_SPEEDUP !== undefined) {
     log.warn({ everyMs: env.SCHEDULE_SPEEDUP }, 'SCHEDULE_SPEEDUP: every schedule runs on this interval (staging only)');
   }
@@ -68,8 +62,7 @@ async function main(): Promise<void> {
     clearInterval(tickTimer);
     clearInterval(reconcileTimer);
     health.close();
-    await queues.close();
-    redis.disconnect();
+    await close();
   });
 }
 

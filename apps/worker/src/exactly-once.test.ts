@@ -48,7 +48,7 @@ describe('exactly-once effects across 4 worker processes', () => {
     const jobs = await queue.addBulk(
       Array.from({ length: 50 }, () => ({ name: 'fx.effect', data: { occurrence: 'occ-50x', sleepMs: 300 } })),
     );
-    await waitFor(async () => (await queue.getJobCounts('completed')).completed >= 50, {
+    await waitFor(async () => ((await queue.getJobCounts('completed')).completed ?? 0) >= 50, {
       timeoutMs: 60_000,
       what: '50 deliveries completed',
     });

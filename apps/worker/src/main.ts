@@ -2,12 +2,10 @@ import {
   createAlerter,
   createEnqueue,
   createLogger,
-  createRedis,
   exitOnStartupError,
-  loadCatalog,
+  openAppContext,
   metricsRoute,
   onShutdown,
-  QueueSet,
   redisPingCheck,
   startHealthServer,
 } from '@tickwork/runtime';
@@ -19,11 +17,7 @@ const boot = createLogger('worker');
 
 async function main(): Promise<void> {
   const env = loadWorkerEnv(process.env);
-  const log = createLogger('worker', env.LOG_LEVEL);
-  const catalog = await loadCatalog(env.JOBS_MODULE, async () => (await import('@tickwork/jobs')).catalog);
-  const redis = createRedis(env.REDIS_URL, 'command');
-  redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis connection error'));
-  const queues = new QueueSet(redis, env.QUEUE_PREFIX, log);
+  const { log, catalog, redis, queues, close } = await openAppContext('worker', env, async () => (await import('@tickwork/jobs')).catalog);
   const enqueue = createEnqueue(catalog, queues, { maxPayloadBytes: env.MAX_PAYLOAD_BYTES });
   const alerter = createAlerter({
     log,
@@ -57,8 +51,7 @@ async function main(): Promise<void> {
     log.info({ timedOut }, 'workers drained');
     await alerter.settle(2000);
     health.close();
-    await queues.close();
-    redis.disconnect();
+    await close();
   }, env.DRAIN_TIMEOUT_MS + 10_000);
 }
 

@@ -1,4 +1,4 @@
-import { createExactlyOnce, createRedis, redisOptions, type Catalog, type Logger } from '@tickwork/runtime';
+import { createExactlyOnce, createRedis, redisOptions } from '@tickwork/runtime';
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { DeadLetterRouting } from './dead-letter.js';

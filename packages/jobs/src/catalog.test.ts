@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { catalog } from './index.js';
+import { catalog, emailSend } from './index.js';
 
 const jobsDir = join(dirname(fileURLToPath(import.meta.url)), 'jobs');
 
@@ -31,7 +31,7 @@ describe('the job catalog', () => {
   });
 
   it('rejects a bad email.send payload, naming the fields', () => {
-    const result = catalog.require('email.send').schema.safeParse({ to: 'nope', subject: '' });
+    const result = emailSend.schema.safeParse({ to: 'nope', subject: '' });
     expect(result.success).toBe(false);
     expect(result.error?.issues.map((i) => i.path.join('.'))).toEqual(['to', 'subject', 'body']);
   });

@@ -33,3 +33,4 @@ export * from './locks/errors.js';
 export * from './locks/with-lock.js';
 export * from './locks/fencing.js';
 export * from './overlap/overlap-guard.js';
+export * from './app-context.js';

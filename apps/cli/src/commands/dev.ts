@@ -61,6 +61,14 @@ export const devCommand: Command = {
     if (!ctx.env.DASHBOARD_PASSWORD) {
       ctx.out.line(`tickwork: dashboard login is admin with the password in .tickwork/dashboard-password (set DASHBOARD_PASSWORD to choose one)`);
     }
+    // Something to watch at once: schedules fire at their real times (or every few seconds with
+    // SCHEDULE_SPEEDUP=every=10s pnpm start), but one email goes through the worker right away.
+    const welcome = ctx.catalog.get('email.send');
+    if (welcome) {
+      await ctx.enqueue()(welcome, { to: 'newcomer@example.com', subject: 'Welcome to tickwork', body: 'Your worker processed this job.' }, { jobId: 'dev-welcome' });
+      ctx.out.line('tickwork: enqueued a welcome email.send job; watch for "email sent" in the log, and its entry in the Redis list tickwork:demo:outbox');
+    }
+    ctx.out.line('tickwork: try `pnpm tickwork schedules` and `pnpm tickwork enqueue <job> <json>` in another terminal; Ctrl-C stops everything');
 
     const exited = children.map((c) => new Promise<void>((r) => c.once('exit', () => r())));
     let stopping = false;

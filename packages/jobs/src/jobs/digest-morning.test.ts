@@ -32,6 +32,7 @@ function ctxAt(nominal: Date, enqueue: Enqueue): JobContext<Record<string, never
     data: {}, log, jobId: 'x', jobName: digestMorning.name, queue: 'email', attempt: 1, maxAttempts: 1,
     signal: new AbortController().signal, idempotencyKey: `digest.morning@${nominal.toISOString()}`, nominalTime: nominal,
     isCatchUp: false, step: (_id, fn) => fn(), enqueue, redis: server.client(),
+    lock: () => Promise.reject(new Error('digest.morning takes no locks')),
   };
 }
 
