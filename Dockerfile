@@ -27,7 +27,7 @@ COPY --from=pruner /repo/out/full/ .
 COPY tsconfig.base.json ./
 ARG APP
 RUN pnpm exec turbo run build --filter="@tickwork/$APP" --filter=@tickwork/cli \
- && rm -rf node_modules apps/*/node_modules packages/*/node_modules \
+ && rm -rf node_modules apps/*/node_modules packages/*/node_modules .turbo apps/*/.turbo packages/*/.turbo \
  && pnpm install --frozen-lockfile --prod --offline
 
 FROM node:20-bookworm-slim AS runtime
