@@ -174,8 +174,10 @@ async function main(): Promise<void> {
     const upLog = join(tmpdir(), `${project}-up.log`);
     const up = await check(`stack builds and starts (up -d --build --scale worker=${WORKERS})`, async () => {
       const r = await compose(['up', '-d', '--build', '--scale', `worker=${WORKERS}`], 30 * 60_000);
-      writeFileSync(upLog, `${r.stdout}\n${r.stderr}`);
-      if (r.code !== 0) throw new Error(`exit ${r.code}; full output in ${upLog}:\n${tail(`${r.stdout}\n${r.stderr}`, 40)}`);
+      if (r.code !== 0) {
+        writeFileSync(upLog, `${r.stdout}\n${r.stderr}`);
+        throw new Error(`exit ${r.code}; full output in ${upLog}:\n${tail(`${r.stdout}\n${r.stderr}`, 40)}`);
+      }
     });
     if (!up) return;
 
