@@ -31,21 +31,24 @@ async function main(): Promise<void> {
     speedupMs: env.SCHEDULE_SPEEDUP,
   };
   // The first tick right at start is the catch-up pass: it finds what was due while no scheduler ran.
-  let ticking = false;
+  // The tick in progress, awaited on shutdown: a tick stopped between its claim and its enqueue would leave
+  // claimed occurrences for another replica's repair (or this one's restart) to enqueue late.
+  let ticking: Promise<void> | undefined;
+  const tickOnce = async () => {
+    for (const job of catalog.scheduled()) {
+      try {
+        await tickSchedule(tickDeps, job);
+      } catch (err) {
+        log.error({ err, schedule: job.name }, 'schedule tick failed; will retry');
+      }
+    }
+  };
   const tick = async () => {
     if (ticking) return; // a slow tick (Redis hiccup) is not stacked
-    ticking = true;
-    try {
-      for (const job of catalog.scheduled()) {
-        try {
-          await tickSchedule(tickDeps, job);
-        } catch (err) {
-          log.error({ err, schedule: job.name }, 'schedule tick failed; will retry');
-        }
-      }
-    } finally {
-      ticking = false;
-    }
+    ticking = tickOnce().finally(() => {
+      ticking = undefined;
+    });
+    await ticking;
   };
 
   await reconcile();
@@ -61,6 +64,7 @@ async function main(): Promise<void> {
   onShutdown(log, async () => {
     clearInterval(tickTimer);
     clearInterval(reconcileTimer);
+    await ticking;
     health.close();
     await close();
   });

@@ -28,6 +28,11 @@ const schema = z.object({
   WORKER_MAX_STALLED_COUNT: z.coerce.number().int().min(0).default(2),
   /** How long completed runs stay in the idempotency ledger, so later duplicates are still suppressed. */
   IDEMPOTENCY_RETENTION_HOURS: positiveInt(7 * 24),
+  /**
+   * Same meaning and default as the scheduler's: an occurrence starting later than this after its time
+   * (workers were down) is judged by its schedule's missed-run policy instead of simply run.
+   */
+  SCHEDULE_GRACE_MS: positiveInt(60_000),
 });
 
 export type WorkerEnv = z.output<typeof schema>;

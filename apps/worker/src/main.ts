@@ -41,6 +41,7 @@ async function main(): Promise<void> {
     stalledIntervalMs: env.WORKER_STALLED_INTERVAL_MS,
     maxStalledCount: env.WORKER_MAX_STALLED_COUNT,
     idempotencyRetentionMs: env.IDEMPOTENCY_RETENTION_HOURS * 3600_000,
+    graceMs: env.SCHEDULE_GRACE_MS,
     ...(selected && { queues: selected }),
   });
   const health = await startHealthServer({ port: env.PORT, log, check: redisPingCheck(redis), routes: metricsRoute });

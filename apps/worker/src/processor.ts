@@ -24,6 +24,7 @@ import {
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { WorkerShutdownError } from './errors.js';
+import { judgeLateOccurrence } from './late-occurrence.js';
 import { runHandler } from './run-handler.js';
 
 export interface ProcessorDeps {
@@ -35,6 +36,14 @@ export interface ProcessorDeps {
   prefix?: string;
   /** Idempotency ledger, overlap guard and locks. */
   exactlyOnce: ExactlyOnce;
+  /** SCHEDULE_GRACE_MS: an occurrence starting later than this after its time is judged by its missed-run policy. */
+  graceMs?: number;
+}
+
+/** The result a late occurrence dropped by its missed-run policy completes with (also in the ledger). */
+export interface MissedRunResult {
+  skipped: 'missed';
+  reason: string;
 }
 
 export function deliveryOf(job: Job): Delivery {
@@ -76,6 +85,8 @@ export function createProcessor(deps: ProcessorDeps) {
     const delivery = deliveryOf(job);
     const nominalTime = nominalTimeOf(delivery);
     const idempotencyKey = idempotencyKeyOf(def, delivery, data);
+    /** Set when a late occurrence is allowed to run by its missed-run policy. */
+    let lateCatchUp = false;
     const makeContext = (runSignal: AbortSignal, run: ExactlyOnceRun): JobContext<unknown> => ({
       data,
       log,
@@ -87,7 +98,7 @@ export function createProcessor(deps: ProcessorDeps) {
       signal: runSignal,
       idempotencyKey,
       nominalTime,
-      isCatchUp: isCatchUpOf(delivery),
+      isCatchUp: isCatchUpOf(delivery) || lateCatchUp,
       step: run.step,
       lock: lockFn(deps.exactlyOnce.redis, deps.exactlyOnce.prefix, runSignal),
       enqueue: deps.enqueue,
@@ -96,7 +107,9 @@ export function createProcessor(deps: ProcessorDeps) {
     log.debug({ idempotencyKey }, 'job started');
     const labels = { queue: job.queueName, job: job.name };
     const history = runRecorder(deps.redis, deps.prefix ?? 'tickwork', def, delivery, log);
-    const schedule = delivery.scheduled?.schedule ?? delivery.repeatJobKey;
+    // The overlap policy applies to occurrences the tickwork scheduler enqueued (BullMQ job schedulers are
+    // legacy: reconcile removes them, and their last jobs share the occurrence's ledger key anyway).
+    const schedule = delivery.scheduled?.schedule;
     const policy = def.schedule?.overlap ?? DEFAULT_OVERLAP_POLICY;
     const overlap = schedule && policy !== 'allow' ? { schedule, policy, nominalTime } : undefined;
     const defer = async (ms: number): Promise<never> => {
@@ -104,7 +117,27 @@ export function createProcessor(deps: ProcessorDeps) {
       throw new DelayedError();
     };
     const onSkip = () => history?.skippedOverlap('the previous run of the schedule was still running');
-    return runExactlyOnce(deps.exactlyOnce, { key: idempotencyKey, log, labels, signal, defer, overlap, onSkip }, async (run) => {
+    // Missed-run policy for occurrences that waited for a worker. Judged on the first delivery only: a retry,
+    // a redelivery after a crash or a buffered occurrence coming back is late by design, not missed.
+    const scheduled = delivery.scheduled;
+    const judgeLate = scheduled && !scheduled.catchUp && !delivery.redrive && job.attemptsMade === 0 && job.attemptsStarted <= 1;
+    const preempt = judgeLate
+      ? async () => {
+          const d = await judgeLateOccurrence(deps.redis, deps.prefix ?? 'tickwork', def, scheduled, deps.graceMs ?? 60_000);
+          if (d.action === 'run') {
+            if (!d.catchUp) return undefined;
+            lateCatchUp = true;
+            log.info({ schedule: scheduled.schedule, nominalTime, lateByMs: d.lateByMs, laterDue: d.laterDue }, 'late occurrence runs as a catch-up');
+            await history?.catchingUp();
+            return undefined;
+          }
+          const result: MissedRunResult = { skipped: 'missed', reason: d.reason };
+          log.warn({ schedule: scheduled.schedule, nominalTime, lateByMs: d.lateByMs, laterDue: d.laterDue }, `occurrence missed: ${d.reason}`);
+          return { result, recorded: () => history?.missed(d.reason) ?? Promise.resolve() };
+        }
+      : undefined;
+    const exactlyOnceOpts = { key: idempotencyKey, log, labels, signal, defer, overlap, onSkip, preempt };
+    return runExactlyOnce(deps.exactlyOnce, exactlyOnceOpts, async (run) => {
       const stopTimer = jobDuration.startTimer(labels);
       await history?.started(attempt);
       try {

@@ -22,6 +22,7 @@ export * from './schedule/occurrences.js';
 export * from './schedule/keys.js';
 export * from './schedule/history.js';
 export * from './schedule/catch-up.js';
+export * from './schedule/late-run.js';
 export * from './schedule/preview.js';
 export * from './schedule/fan-out.js';
 export * from './idempotency/errors.js';

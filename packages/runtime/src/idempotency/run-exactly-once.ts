@@ -49,6 +49,12 @@ export interface RunExactlyOnceOptions {
   overlap?: { schedule: string; policy: OverlapPolicy; nominalTime: Date | undefined } | undefined;
   /** Called once when the overlap policy skips this occurrence (the schedule's history records it). */
   onSkip?: (() => Promise<void> | undefined) | undefined;
+  /**
+   * Called once the run is claimed, before the overlap policy. Returning `{ result }` completes the run with
+   * that result instead of running it (a late occurrence the missed-run policy drops): the ledger records
+   * it as done, so a duplicate is not run later either; `recorded` is called after that.
+   */
+  preempt?: (() => Promise<{ result: unknown; recorded?: () => Promise<void> } | undefined>) | undefined;
 }
 
 /** The result a skipped occurrence completes with (also recorded in the ledger). */
@@ -61,7 +67,7 @@ export interface OverlapSkipResult {
  * Turns at-least-once deliveries into one effective run per idempotency key:
  * 1. claim the key: `done` returns the recorded result without running; `busy` (a live lease held by
  *    another delivery) defers this one; otherwise (new, failed before, or its holder died) run it;
- * 2. for scheduled occurrences, apply the overlap policy;
+ * 2. let `preempt` drop the run (missed-run policy), then, for scheduled occurrences, apply the overlap policy;
  * 3. run `body` while renewing the lease; record its result, or release the run on failure (steps kept).
  */
 export async function runExactlyOnce<T>(
@@ -86,6 +92,13 @@ export async function runExactlyOnce<T>(
   if (claim.tookOver) {
     leaseTakeovers.inc(opts.labels);
     opts.log.warn({ idempotencyKey: opts.key, recordedSteps: run.recordedStepCount }, 'took over a run whose holder stopped renewing its lease');
+  }
+
+  const preempted = opts.preempt ? await opts.preempt() : undefined;
+  if (preempted) {
+    if (!(await run.complete(preempted.result))) throw lostLease(opts, 'when recording that the run is not run');
+    await preempted.recorded?.();
+    return preempted.result;
   }
 
   const overlap = opts.overlap;

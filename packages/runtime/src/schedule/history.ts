@@ -145,6 +145,10 @@ export interface RunRecorder {
   failed(err: unknown, final: boolean): Promise<void>;
   /** For the overlap policy: this occurrence is not run because an earlier run is still active. */
   skippedOverlap(reason?: string): Promise<void>;
+  /** For the missed-run policy at the worker: this late occurrence is not run. */
+  missed(reason: string): Promise<void>;
+  /** This occurrence started late and runs as a catch-up: its trigger becomes `catch-up`, success `caught-up`. */
+  catchingUp(): Promise<void>;
 }
 
 /** A recorder for runs of scheduled jobs (on time, catch-up or manual); undefined for unscheduled jobs. */
@@ -169,7 +173,7 @@ export function runRecorder(
     }
   };
   const now = () => new Date().toISOString();
-  const successOutcome: OccurrenceOutcome = trigger === 'catch-up' ? 'caught-up' : trigger === 'manual' ? 'manual' : 'completed';
+  let successOutcome: OccurrenceOutcome = trigger === 'catch-up' ? 'caught-up' : trigger === 'manual' ? 'manual' : 'completed';
   return {
     started: (attempt) => merge({ startedAt: now(), attempts: attempt }),
     succeeded: () => merge({ endedAt: now(), outcome: successOutcome }, 'lastSuccess'),
@@ -178,5 +182,10 @@ export function runRecorder(
         ? merge({ endedAt: now(), outcome: 'failed', error: (err as Error)?.message ?? String(err) }, 'lastFailure')
         : merge({ error: (err as Error)?.message ?? String(err) }),
     skippedOverlap: (reason) => merge({ endedAt: now(), outcome: 'skipped-overlap', ...(reason && { error: reason }) }),
+    missed: (reason) => merge({ endedAt: now(), outcome: 'missed', error: reason }),
+    catchingUp: () => {
+      successOutcome = 'caught-up';
+      return merge({ trigger: 'catch-up' });
+    },
   };
 }
