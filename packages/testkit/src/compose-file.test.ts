@@ -1,0 +1,153 @@
+/**
+ * Shape of docker-compose.yml and the Dockerfile: the properties tickwork relies on in production that
+ * a careless edit could drop silently (compose would still start). `pnpm test:compose` runs the stack.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { REPO_ROOT as root } from './paths.js';
+
+interface Service {
+  image?: string;
+  build?: { context?: string; args?: Record<string, string> };
+  command?: string[];
+  container_name?: string;
+  ports?: (string | { target?: number; published?: string | number })[];
+  environment?: Record<string, string>;
+  depends_on?: Record<string, { condition?: string }>;
+  healthcheck?: { test?: string[] };
+  deploy?: { replicas?: number };
+  stop_grace_period?: string;
+  restart?: string;
+  init?: boolean;
+  volumes?: string[];
+}
+
+const raw = readFileSync(join(root, 'docker-compose.yml'), 'utf8');
+// merge: true resolves the `<<: *anchor` keys the file uses, as docker-compose does.
+const compose = parse(raw, { merge: true }) as { services: Record<string, Service>; volumes?: Record<string, unknown> };
+const apps = ['scheduler', 'worker', 'dashboard'] as const;
+
+function service(name: string): Service {
+  const svc = compose.services[name];
+  if (!svc) throw new Error(`docker-compose.yml has no service "${name}"`);
+  return svc;
+}
+
+/** Compose duration ("35s", "1m30s", "1500ms") in milliseconds. */
+function durationMs(text: string): number {
+  const units: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1, us: 0.001 };
+  const parts = [...text.matchAll(/(\d+(?:\.\d+)?)(ms|us|h|m|s)/g)];
+  if (parts.length === 0 || parts.map((p) => p[0]).join('') !== text) throw new Error(`not a compose duration: "${text}"`);
+  return parts.reduce((sum, p) => sum + Number(p[1]) * (units[p[2] ?? ''] ?? NaN), 0);
+}
+
+/** Container ports a service publishes, from short ("8080:3000", "${X:-3000}:3000") or long syntax. */
+function containerPorts(svc: Service): number[] {
+  return (svc.ports ?? []).map((p) => (typeof p === 'string' ? Number(p.split(':').at(-1)?.split('/')[0]) : Number(p.target)));
+}
+
+describe('docker-compose.yml', () => {
+  it('has redis, scheduler, worker and dashboard', () => {
+    expect(Object.keys(compose.services).sort()).toEqual(['dashboard', 'redis', 'scheduler', 'worker']);
+  });
+
+  it('runs Redis 7 (Debian) with AOF, noeviction and hz 100, data on a named volume', () => {
+    const redis = service('redis');
+    expect(redis.image).toBe('redis:7-bookworm');
+    const args = (redis.command ?? []).join(' ');
+    expect(args).toMatch(/--appendonly yes\b/);
+    expect(args).toMatch(/--maxmemory-policy noeviction\b/);
+    expect(args).toMatch(/--hz 100\b/);
+    const volume = (redis.volumes ?? []).find((v) => v.split(':')[1] === '/data');
+    expect(volume, 'redis mounts a volume on /data').toBeDefined();
+    expect(Object.keys(compose.volumes ?? {})).toContain(volume?.split(':')[0]);
+  });
+
+  it('health-checks Redis with redis-cli ping', () => {
+    expect(service('redis').healthcheck?.test?.join(' ')).toMatch(/redis-cli ping/);
+  });
+
+  it.each(apps)('builds %s from the root Dockerfile with APP set to its name', (name) => {
+    expect(service(name).build).toMatchObject({ context: '.', args: { APP: name } });
+  });
+
+  it.each(apps)('starts %s only once Redis is healthy', (name) => {
+    expect(service(name).depends_on?.redis?.condition).toBe('service_healthy');
+  });
+
+  it.each(apps)('health-checks %s on /healthz of its PORT, restarts it and runs it under an init', (name) => {
+    const svc = service(name);
+    const port = svc.environment?.PORT;
+    expect(port, `${name} sets PORT`).toMatch(/^\d+$/);
+    expect(svc.healthcheck?.test?.join(' ')).toContain(`http://127.0.0.1:${port}/healthz`);
+    expect(svc.restart).toBe('unless-stopped');
+    expect(svc.init).toBe(true);
+  });
+
+  it('lets the worker scale: replicas, no container_name, no host port', () => {
+    const worker = service('worker');
+    expect(worker.deploy?.replicas).toBeGreaterThanOrEqual(2);
+    expect(worker.container_name).toBeUndefined();
+    expect(worker.ports).toBeUndefined();
+  });
+
+  it('gives the worker a stop grace period longer than its drain timeout and its own exit deadline', () => {
+    const worker = service('worker');
+    const drainMs = Number(worker.environment?.DRAIN_TIMEOUT_MS);
+    expect(drainMs, 'DRAIN_TIMEOUT_MS is set explicitly').toBeGreaterThan(0);
+    // apps/worker/src/main.ts: after a drain that timed out, the worker exits on its own within 10 s more.
+    expect(durationMs(worker.stop_grace_period ?? '10s')).toBeGreaterThan(drainMs + 10_000);
+  });
+
+  it('publishes the dashboard on container port 3000 with a host port that can be overridden', () => {
+    const dashboard = service('dashboard');
+    expect(dashboard.environment?.PORT).toBe('3000');
+    expect(containerPorts(dashboard)).toEqual([3000]);
+    expect(dashboard.ports?.[0]).toMatch(/^\$\{DASHBOARD_HOST_PORT:-3000\}:3000$/);
+  });
+
+  it('requires DASHBOARD_PASSWORD instead of shipping a default one', () => {
+    expect(service('dashboard').environment?.DASHBOARD_PASSWORD).toMatch(/^\$\{DASHBOARD_PASSWORD:\?.+\}$/);
+  });
+
+  it('publishes no port but the dashboard', () => {
+    for (const name of ['redis', 'scheduler', 'worker']) expect(service(name).ports, name).toBeUndefined();
+  });
+});
+
+describe('durationMs', () => {
+  it('reads compose durations', () => {
+    expect(durationMs('35s')).toBe(35_000);
+    expect(durationMs('1m30s')).toBe(90_000);
+    expect(durationMs('1500ms')).toBe(1500);
+  });
+
+  it('rejects what compose would not read', () => {
+    expect(() => durationMs('35')).toThrow(/not a compose duration/);
+    expect(() => durationMs('35 s')).toThrow(/not a compose duration/);
+  });
+});
+
+describe('Dockerfile', () => {
+  const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
+
+  it('uses only the Debian slim Node 20 base image', () => {
+    const bases = [...dockerfile.matchAll(/^FROM\s+(\S+)/gm)].map((m) => m[1]);
+    const stages = new Set([...dockerfile.matchAll(/^FROM\s+\S+\s+AS\s+(\S+)/gim)].map((m) => m[1]));
+    const external = bases.filter((b) => !stages.has(b));
+    expect(new Set(external)).toEqual(new Set(['node:20-bookworm-slim']));
+    expect(dockerfile).not.toMatch(/\bapk\b|alpine/i);
+  });
+
+  it('needs no BuildKit: no RUN --mount and no heredocs', () => {
+    expect(dockerfile).not.toMatch(/^RUN\s+--mount/m);
+    expect(dockerfile).not.toMatch(/^(RUN|COPY)\b.*<<-?\s*['"]?\w+/m);
+  });
+
+  it('runs as the non-root node user', () => {
+    const users = [...dockerfile.matchAll(/^USER\s+(\S+)/gm)].map((m) => m[1]);
+    expect(users.at(-1)).toBe('node');
+  });
+});
