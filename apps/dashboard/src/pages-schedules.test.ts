@@ -63,10 +63,13 @@ describe('GET /schedules', () => {
 
     const list = await (await d.get('/schedules')).text();
     const row = list.slice(list.indexOf(`<tr id="${REPORT}">`), list.indexOf('</tr>', list.indexOf(`<tr id="${REPORT}">`)));
-    expect(row).toContain('<span class="badge ok">yes</span>'); // registered
+    expect(row).toContain('>registered</span>');
+    expect(row).not.toContain('not registered');
     expect(row).toContain('warehouse &lt;b&gt;down&lt;/b&gt;');
     expect(row).toContain('class="badge failing"');
     expect(list).not.toContain('<b>down</b>');
+    const weekly = list.slice(list.indexOf('<tr id="digest.weekly">'), list.indexOf('</tr>', list.indexOf('<tr id="digest.weekly">')));
+    expect(weekly).toContain('>not registered</span>');
 
     const detail = await d.get(`/schedules/${REPORT}`);
     expect(detail.status).toBe(200);

@@ -27,7 +27,7 @@ function entryRow(e: DeadLetterRow, token: string): SafeHtml {
 <td>${e.queue}</td>
 <td><a href="${deadLetterPath(e.queue, e.dlqJobId)}">${e.job}</a><br><code class="muted">${e.dlqJobId}</code></td>
 <td><code>${e.originalJobId}</code></td>
-<td class="err">${e.reason}</td>
+<td class="err wrap">${e.reason}</td>
 <td class="num">${e.attempts}</td>
 <td>${time(e.lastFailedAt)}</td>
 <td>${time(e.nominalTime)}</td>

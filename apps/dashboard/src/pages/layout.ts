@@ -20,11 +20,12 @@ const STYLE = raw(`
   header .brand { color: #fff; font-weight: 600; padding: 12px 0; }
   header a { color: #c6cdd8; text-decoration: none; padding: 12px 0; border-bottom: 3px solid transparent; }
   header a.active, header a:hover { color: #fff; border-bottom-color: #5b9dff; }
-  main { padding: 16px 24px 48px; }
+  main { padding: 16px 20px 48px; }
+  .scroll { overflow-x: auto; }
   h1 { font-size: 20px; margin: 8px 0 16px; }
   h2 { font-size: 16px; margin: 24px 0 8px; }
   table { border-collapse: collapse; background: #fff; width: 100%; margin-bottom: 16px; }
-  th, td { text-align: left; vertical-align: top; padding: 6px 8px; border-bottom: 1px solid #e3e6eb; }
+  th, td { text-align: left; vertical-align: top; padding: 6px 7px; border-bottom: 1px solid #e3e6eb; }
   th { background: #eef0f4; font-weight: 600; white-space: nowrap; }
   td.num { text-align: right; }
   code, pre { font: 12px/1.4 ui-monospace, monospace; }
@@ -40,6 +41,8 @@ const STYLE = raw(`
   .flash.ok { border: 1px solid #9fd3ad; }
   .flash.error { background: #fbe0e0; border: 1px solid #e3a3a3; color: #a11d1d; }
   .fires { margin: 0; padding: 0; list-style: none; white-space: nowrap; }
+  .nowrap, time { white-space: nowrap; }
+  td.wrap { max-width: 240px; overflow-wrap: anywhere; }
   .dst { color: #7a5200; font-weight: 600; }
   form.inline { display: inline; margin: 0; }
   button { font: inherit; padding: 3px 10px; cursor: pointer; }
