@@ -1,10 +1,14 @@
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
-import { dlqName, knownQueues, type Catalog, type Logger, type QueueSet } from '@tickwork/runtime';
-import express, { type Express } from 'express';
+import { dlqName, type Catalog, type Logger, type QueueSet } from '@tickwork/runtime';
+import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Redis } from 'ioredis';
 import { basicAuth } from './basic-auth.js';
+import { createCsrf } from './csrf.js';
+import { originQueues } from './data/dead-letters.js';
+import { deadLettersRouter } from './routes/dead-letters.js';
+import { schedulesRouter } from './routes/schedules.js';
 
 export interface DashboardDeps {
   catalog: Catalog;
@@ -17,8 +21,7 @@ export interface DashboardDeps {
 
 /** Origin queues (catalog and any seen before) and their dead-letter queues, sorted for a stable board. */
 export async function boardQueueNames(deps: Pick<DashboardDeps, 'catalog' | 'queues' | 'redis'>): Promise<string[]> {
-  const origins = new Set([...deps.catalog.queues, ...(await knownQueues(deps.redis, deps.queues.prefix))]);
-  return [...origins].sort().flatMap((q) => [q, dlqName(q)]);
+  return (await originQueues(deps)).flatMap((q) => [q, dlqName(q)]);
 }
 
 /**
@@ -49,11 +52,26 @@ export async function createDashboardApp(deps: DashboardDeps): Promise<Express> 
         new BullMQAdapter(deps.queues.get(name), name.endsWith('.dlq') ? { allowRetries: false, description: 'dead letters' } : {}),
     ),
     serverAdapter,
-    options: { uiConfig: { boardTitle: 'tickwork' } },
+    options: {
+      uiConfig: {
+        boardTitle: 'tickwork',
+        miscLinks: [
+          { text: 'Schedules', url: '/schedules' },
+          { text: 'Dead letters', url: '/dead-letters' },
+        ],
+      },
+    },
   });
   app.use('/queues', serverAdapter.getRouter() as express.Router);
-  app.get('/', (_req, res) => res.redirect('/queues'));
+  app.use(schedulesRouter({ catalog: deps.catalog, redis: deps.redis, prefix: deps.queues.prefix }));
+  app.use(deadLettersRouter(deps, createCsrf()));
+  app.get('/', (_req, res) => res.redirect('/schedules'));
 
   app.use((_req, res) => res.status(404).json({ error: 'not found' }));
+  // Express's default handler would send the stack trace to the browser outside production.
+  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    deps.log.error({ err, path: req.path }, 'dashboard request failed');
+    res.status(500).type('text/plain').send('internal error; the dashboard log has the details');
+  });
   return app;
 }

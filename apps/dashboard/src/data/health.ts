@@ -1,0 +1,67 @@
+import { previousOccurrences, type OccurrenceRecord, type OccurrenceRule } from '@tickwork/runtime';
+
+/**
+ * - `failing`: the latest finished run failed (takes precedence: it is the actionable one);
+ * - `stale`: no success within twice the schedule's interval before its last expected occurrence;
+ * - `waiting`: nothing has succeeded yet, but the schedule is too new to call stale;
+ * - `ok`.
+ */
+export type HealthStatus = 'ok' | 'failing' | 'stale' | 'waiting';
+
+export interface ScheduleHealth {
+  status: HealthStatus;
+  stale: boolean;
+  failing: boolean;
+  /** One sentence for the page, saying why. */
+  reason: string;
+  /** ISO UTC of the latest occurrence due before now (null if the pattern never fired yet). */
+  lastExpected: string | null;
+  /** Spacing of the last two expected occurrences (the interval `stale` is measured in). */
+  intervalMs: number | null;
+}
+
+export interface HealthInput {
+  rule: OccurrenceRule;
+  lastSuccess: OccurrenceRecord | null;
+  lastFailure: OccurrenceRecord | null;
+  /** Nominal time (ISO) of the oldest occurrence in the history: how long the schedule has been running. */
+  firstSeen: string | null;
+  now: Date;
+}
+
+/** When an outcome happened: its end, or its nominal time for records written without one. */
+function outcomeMs(r: OccurrenceRecord): number {
+  return Date.parse(r.endedAt ?? r.nominal);
+}
+
+export function scheduleHealth({ rule, lastSuccess, lastFailure, firstSeen, now }: HealthInput): ScheduleHealth {
+  const [before, last] = previousOccurrences(rule, now, 2);
+  const lastExpected = last ? last.at.toISOString() : null;
+  const intervalMs = before && last ? last.at.getTime() - before.at.getTime() : null;
+  const failing = lastFailure !== null && (lastSuccess === null || outcomeMs(lastFailure) > outcomeMs(lastSuccess));
+
+  let stale = false;
+  let waiting = false;
+  let staleReason = '';
+  if (last && intervalMs !== null) {
+    const windowStart = last.at.getTime() - 2 * intervalMs;
+    if (lastSuccess) {
+      stale = outcomeMs(lastSuccess) < windowStart;
+      staleReason = `last success ${lastSuccess.endedAt ?? lastSuccess.nominal} is more than 2 intervals before the last expected run ${lastExpected}`;
+    } else if (firstSeen !== null && Date.parse(firstSeen) <= windowStart) {
+      stale = true;
+      staleReason = `no success since its first occurrence ${firstSeen}`;
+    } else {
+      waiting = true;
+    }
+  } else if (!lastSuccess) {
+    waiting = true;
+  }
+
+  if (failing) {
+    return { status: 'failing', stale, failing, reason: `last run failed: ${lastFailure?.error ?? 'no error recorded'}`, lastExpected, intervalMs };
+  }
+  if (stale) return { status: 'stale', stale, failing, reason: staleReason, lastExpected, intervalMs };
+  if (waiting) return { status: 'waiting', stale, failing, reason: 'no successful run yet', lastExpected, intervalMs };
+  return { status: 'ok', stale, failing, reason: 'last run succeeded', lastExpected, intervalMs };
+}

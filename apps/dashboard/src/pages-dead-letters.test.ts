@@ -1,0 +1,157 @@
+import { catalog } from '@tickwork/jobs';
+import { listDeadLetters, moveToDeadLetter, redrivenJobId } from '@tickwork/runtime';
+import { waitFor } from '@tickwork/testkit';
+import { Worker } from 'bullmq';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { deadLetterPath } from './pages/dead-letters.js';
+import { startDashboard, type TestDashboard } from './testing/dashboard-server.js';
+
+let d: TestDashboard;
+beforeAll(async () => {
+  d = await startDashboard();
+});
+afterAll(async () => {
+  await d?.close();
+});
+beforeEach(async () => {
+  await d.redis.flushdb();
+});
+
+const XSS = '<script>alert("pwned")</script>';
+
+/** Puts one finally-failed email.send job into the email DLQ, as a worker would; returns its DLQ id. */
+async function deadLetter(jobId: string, reason = 'smtp down'): Promise<string> {
+  const worker = new Worker('email', null, { connection: d.redisServer.client(), prefix: d.prefix });
+  await d.queues.get('email').add('email.send', { to: 'a@example.com', subject: 'hi', body: `${jobId} ${XSS}` }, { jobId, attempts: 1 });
+  const job = await waitFor(() => worker.getNextJob(`tok-${jobId}`), { what: 'take job' });
+  await job.moveToFailed(new Error(reason), `tok-${jobId}`);
+  await worker.close();
+  const failed = await d.queues.get('email').getJob(jobId);
+  const moved = await moveToDeadLetter({ job: failed!, queues: d.queues, redis: d.redis, catalog });
+  if (!moved) throw new Error(`job ${jobId} was not dead-lettered`);
+  return moved.deadLetter.dlqJobId;
+}
+
+async function csrfToken(): Promise<string> {
+  const page = await (await d.get('/dead-letters')).text();
+  const token = /name="_csrf" value="([^"]+)"/.exec(page)?.[1];
+  if (!token) throw new Error('no CSRF token on /dead-letters');
+  return token;
+}
+
+const dlqIds = async () => (await listDeadLetters(d.queues, 'email')).map((e) => e.dlqJobId);
+
+describe('dead-letter pages', () => {
+  it('list counts per queue and each entry, escaping what the job carried', async () => {
+    const id = await deadLetter('mail-1', `smtp said ${XSS}`);
+    const res = await d.get('/dead-letters');
+    expect(res.status).toBe(200);
+    const page = await res.text();
+    expect(page).toMatch(/<td>email<\/td><td><code>email\.dlq<\/code><\/td><td class="num">1<\/td>/);
+    expect(page).toMatch(/<td>billing<\/td><td><code>billing\.dlq<\/code><\/td><td class="num">0<\/td>/);
+    expect(page).toContain(`href="${deadLetterPath('email', id)}"`);
+    expect(page).toContain('<code>mail-1</code>');
+    expect(page).toContain('smtp said &lt;script&gt;alert(&quot;pwned&quot;)&lt;/script&gt;');
+    expect(page).not.toContain('<script');
+
+    const api = (await (await d.get('/api/dead-letters')).json()) as { counts: { queue: string; count: number }[]; entries: unknown[] };
+    expect(api.counts).toContainEqual({ queue: 'email', count: 1 });
+    expect(api.entries).toEqual([
+      expect.objectContaining({ queue: 'email', dlqJobId: id, job: 'email.send', originalJobId: 'mail-1', reason: `smtp said ${XSS}`, attempts: 1, nominalTime: null }),
+    ]);
+  });
+
+  it('shows one entry in full: payload as pretty JSON (escaped), stack, options; ids with % survive the URL', async () => {
+    const id = await deadLetter('mail%2');
+    expect(id).toContain('%25');
+    const res = await d.get(deadLetterPath('email', id));
+    expect(res.status).toBe(200);
+    const page = await res.text();
+    expect(page).toContain(`<code>${id}</code>`);
+    expect(page).toContain('&quot;to&quot;: &quot;a@example.com&quot;,\n  &quot;subject&quot;'); // indented JSON
+    expect(page).toContain('mail%2 &lt;script&gt;alert(\\&quot;pwned\\&quot;)&lt;/script&gt;');
+    expect(page).not.toContain('<script');
+    expect(page).toContain('Error: smtp down\n    at '); // the stack
+    expect(page).toContain('email.send#mail%2'); // idempotency key
+    expect((await d.get(deadLetterPath('email', 'nope@1'))).status).toBe(404);
+    expect((await d.get(deadLetterPath('no-such-queue', id))).status).toBe(404);
+  });
+
+  it('refuses a POST without the right origin or token (403) and changes nothing', async () => {
+    const id = await deadLetter('mail-3');
+    const token = await csrfToken();
+    const path = `${deadLetterPath('email', id)}/redrive`;
+    const attempts: [Record<string, string>, Record<string, string>][] = [
+      [{}, {}], // a bare cross-site form post with no headers a browser would add
+      [{ _csrf: token }, {}], // token but neither Origin nor Referer
+      [{ _csrf: token }, { origin: 'https://evil.example' }],
+      [{ _csrf: token }, { origin: 'null' }],
+      [{ _csrf: token }, { referer: 'https://evil.example/page' }],
+      [{}, { origin: d.origin }], // right origin, no token
+      [{ _csrf: 'x'.repeat(token.length) }, { origin: d.origin }],
+      [{ _csrf: 'short' }, { origin: d.origin }],
+    ];
+    for (const [form, headers] of attempts) {
+      const res = await d.post(path, form, headers);
+      expect(res.status, JSON.stringify({ form, headers })).toBe(403);
+      expect(await res.text()).toMatch(/^forbidden: /);
+    }
+    for (const action of ['purge', 'redrive']) expect((await d.post(`${deadLetterPath('email', id)}/${action}`, {}, { origin: 'https://evil.example' })).status).toBe(403);
+    expect((await d.post('/dead-letters/email/redrive-all', { _csrf: token }, { origin: 'https://evil.example' })).status).toBe(403);
+    expect(await dlqIds()).toEqual([id]);
+    expect(await d.queues.get('email').getJobCounts('waiting', 'delayed')).toEqual({ waiting: 0, delayed: 0 });
+  });
+
+  it('re-drives one entry from the page: the job is back on its queue and gone from the DLQ', async () => {
+    const id = await deadLetter('mail-4');
+    const other = await deadLetter('mail-5');
+    const res = await d.post(`${deadLetterPath('email', id)}/redrive`, { _csrf: await csrfToken() }, { origin: d.origin });
+    expect(res.status).toBe(303);
+    expect(res.headers.get('location')).toBe('/dead-letters?flash=redriven&n=1');
+    const back = await d.queues.get('email').getJob(redrivenJobId(id, 1));
+    expect(back?.name).toBe('email.send');
+    expect(back?.data).toMatchObject({ to: 'a@example.com', body: `mail-4 ${XSS}` });
+    expect(await back?.getState()).toBe('waiting');
+    expect(await dlqIds()).toEqual([other]);
+    expect(await (await d.get('/dead-letters?flash=redriven&n=1')).text()).toContain('Re-drove 1 entry');
+
+    // The entry is gone: a second click says so instead of failing.
+    const again = await d.post(`${deadLetterPath('email', id)}/redrive`, { _csrf: await csrfToken() }, { origin: d.origin });
+    expect(again.headers.get('location')).toBe('/dead-letters?flash=not-found');
+  });
+
+  it('re-drives all of a queue (Referer accepted when Origin is absent) and purges one', async () => {
+    const a = await deadLetter('mail-6');
+    const b = await deadLetter('mail-7');
+    const token = await csrfToken();
+    const all = await d.post('/dead-letters/email/redrive-all', { _csrf: token }, { referer: `${d.base}/dead-letters` });
+    expect(all.status).toBe(303);
+    expect(all.headers.get('location')).toBe('/dead-letters?flash=redriven&n=2');
+    expect(await dlqIds()).toEqual([]);
+    for (const id of [a, b]) expect(await d.queues.get('email').getJob(redrivenJobId(id, 1))).toBeTruthy();
+    await d.queues.get('email').drain(); // so the next dead-lettering takes its own job, not a re-driven one
+
+    const c = await deadLetter('mail-8');
+    const purge = await d.post(`${deadLetterPath('email', c)}/purge`, { _csrf: token }, { origin: d.origin });
+    expect(purge.headers.get('location')).toBe('/dead-letters?flash=purged&n=1');
+    expect(await dlqIds()).toEqual([]);
+    expect(await d.queues.get('email').getJob('mail-8')).toBeUndefined();
+  });
+
+  it('shows only fixed flash messages, whatever the query string says', async () => {
+    const page = await (await d.get(`/dead-letters?flash=${encodeURIComponent(XSS)}&n=${encodeURIComponent(XSS)}`)).text();
+    expect(page).not.toContain('class="flash');
+    expect(page).not.toContain('pwned');
+  });
+
+  it.each([
+    ['GET', '/dead-letters'],
+    ['GET', '/dead-letters/email/x@1'],
+    ['GET', '/api/dead-letters'],
+    ['POST', '/dead-letters/email/x@1/redrive'],
+    ['POST', '/dead-letters/email/x@1/purge'],
+    ['POST', '/dead-letters/email/redrive-all'],
+  ])('requires credentials for %s %s', async (method, path) => {
+    expect((await fetch(`${d.base}${path}`, { method, headers: { origin: d.origin } })).status).toBe(401);
+  });
+});

@@ -1,0 +1,110 @@
+import type { DeadLetter } from '@tickwork/runtime';
+import { CSRF_FIELD } from '../csrf.js';
+import type { DeadLetterOverview, DeadLetterRow } from '../data/dead-letters.js';
+import { html, type SafeHtml } from '../html.js';
+import { layout, time, type Flash } from './layout.js';
+
+export function deadLetterPath(queue: string, dlqJobId: string): string {
+  return `/dead-letters/${encodeURIComponent(queue)}/${encodeURIComponent(dlqJobId)}`;
+}
+
+/** A one-button POST form carrying the CSRF token. */
+function action(path: string, label: string, token: string, danger = false): SafeHtml {
+  return html`<form class="inline" method="post" action="${path}"><input type="hidden" name="${CSRF_FIELD}" value="${token}"><button type="submit" class="${danger ? 'danger' : ''}">${label}</button></form>`;
+}
+
+function redriveOne(queue: string, id: string, token: string): SafeHtml {
+  return action(`${deadLetterPath(queue, id)}/redrive`, 'Re-drive', token);
+}
+
+/** Purging loses the entry for good, so the button is one click further away (no script needed). */
+function purgeOne(queue: string, id: string, token: string): SafeHtml {
+  return html`<details class="inline"><summary>Purge…</summary>${action(`${deadLetterPath(queue, id)}/purge`, 'Purge for good', token, true)}</details>`;
+}
+
+function entryRow(e: DeadLetterRow, token: string): SafeHtml {
+  return html`<tr>
+<td>${e.queue}</td>
+<td><a href="${deadLetterPath(e.queue, e.dlqJobId)}">${e.job}</a><br><code class="muted">${e.dlqJobId}</code></td>
+<td><code>${e.originalJobId}</code></td>
+<td class="err wrap">${e.reason}</td>
+<td class="num">${e.attempts}</td>
+<td>${time(e.lastFailedAt)}</td>
+<td>${time(e.nominalTime)}</td>
+<td>${redriveOne(e.queue, e.dlqJobId, token)} ${purgeOne(e.queue, e.dlqJobId, token)}</td>
+</tr>`;
+}
+
+export function renderDeadLetters(data: DeadLetterOverview, token: string, flash: Flash | undefined): SafeHtml {
+  const total = data.entries.length;
+  const body = html`<h1>Dead letters</h1>
+<p class="muted">Jobs that failed for the last time. Fix the cause, then re-drive them: a re-driven job gets fresh attempts and keeps its idempotency key and nominal time.</p>
+<h2>Per queue</h2>
+<table style="width:auto">
+<thead><tr><th>Queue</th><th>Dead-letter queue</th><th>Entries</th><th></th></tr></thead>
+<tbody>
+${data.counts.map(
+  (c) => html`<tr><td>${c.queue}</td><td><code>${c.queue}.dlq</code></td><td class="num">${c.count}</td><td>${
+    c.count > 0 && action(`/dead-letters/${encodeURIComponent(c.queue)}/redrive-all`, `Re-drive all ${c.count}`, token)
+  }</td></tr>`,
+)}
+</tbody>
+</table>
+<h2>Entries <span class="muted">(${total})</span></h2>
+${
+  total === 0
+    ? html`<p class="muted">No dead letters.</p>`
+    : html`<table>
+<thead><tr><th>Queue</th><th>Job</th><th>Original id</th><th>Reason</th><th>Attempts</th><th>Last failure</th><th>Nominal time</th><th>Actions</th></tr></thead>
+<tbody>
+${data.entries.map((e) => entryRow(e, token))}
+</tbody>
+</table>`
+}`;
+  return layout({ title: 'Dead letters', section: 'dead-letters', flash, body });
+}
+
+function json(value: unknown): string {
+  return JSON.stringify(value, null, 2) ?? 'undefined';
+}
+
+export function renderDeadLetterDetail(queue: string, d: DeadLetter, token: string): SafeHtml {
+  const e = d.entry;
+  const body = html`<p><a href="/dead-letters">← Dead letters</a></p>
+<h1>${e.jobName} <span class="muted">in</span> <code>${d.dlqQueue}</code></h1>
+<p>${redriveOne(queue, d.dlqJobId, token)} ${purgeOne(queue, d.dlqJobId, token)}</p>
+<dl>
+<dt>DLQ id</dt><dd><code>${d.dlqJobId}</code></dd>
+<dt>Origin queue</dt><dd>${e.originQueue}</dd>
+<dt>Original job id</dt><dd><code>${e.originalJobId}</code></dd>
+<dt>Idempotency key</dt><dd><code>${e.idempotencyKey}</code></dd>
+<dt>Reason</dt><dd class="err">${e.failureReason}</dd>
+<dt>Attempts made</dt><dd>${e.attemptsMade}</dd>
+<dt>First failure</dt><dd>${time(e.firstFailedAt)}</dd>
+<dt>Last failure</dt><dd>${time(e.lastFailedAt)}</dd>
+<dt>Dead-lettered</dt><dd>${time(e.deadLetteredAt)}</dd>
+<dt>Nominal time</dt><dd>${time(e.nominalTime)}</dd>
+<dt>Schedule</dt><dd>${e.scheduleId ?? html`<span class="muted">-</span>`}</dd>
+<dt>Re-driven before</dt><dd>${e.redriveCount} time(s)</dd>
+</dl>
+<h2>Payload</h2>
+<pre>${json(e.payload)}</pre>
+<h2>Stack of the last attempt</h2>
+${e.stack ? html`<pre>${e.stack}</pre>` : html`<p class="muted">No stack (the thrown value was not an Error).</p>`}
+<h2>Original job options</h2>
+<pre>${json(e.originalOptions)}</pre>
+<h2>Earlier trips through the DLQ</h2>
+${
+  e.history.length === 0
+    ? html`<p class="muted">None: this is its first dead-lettering.</p>`
+    : html`<table>
+<thead><tr><th>Job id</th><th>Reason</th><th>Attempts</th><th>First failure</th><th>Last failure</th><th>Dead-lettered</th><th>Re-driven</th></tr></thead>
+<tbody>
+${e.history.map(
+  (h) => html`<tr><td><code>${h.jobId}</code></td><td class="err">${h.failureReason}</td><td class="num">${h.attemptsMade}</td><td>${time(h.firstFailedAt)}</td><td>${time(h.lastFailedAt)}</td><td>${time(h.deadLetteredAt)}</td><td>${time(h.redrivenAt)}</td></tr>`,
+)}
+</tbody>
+</table>`
+}`;
+  return layout({ title: `${e.jobName} dead letter`, section: 'dead-letters', body });
+}

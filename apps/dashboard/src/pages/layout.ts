@@ -1,0 +1,95 @@
+import { html, raw, type HtmlValue, type SafeHtml } from '../html.js';
+
+export type Section = 'schedules' | 'dead-letters';
+
+export interface Flash {
+  kind: 'ok' | 'error';
+  text: string;
+}
+
+const NAV: { href: string; label: string; section?: Section }[] = [
+  { href: '/schedules', label: 'Schedules', section: 'schedules' },
+  { href: '/dead-letters', label: 'Dead letters', section: 'dead-letters' },
+  { href: '/queues', label: 'Queues' },
+];
+
+// A constant: no data flows into it.
+const STYLE = raw(`
+  body { font: 14px/1.45 system-ui, sans-serif; margin: 0; color: #1d2430; background: #f6f7f9; }
+  header { background: #1d2430; padding: 0 24px; display: flex; gap: 24px; align-items: center; }
+  header .brand { color: #fff; font-weight: 600; padding: 12px 0; }
+  header a { color: #c6cdd8; text-decoration: none; padding: 12px 0; border-bottom: 3px solid transparent; }
+  header a.active, header a:hover { color: #fff; border-bottom-color: #5b9dff; }
+  main { padding: 16px 20px 48px; }
+  .scroll { overflow-x: auto; }
+  h1 { font-size: 20px; margin: 8px 0 16px; }
+  h2 { font-size: 16px; margin: 24px 0 8px; }
+  table { border-collapse: collapse; background: #fff; width: 100%; margin-bottom: 16px; }
+  th, td { text-align: left; vertical-align: top; padding: 6px 7px; border-bottom: 1px solid #e3e6eb; }
+  th { background: #eef0f4; font-weight: 600; white-space: nowrap; }
+  td.num { text-align: right; }
+  code, pre { font: 12px/1.4 ui-monospace, monospace; }
+  pre { background: #fff; border: 1px solid #e3e6eb; padding: 8px; overflow: auto; max-height: 480px; }
+  .muted { color: #6b7482; }
+  .err { color: #a11d1d; }
+  .badge { display: inline-block; padding: 1px 7px; border-radius: 9px; font-size: 12px; font-weight: 600; white-space: nowrap; }
+  .ok { background: #dff3e4; color: #17612c; }
+  .failing { background: #fbe0e0; color: #a11d1d; }
+  .stale { background: #fdf0d5; color: #7a5200; }
+  .waiting, .neutral { background: #e8ebf0; color: #4a5260; }
+  .flash { padding: 8px 12px; border-radius: 4px; margin-bottom: 16px; }
+  .flash.ok { border: 1px solid #9fd3ad; }
+  .flash.error { background: #fbe0e0; border: 1px solid #e3a3a3; color: #a11d1d; }
+  .fires { margin: 0; padding: 0; list-style: none; white-space: nowrap; }
+  .nowrap, time { white-space: nowrap; }
+  td.wrap { max-width: 240px; overflow-wrap: anywhere; }
+  .dst { color: #7a5200; font-weight: 600; }
+  form.inline { display: inline; margin: 0; }
+  button { font: inherit; padding: 3px 10px; cursor: pointer; }
+  button.danger { color: #a11d1d; }
+  dl { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; background: #fff; padding: 12px; border: 1px solid #e3e6eb; }
+  dt { font-weight: 600; }
+  dd { margin: 0; }
+`);
+
+/** The page frame: nav (Schedules, Dead letters, Queues = Bull Board), an optional flash message, the body. */
+export function layout(opts: { title: string; section?: Section; flash?: Flash | undefined; body: HtmlValue }): SafeHtml {
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${opts.title} · tickwork</title>
+<style>${STYLE}</style>
+</head>
+<body>
+<header>
+  <span class="brand">tickwork</span>
+  ${NAV.map((n) => html`<a href="${n.href}" class="${n.section && n.section === opts.section ? 'active' : ''}">${n.label}</a>`)}
+</header>
+<main>
+${opts.flash && html`<div class="flash ${opts.flash.kind}" role="status">${opts.flash.text}</div>`}
+${opts.body}
+</main>
+</body>
+</html>
+`;
+}
+
+/** ISO time without milliseconds, readable in a table cell; '-' when absent. */
+export function time(iso: string | null | undefined): SafeHtml {
+  if (!iso) return html`<span class="muted">-</span>`;
+  return html`<time datetime="${iso}">${iso.replace('T', ' ').replace(/\.\d{3}(?=Z|[+-]\d\d:\d\d$)/, '')}</time>`;
+}
+
+/** A duration in the largest unit that fits it exactly enough for an interval column. */
+export function duration(ms: number): string {
+  const units: [number, string][] = [
+    [86_400_000, 'd'],
+    [3_600_000, 'h'],
+    [60_000, 'min'],
+    [1000, 's'],
+  ];
+  for (const [size, unit] of units) if (ms >= size && ms % size === 0) return `${ms / size} ${unit}`;
+  return `${ms} ms`;
+}
