@@ -12,7 +12,7 @@ export * from './shutdown.js';
 export * from './schedule/validate.js';
 export * from './load-catalog.js';
 export * from './run-identity.js';
-export * from './schedule/bullmq-repeat.js';
+export * from './schedule/describe.js';
 export * from './registry.js';
 export * from './metrics.js';
 export * from './dlq/index.js';

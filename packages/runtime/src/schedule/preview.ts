@@ -1,6 +1,6 @@
 import { DateTime } from 'luxon';
 import type { AnyJob } from '../define-job.js';
-import { describeSchedule } from './bullmq-repeat.js';
+import { describeSchedule } from './describe.js';
 import { nextOccurrences, ruleOf, type OccurrenceKind, type OccurrenceRule } from './occurrences.js';
 import { policiesOf, type SchedulePolicies } from './policy.js';
 
