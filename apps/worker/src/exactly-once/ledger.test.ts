@@ -1,4 +1,4 @@
-import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
+import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
 import {
@@ -159,5 +159,55 @@ describe('runExactlyOnce', () => {
     });
     await expect(body).rejects.toThrow(LeaseLostError);
     expect((await eo.ledger.inspect(key))?.state).toBe('running');
+  });
+
+  it('keeps renewing the leases of runs that outlive them, several at once from the shared timer', async () => {
+    const eo = createExactlyOnce(redis, { prefix: 'tw', leaseMs: 300 });
+    const keys = [freshKey(), freshKey(), freshKey()];
+    const defer = async (): Promise<never> => {
+      throw new Error('deferred');
+    };
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const runs = keys.map((key) => runExactlyOnce(eo, { key, log, labels, defer }, async () => {
+      await gate;
+      return key;
+    }));
+    // Once every lease has been renewed to well past three of its original lengths, every run is still
+    // held: a second claim finds it busy, not expired.
+    const horizon = Date.now() + 900;
+    await waitFor(async () => {
+      const entries = await Promise.all(keys.map((key) => eo.ledger.inspect(key)));
+      return entries.every((e) => (e?.leaseUntil?.getTime() ?? 0) > horizon);
+    }, { timeoutMs: 10_000, what: 'the leases to be renewed past three lease lengths' });
+    for (const key of keys) expect((await eo.ledger.claim(key)).kind).toBe('busy');
+    release();
+    expect(await Promise.all(runs)).toEqual(keys);
+    for (const key of keys) expect((await eo.ledger.inspect(key))?.claims).toBe(1);
+  });
+
+  it("aborts the body's signal with the worker's reason when the worker aborts the delivery", async () => {
+    const eo = createExactlyOnce(redis, { prefix: 'tw', leaseMs: 5000 });
+    const worker = new AbortController();
+    const defer = async (): Promise<never> => {
+      throw new Error('deferred');
+    };
+    const body = runExactlyOnce(eo, { key: freshKey(), log, labels, defer, signal: worker.signal }, async (run) => {
+      worker.abort(new Error('shutting down'));
+      run.signal.throwIfAborted();
+      return 'not aborted';
+    });
+    await expect(body).rejects.toThrow('shutting down');
+  });
+
+  it('runs its scripts again after Redis forgot them (SCRIPT FLUSH, a restarted server)', async () => {
+    const ledger = new IdempotencyLedger(redis, { prefix: 'tw', leaseMs: 5000 });
+    const key = freshKey();
+    await redis.script('FLUSH');
+    const claim = await ledger.claim(key);
+    expect(claim.kind).toBe('claimed');
+    await redis.script('FLUSH');
+    if (claim.kind === 'claimed') expect(await claim.run.complete('ok')).toBe(true);
+    expect((await ledger.claim(key)).kind).toBe('done');
   });
 });

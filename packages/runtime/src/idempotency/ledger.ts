@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { TickworkError } from '../errors.js';
 
@@ -21,21 +21,29 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 `;
 
 /**
- * Claims a run. Returns {'done', result, completedAt} | {'busy', msLeftOnLease} |
- * {'claimed', tookOver, stepId1, stepValue1, ...}. A record that existed returns its recorded steps so a
- * resumed run needs no round trip per step.
+ * Claims a run. Returns 1 when it claimed a new run (the common case, kept to one small reply), else
+ * {'done', result, completedAt} | {'busy', msLeftOnLease} | {'claimed', tookOver, stepId1, stepValue1, ...}.
+ * A record that existed returns its recorded steps so a resumed run needs no round trip per step.
  */
-const CLAIM = `${NOW}
+const CLAIM = `
 local key, owner = KEYS[1], ARGV[1]
 local leaseMs, retentionMs = tonumber(ARGV[2]), tonumber(ARGV[3])
-local state = redis.call('HGET', key, 'state')
+local h = redis.call('HMGET', key, 'state', 'owner', 'leaseUntil')
+local state = h[1]
 if state == 'done' then
-  return {'done', redis.call('HGET', key, 'result') or '', redis.call('HGET', key, 'completedAt') or ''}
+  local d = redis.call('HMGET', key, 'result', 'completedAt')
+  return {'done', d[1] or '', d[2] or ''}
+end
+${NOW}
+if not state then
+  redis.call('HSET', key, 'state', 'running', 'owner', owner, 'leaseUntil', string.format('%d', now + leaseMs), 'claims', '1')
+  redis.call('PEXPIRE', key, retentionMs)
+  return 1
 end
 local tookOver = '0'
 if state == 'running' then
-  local holder = redis.call('HGET', key, 'owner')
-  local leaseUntil = tonumber(redis.call('HGET', key, 'leaseUntil') or '0')
+  local holder = h[2]
+  local leaseUntil = tonumber(h[3] or '0')
   if holder ~= owner and leaseUntil > now then
     return {'busy', string.format('%d', leaseUntil - now)}
   end
@@ -45,13 +53,11 @@ redis.call('HSET', key, 'state', 'running', 'owner', owner, 'leaseUntil', string
 redis.call('HINCRBY', key, 'claims', 1)
 redis.call('PEXPIRE', key, retentionMs)
 local out = {'claimed', tookOver}
-if state then
-  local all = redis.call('HGETALL', key)
-  for i = 1, #all, 2 do
-    if string.sub(all[i], 1, 2) == 's:' then
-      out[#out + 1] = string.sub(all[i], 3)
-      out[#out + 1] = all[i + 1]
-    end
+local all = redis.call('HGETALL', key)
+for i = 1, #all, 2 do
+  if string.sub(all[i], 1, 2) == 's:' then
+    out[#out + 1] = string.sub(all[i], 3)
+    out[#out + 1] = all[i + 1]
   end
 end
 return out
@@ -60,12 +66,13 @@ return out
 /** Runs only while the caller still owns the running lease: the fence for every later write. */
 const OWNED = `
 local key, owner = KEYS[1], ARGV[1]
-if redis.call('HGET', key, 'state') ~= 'running' or redis.call('HGET', key, 'owner') ~= owner then
+local held = redis.call('HMGET', key, 'state', 'owner')
+if held[1] ~= 'running' or held[2] ~= owner then
   return 0
 end
 `;
 
-const RENEW = `${NOW}${OWNED}
+const RENEW = `${OWNED}${NOW}
 redis.call('HSET', key, 'leaseUntil', string.format('%d', now + tonumber(ARGV[2])))
 return 1
 `;
@@ -75,7 +82,7 @@ redis.call('HSET', key, 's:' .. ARGV[2], ARGV[3])
 return 1
 `;
 
-const COMPLETE = `${NOW}${OWNED}
+const COMPLETE = `${OWNED}${NOW}
 redis.call('HSET', key, 'state', 'done', 'result', ARGV[2], 'completedAt', string.format('%d', now))
 redis.call('HDEL', key, 'leaseUntil')
 redis.call('PEXPIRE', key, tonumber(ARGV[3]))
@@ -89,26 +96,34 @@ redis.call('HDEL', key, 'owner', 'leaseUntil')
 return 1
 `;
 
-type LedgerRedis = Redis & {
-  tickworkLedgerClaim(key: string, owner: string, leaseMs: number, retentionMs: number): Promise<string[]>;
-  tickworkLedgerRenew(key: string, owner: string, leaseMs: number): Promise<number>;
-  tickworkLedgerStep(key: string, owner: string, stepId: string, value: string): Promise<number>;
-  tickworkLedgerComplete(key: string, owner: string, result: string, retentionMs: number): Promise<number>;
-  tickworkLedgerRelease(key: string, owner: string): Promise<number>;
-};
-
-/** ioredis sends EVALSHA and falls back to EVAL once per connection, so a script costs one round trip. */
-function withLedgerScripts(redis: Redis): LedgerRedis {
-  const r = redis as LedgerRedis;
-  if (typeof r.tickworkLedgerClaim !== 'function') {
-    redis.defineCommand('tickworkLedgerClaim', { numberOfKeys: 1, lua: CLAIM });
-    redis.defineCommand('tickworkLedgerRenew', { numberOfKeys: 1, lua: RENEW });
-    redis.defineCommand('tickworkLedgerStep', { numberOfKeys: 1, lua: RECORD_STEP });
-    redis.defineCommand('tickworkLedgerComplete', { numberOfKeys: 1, lua: COMPLETE });
-    redis.defineCommand('tickworkLedgerRelease', { numberOfKeys: 1, lua: RELEASE });
+/**
+ * A Lua script run by EVALSHA, falling back to EVAL when the server does not know it (a new connection,
+ * a restarted Redis). Sent as a plain command rather than through ioredis defineCommand, whose wrapper
+ * costs a second promise and closures per call: the ledger's two calls per job are on the hot path.
+ */
+class LedgerScript {
+  private readonly sha: string;
+  constructor(private readonly lua: string) {
+    this.sha = createHash('sha1').update(lua).digest('hex');
   }
-  return r;
+
+  async run(redis: Redis, key: string, ...args: (string | number)[]): Promise<unknown> {
+    try {
+      return await redis.evalsha(this.sha, 1, key, ...args);
+    } catch (err) {
+      if (!(err instanceof Error) || !err.message.includes('NOSCRIPT')) throw err;
+      return redis.eval(this.lua, 1, key, ...args);
+    }
+  }
 }
+
+const SCRIPTS = {
+  claim: new LedgerScript(CLAIM),
+  renew: new LedgerScript(RENEW),
+  step: new LedgerScript(RECORD_STEP),
+  complete: new LedgerScript(COMPLETE),
+  release: new LedgerScript(RELEASE),
+};
 
 /** Values are stored as `{"v": value}` so `undefined` and `null` results survive the round trip. */
 export function encodeValue(value: unknown): string {
@@ -148,7 +163,7 @@ export interface LedgerEntry {
 export class IdempotencyLedger {
   readonly leaseMs: number;
   readonly retentionMs: number;
-  private readonly redis: LedgerRedis;
+  private readonly redis: Redis;
 
   constructor(redis: Redis, readonly opts: LedgerOptions) {
     this.leaseMs = opts.leaseMs ?? DEFAULT_LEASE_MS;
@@ -159,7 +174,7 @@ export class IdempotencyLedger {
     if (!Number.isInteger(this.retentionMs) || this.retentionMs < this.leaseMs) {
       throw new TickworkError(`ledger retentionMs ${this.retentionMs} must be an integer no shorter than the lease`);
     }
-    this.redis = withLedgerScripts(redis);
+    this.redis = redis;
   }
 
   keyOf(idempotencyKey: string): string {
@@ -168,14 +183,18 @@ export class IdempotencyLedger {
 
   /** Atomically claims the run named `idempotencyKey` for a new owner (one per delivery). */
   async claim(idempotencyKey: string, owner: string = randomUUID()): Promise<ClaimOutcome> {
-    const reply = await this.redis.tickworkLedgerClaim(this.keyOf(idempotencyKey), owner, this.leaseMs, this.retentionMs);
+    const reply = (await SCRIPTS.claim.run(this.redis, this.keyOf(idempotencyKey), owner, this.leaseMs, this.retentionMs)) as
+      | 1
+      | string[];
+    if (reply === 1) return { kind: 'claimed', tookOver: false, run: new LedgerRun(this, this.redis, idempotencyKey, owner, undefined) };
     const [kind, a, b] = reply;
     if (kind === 'done') {
       return { kind, result: decodeValue(a ?? ''), completedAt: b ? new Date(Number(b)) : undefined };
     }
     if (kind === 'busy') return { kind, leaseLeftMs: Number(a) };
-    const steps = new Map<string, string>();
-    for (let i = 2; i + 1 < reply.length; i += 2) steps.set(reply[i] as string, reply[i + 1] as string);
+    let steps: Map<string, string> | undefined;
+    if (reply.length > 2) steps = new Map();
+    for (let i = 2; i + 1 < reply.length; i += 2) steps?.set(reply[i] as string, reply[i + 1] as string);
     return { kind: 'claimed', tookOver: a === '1', run: new LedgerRun(this, this.redis, idempotencyKey, owner, steps) };
   }
 
@@ -201,47 +220,46 @@ export class IdempotencyLedger {
  * taken the run over, this one can neither record steps nor complete it.
  */
 export class LedgerRun {
+  private readonly key: string;
+
   constructor(
     private readonly ledger: IdempotencyLedger,
-    private readonly redis: LedgerRedis,
+    private readonly redis: Redis,
     readonly idempotencyKey: string,
     readonly owner: string,
-    /** Encoded results of the steps recorded by earlier attempts. */
-    private readonly steps: Map<string, string>,
-  ) {}
-
-  private get key(): string {
-    return this.ledger.keyOf(this.idempotencyKey);
+    /** Encoded results of the steps recorded by earlier attempts (created on first use: most runs have none). */
+    private steps: Map<string, string> | undefined,
+  ) {
+    this.key = ledger.keyOf(idempotencyKey);
   }
 
   /** The recorded result of step `id`, if an earlier attempt (or this one) finished it. */
   recordedStep(id: string): { value: unknown } | undefined {
-    const raw = this.steps.get(id);
+    const raw = this.steps?.get(id);
     return raw === undefined ? undefined : { value: decodeValue(raw) };
   }
 
   get recordedStepCount(): number {
-    return this.steps.size;
+    return this.steps?.size ?? 0;
   }
 
   /** False when the lease was lost. */
   async recordStep(id: string, value: unknown): Promise<boolean> {
     const encoded = encodeValue(value);
-    const ok = (await this.redis.tickworkLedgerStep(this.key, this.owner, id, encoded)) === 1;
-    if (ok) this.steps.set(id, encoded);
+    const ok = (await SCRIPTS.step.run(this.redis, this.key, this.owner, id, encoded)) === 1;
+    if (ok) (this.steps ??= new Map()).set(id, encoded);
     return ok;
   }
 
   async renew(): Promise<boolean> {
-    return (await this.redis.tickworkLedgerRenew(this.key, this.owner, this.ledger.leaseMs)) === 1;
+    return (await SCRIPTS.renew.run(this.redis, this.key, this.owner, this.ledger.leaseMs)) === 1;
   }
 
   async complete(result: unknown): Promise<boolean> {
-    const done = await this.redis.tickworkLedgerComplete(this.key, this.owner, encodeValue(result), this.ledger.retentionMs);
-    return done === 1;
+    return (await SCRIPTS.complete.run(this.redis, this.key, this.owner, encodeValue(result), this.ledger.retentionMs)) === 1;
   }
 
   async release(): Promise<boolean> {
-    return (await this.redis.tickworkLedgerRelease(this.key, this.owner)) === 1;
+    return (await SCRIPTS.release.run(this.redis, this.key, this.owner)) === 1;
   }
 }

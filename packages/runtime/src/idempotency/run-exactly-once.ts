@@ -4,6 +4,7 @@ import { OverlapGuard, type OverlapPolicy } from '../overlap/overlap-guard.js';
 import { LeaseLostError } from './errors.js';
 import { IdempotencyLedger, type LedgerRun } from './ledger.js';
 import { duplicatesDeferred, duplicatesSuppressed, leasesLost, leaseTakeovers, overlapSkipped } from './metrics.js';
+import { LeaseKeeper } from './lease-keeper.js';
 import { createStep, type StepFn } from './steps.js';
 
 /** The exactly-once machinery one worker process shares across its jobs. */
@@ -124,8 +125,7 @@ export async function runExactlyOnce<T>(
 
   const lease = keepLease(eo, run, opts);
   try {
-    const signal = opts.signal ? AbortSignal.any([opts.signal, lease.signal]) : lease.signal;
-    const result = await body({ signal, step: createStep(run, signal) });
+    const result = await body({ signal: lease.signal, step: createStep(run, lease.signal) });
     lease.stop();
     if (lease.lost) throw lease.lost;
     if (!(await run.complete(result))) throw lostLease(opts, 'when recording the result');
@@ -148,45 +148,45 @@ function lostLease(opts: RunExactlyOnceOptions, detail: string): LeaseLostError 
   return err;
 }
 
+/** One renewal timer per ledger, shared by its runs (see LeaseKeeper). */
+const keepers = new WeakMap<IdempotencyLedger, LeaseKeeper>();
+
 /**
- * Renews the ledger lease (and the overlap slot) every third of the lease. If renewal is refused, or
- * keeps failing until the lease must have expired, the run's signal aborts: someone else may own it now.
+ * Keeps the run's ledger lease (and its overlap slot) renewed while the body runs. The run's signal
+ * aborts when the worker aborts the delivery, or when renewal is refused or keeps failing until the lease
+ * must have expired: someone else may own the run then. One AbortController per run, linked to the
+ * worker's signal by a listener (AbortSignal.any costs far more per call and in GC).
  */
 function keepLease(eo: ExactlyOnce, run: LedgerRun, opts: RunExactlyOnceOptions) {
   const controller = new AbortController();
   const state: { lost: LeaseLostError | undefined } = { lost: undefined };
-  let lastRenewed = Date.now();
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  const lose = (detail: string) => {
-    if (state.lost) return;
-    state.lost = lostLease(opts, detail);
-    controller.abort(state.lost);
-  };
-  const tick = async () => {
-    try {
+  const workerSignal = opts.signal;
+  const onWorkerAbort = () => controller.abort(workerSignal?.reason);
+  if (workerSignal?.aborted) onWorkerAbort();
+  else workerSignal?.addEventListener('abort', onWorkerAbort, { once: true });
+  let keeper = keepers.get(eo.ledger);
+  if (!keeper) keepers.set(eo.ledger, (keeper = new LeaseKeeper(eo.ledger.leaseMs)));
+  const overlap = opts.overlap;
+  const unkeep = keeper.keep({
+    renew: async () => {
       const ok = await run.renew();
-      if (opts.overlap) await eo.overlap.renew(opts.overlap.schedule, opts.key);
-      if (!ok) return lose('renewal refused: the lease had expired and was taken over');
-      lastRenewed = Date.now();
-    } catch (err) {
-      if (Date.now() - lastRenewed >= eo.ledger.leaseMs) return lose(`renewal failing: ${(err as Error).message}`);
-    }
-    if (!stopped) arm();
-  };
-  const arm = () => {
-    timer = setTimeout(() => void tick(), Math.max(Math.floor(eo.ledger.leaseMs / 3), 10));
-    timer.unref();
-  };
-  arm();
+      if (overlap) await eo.overlap.renew(overlap.schedule, opts.key);
+      return ok;
+    },
+    lose: (detail) => {
+      if (state.lost) return;
+      state.lost = lostLease(opts, detail);
+      controller.abort(state.lost);
+    },
+  });
   return {
     signal: controller.signal,
     get lost() {
       return state.lost;
     },
     stop() {
-      stopped = true;
-      clearTimeout(timer);
+      unkeep();
+      workerSignal?.removeEventListener('abort', onWorkerAbort);
     },
   };
 }

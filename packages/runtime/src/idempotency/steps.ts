@@ -13,18 +13,18 @@ export type StepFn = <T>(id: string, fn: () => Promise<T>) => Promise<T>;
  * as the billing job does.
  */
 export function createStep(run: LedgerRun, signal: AbortSignal): StepFn {
-  const inFlight = new Set<string>();
+  let inFlight: Set<string> | undefined; // most runs have no steps: no Set for them
   return async <T>(id: string, fn: () => Promise<T>): Promise<T> => {
     if (typeof id !== 'string' || id.length === 0 || id.length > 512) {
       throw new StepError(String(id), 'the step id must be a non-empty string of at most 512 characters, e.g. "charge:cus_001"');
     }
     const recorded = run.recordedStep(id);
     if (recorded) return recorded.value as T;
-    if (inFlight.has(id)) {
+    if (inFlight?.has(id)) {
       throw new StepError(id, 'is already running in this run; give concurrent steps distinct ids');
     }
     signal.throwIfAborted();
-    inFlight.add(id);
+    (inFlight ??= new Set()).add(id);
     try {
       const value = await fn();
       if (value !== undefined && JSON.stringify(value) === undefined) {
@@ -36,7 +36,7 @@ export function createStep(run: LedgerRun, signal: AbortSignal): StepFn {
       // Return what a resumed run would see, so first runs and retries behave the same.
       return run.recordedStep(id)?.value as T;
     } finally {
-      inFlight.delete(id);
+      inFlight?.delete(id);
     }
   };
 }
