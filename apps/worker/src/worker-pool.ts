@@ -1,6 +1,6 @@
-import { createExactlyOnce, createRedis, redisOptions } from '@tickwork/runtime';
+import { createExactlyOnce, createRedis } from '@tickwork/runtime';
 import { Worker } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { DeadLetterRouting } from './dead-letter.js';
 import { createProcessor, type ProcessorDeps } from './processor.js';
 
@@ -33,9 +33,9 @@ export interface WorkerPool {
 
 /** One BullMQ Worker per queue, each with its own blocking connection (BullMQ requires that). */
 export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
-  // The ledger gets its own auto-pipelined connection: the claims and completions of concurrent jobs share
-  // round trips, which keeps its cost per no-op job small (see `pnpm bench`).
-  const ledgerRedis = new Redis(opts.redisUrl, { ...redisOptions('command'), enableAutoPipelining: true });
+  // The ledger gets its own command connection, so its claims never queue behind demo/job traffic.
+  // Auto-pipelining was measured (`pnpm bench`) to cost more Node CPU per job than it saved: off.
+  const ledgerRedis = createRedis(opts.redisUrl, 'command');
   ledgerRedis.on('error', (err) => opts.log.warn({ err: { message: err.message } }, 'ledger redis connection error'));
   const exactlyOnce = createExactlyOnce(ledgerRedis, {
     prefix: opts.prefix,

@@ -18,7 +18,7 @@
  * Env: BENCH_REDIS_URL (else a private redis-server is started), BENCH_JOBS (default 10000),
  * BENCH_ROUNDS (default 5), BENCH_CONCURRENCY (default 50).
  */
-import { createCatalog, createExactlyOnce, createRedis, defineJob, redisOptions, runExactlyOnce, type Enqueue, type ExactlyOnce } from '@tickwork/runtime';
+import { createCatalog, createExactlyOnce, createRedis, defineJob, runExactlyOnce, type Enqueue, type ExactlyOnce } from '@tickwork/runtime';
 import { Redis } from 'ioredis';
 import { startRedisServer } from '@tickwork/testkit';
 import { createProcessor } from '@tickwork/worker';
@@ -42,9 +42,8 @@ type Mode = (typeof MODES)[number];
 async function main(): Promise<void> {
   const own = process.env.BENCH_REDIS_URL ? undefined : await startRedisServer();
   const url = process.env.BENCH_REDIS_URL ?? (own as NonNullable<typeof own>).url;
-  // The ledger's connection auto-pipelines, as the worker's does: the claims and completions of 50
-  // concurrent jobs share writes.
-  const command = new Redis(url, { ...redisOptions('command'), enableAutoPipelining: true });
+  // The ledger's connection is made as the worker makes it (worker-pool.ts): a plain command connection.
+  const command = createRedis(url, 'command');
   const exactlyOnce = createExactlyOnce(command, { prefix: PREFIX });
   const enqueue: Enqueue = async () => {
     throw new Error('the bench job enqueues nothing');
