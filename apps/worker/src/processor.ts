@@ -30,8 +30,6 @@ export interface ProcessorDeps {
   redis: Redis;
   enqueue: Enqueue;
   log: Logger;
-  /** Queue prefix, where schedule history lives. Default `tickwork`. */
-  prefix?: string;
   /** Idempotency ledger, overlap guard and locks. */
   exactlyOnce: ExactlyOnce;
   /** SCHEDULE_GRACE_MS: an occurrence starting later than this after its time is judged by its missed-run policy. */
@@ -92,7 +90,7 @@ export function createProcessor(deps: ProcessorDeps) {
     });
     log.debug({ idempotencyKey }, 'job started');
     const labels = { queue: job.queueName, job: job.name };
-    const history = runRecorder(deps.redis, deps.prefix ?? 'tickwork', def, delivery, log);
+    const history = runRecorder(deps.redis, deps.exactlyOnce.prefix, def, delivery, log);
     // The overlap policy applies to occurrences the tickwork scheduler enqueued (BullMQ job schedulers are
     // legacy: reconcile removes them, and their last jobs share the occurrence's ledger key anyway).
     const schedule = delivery.scheduled?.schedule;
@@ -109,7 +107,7 @@ export function createProcessor(deps: ProcessorDeps) {
     const judgeLate = scheduled && !scheduled.catchUp && !delivery.redrive && job.attemptsMade === 0 && job.attemptsStarted <= 1;
     const preempt = judgeLate
       ? async () => {
-          const d = await judgeLateOccurrence(deps.redis, deps.prefix ?? 'tickwork', def, scheduled, deps.graceMs ?? 60_000);
+          const d = await judgeLateOccurrence(deps.redis, deps.exactlyOnce.prefix, def, scheduled, deps.graceMs ?? 60_000);
           if (d.action === 'run') {
             if (!d.catchUp) return undefined;
             lateCatchUp = true;

@@ -1,0 +1,2 @@
+// Shared settings: see src/vitest-config.ts.
+export { default } from './src/vitest-config.ts';
