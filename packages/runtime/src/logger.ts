@@ -15,11 +15,25 @@ const REDACT = [
   'headers.authorization',
 ];
 
+/**
+ * pino's error serializer copies every own property of an error. ioredis' ReplyError carries the failed
+ * `command` with its arguments, and for a rejected HELLO/AUTH those are the Redis credentials: drop it.
+ */
+function serializeError(err: unknown): unknown {
+  const out = pino.stdSerializers.err(err as Error) as unknown as Record<string, unknown>;
+  if (out && typeof out === 'object' && 'command' in out) {
+    const command = out.command as { name?: unknown } | undefined;
+    out.command = { name: command?.name, args: '[redacted]' };
+  }
+  return out;
+}
+
 export function createLogger(app: string, level: string = 'info'): Logger {
   return pino({
     name: app,
     level,
     base: { app },
+    serializers: { err: serializeError },
     redact: { paths: REDACT, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
   });

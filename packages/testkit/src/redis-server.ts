@@ -21,7 +21,7 @@ export interface RedisServerHandle {
  * A private redis-server per test file, on a free port, so tests that kill or restart Redis never
  * touch the machine's shared instance or each other. `hz 100` as every Redis tickwork runs.
  */
-export async function startRedisServer(opts: { appendonly?: boolean } = {}): Promise<RedisServerHandle> {
+export async function startRedisServer(opts: { appendonly?: boolean; password?: string } = {}): Promise<RedisServerHandle> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'tickwork-redis-'));
   const args = [
@@ -33,7 +33,9 @@ export async function startRedisServer(opts: { appendonly?: boolean } = {}): Pro
     '--appendfsync', 'always',
     '--hz', '100',
     '--maxmemory-policy', 'noeviction',
+    ...(opts.password ? ['--requirepass', opts.password] : []),
   ];
+  const auth = opts.password ? { password: opts.password } : {};
   let proc: ChildProcess | undefined;
   const clients: Redis[] = [];
 
@@ -44,7 +46,7 @@ export async function startRedisServer(opts: { appendonly?: boolean } = {}): Pro
     );
     spawnFailed.catch(() => undefined);
     proc = child;
-    const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const probe = new Redis({ ...auth, port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     probe.on('error', () => undefined); // refused until the server listens: that is what we poll for
     try {
       await Promise.race([spawnFailed, waitFor(async () => {
@@ -67,7 +69,7 @@ export async function startRedisServer(opts: { appendonly?: boolean } = {}): Pro
   await launch();
   return {
     port,
-    url: `redis://127.0.0.1:${port}`,
+    url: opts.password ? `redis://:${encodeURIComponent(opts.password)}@127.0.0.1:${port}` : `redis://127.0.0.1:${port}`,
     kill: () => exit('SIGKILL'),
     restart: launch,
     async stop() {
@@ -76,7 +78,7 @@ export async function startRedisServer(opts: { appendonly?: boolean } = {}): Pro
       rmSync(dir, { recursive: true, force: true });
     },
     client() {
-      const c = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: null });
+      const c = new Redis({ ...auth, port, host: '127.0.0.1', maxRetriesPerRequest: null });
       // Tests kill and restart this server on purpose; reconnect errors are expected, not failures.
       c.on('error', () => undefined);
       clients.push(c);

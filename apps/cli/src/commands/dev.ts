@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { safeUrl } from '@tickwork/runtime';
 import { Redis } from 'ioredis';
 import type { Command } from './command.js';
 import { UsageError } from '../usage-error.js';
@@ -27,7 +28,7 @@ export const devCommand: Command = {
     if (!(await answers(redisUrl))) {
       const port = Number(new URL(redisUrl).port || 6379);
       if (spawnSync('redis-server', ['--version']).error) {
-        throw new UsageError(`nothing answers at ${redisUrl} and redis-server is not installed; install it (apt-get install redis-server) or set REDIS_URL`);
+        throw new UsageError(`nothing answers at ${safeUrl(redisUrl)} and redis-server is not installed; install it (apt-get install redis-server) or set REDIS_URL`);
       }
       mkdirSync(join(STATE, 'redis'), { recursive: true });
       privateRedis = spawn(
@@ -43,7 +44,7 @@ export const devCommand: Command = {
         if (Date.now() > deadline) throw new UsageError(`started redis-server on port ${port} but it did not answer within 10 s`);
         await new Promise((r) => setTimeout(r, 100));
       }
-      ctx.out.line(`tickwork: nothing answered at ${ctx.env.REDIS_URL}, so started a private redis-server on port ${port} (data in .tickwork/redis)`);
+      ctx.out.line(`tickwork: nothing answered at ${safeUrl(ctx.env.REDIS_URL)}, so started a private redis-server on port ${port} (data in .tickwork/redis)`);
     }
 
     const password = ctx.env.DASHBOARD_PASSWORD ?? devPassword();
