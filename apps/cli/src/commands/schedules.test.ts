@@ -51,6 +51,7 @@ describe('tickwork schedules', { timeout: 30_000 }, () => {
     expect(stdout).toContain('reports.daily-revenue  (queue reports)  cron "0 8 * * *" America/New_York  tz America/New_York');
     expect(stdout).toContain('2026-03-08T08:00:00.000-04:00  2026-03-08T12:00:00.000Z  DST UTC-05:00 -> UTC-04:00');
     expect(stdout).toContain('missed=once');
+    expect(stdout).toContain('overlap=skip');
   });
 
   it('rejects a bad --count or --from with usage (exit 2)', async () => {

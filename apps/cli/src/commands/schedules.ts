@@ -44,7 +44,7 @@ function render(r: ScheduleRow): string {
   const p = r.policies;
   const header = [
     `${r.name}  (queue ${r.queue})  ${r.spec}  tz ${r.tz}${r.registered ? '' : '  [not registered: start the scheduler]'}`,
-    `  dst gap=${p.dst.gap} fold=${p.dst.fold}  missed=${p.missed} window=${p.catchUpWindowMs / 1000}s maxCatchUp=${p.maxCatchUp}` +
+    `  dst gap=${p.dst.gap} fold=${p.dst.fold}  missed=${p.missed} window=${p.catchUpWindowMs / 1000}s maxCatchUp=${p.maxCatchUp}  overlap=${p.overlap}` +
       `  last success ${r.lastSuccess ?? '-'}  last failure ${r.lastFailure ?? '-'}`,
   ];
   const body = table(

@@ -1,5 +1,4 @@
 import {
-  DEFAULT_OVERLAP_POLICY,
   lastOutcomes,
   previewSchedule,
   readHistory,
@@ -10,7 +9,6 @@ import {
   type Catalog,
   type OccurrenceRecord,
   type OccurrenceRule,
-  type OverlapPolicy,
   type SchedulePreview,
 } from '@tickwork/runtime';
 import type { Redis } from 'ioredis';
@@ -21,7 +19,6 @@ export interface ScheduleRow extends SchedulePreview {
   registered: boolean;
   /** Set when the registered scheduler runs in fast staging mode (SCHEDULE_SPEEDUP): the real interval. */
   speedupMs: number | null;
-  overlap: OverlapPolicy;
   lastSuccess: OccurrenceRecord | null;
   lastFailure: OccurrenceRecord | null;
   health: ScheduleHealth;
@@ -67,7 +64,6 @@ async function loadRow(src: ScheduleSource, job: AnyJob, registration: string | 
     ...previewSchedule(job, { count: 5, from: now, rule }),
     registered: registration !== undefined && registration !== null,
     speedupMs,
-    overlap: spec.overlap ?? DEFAULT_OVERLAP_POLICY,
     lastSuccess,
     lastFailure,
     health: scheduleHealth({ rule, lastSuccess, lastFailure, firstSeen, now }),

@@ -17,7 +17,7 @@ function when(r: ScheduleRow): SafeHtml {
 function policies(r: ScheduleRow): SafeHtml {
   const p = r.policies;
   const missed = p.missed === 'skip' ? 'skip' : `${p.missed} (window ${duration(p.catchUpWindowMs)}${p.missed === 'all' ? `, max ${p.maxCatchUp}` : ''})`;
-  return html`<span class="nowrap">dst gap=${p.dst.gap} fold=${p.dst.fold}</span><br>missed ${missed}<br><span class="nowrap">overlap ${r.overlap}</span>`;
+  return html`<span class="nowrap">dst gap=${p.dst.gap} fold=${p.dst.fold}</span><br>missed ${missed}<br><span class="nowrap">overlap ${p.overlap}</span>`;
 }
 
 /** When it ended; in full (`detail`) also which occurrence it was a run of. */

@@ -13,9 +13,10 @@ describe('schedule validation', () => {
       missed: 'skip',
       catchUpWindowMs: DEFAULT_CATCH_UP_WINDOW_MS,
       maxCatchUp: 10,
+      overlap: 'skip',
     });
-    expect(policiesOf('j', { every: { minutes: 5 }, tz: 'UTC', dst: { fold: 'twice' }, missed: 'all', catchUpWindow: { hours: 2 }, maxCatchUp: 3 }))
-      .toEqual({ dst: { gap: 'shift', fold: 'twice' }, missed: 'all', catchUpWindowMs: 7_200_000, maxCatchUp: 3 });
+    expect(policiesOf('j', { every: { minutes: 5 }, tz: 'UTC', dst: { fold: 'twice' }, missed: 'all', catchUpWindow: { hours: 2 }, maxCatchUp: 3, overlap: 'buffer-one' }))
+      .toEqual({ dst: { gap: 'shift', fold: 'twice' }, missed: 'all', catchUpWindowMs: 7_200_000, maxCatchUp: 3, overlap: 'buffer-one' });
   });
 
   it.each([

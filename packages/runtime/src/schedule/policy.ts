@@ -1,6 +1,7 @@
 import { Duration } from 'luxon';
 import type { DstPolicy, MissedPolicy, ScheduleSpec } from '../define-job.js';
 import { JobDefinitionError } from '../errors.js';
+import { DEFAULT_OVERLAP_POLICY, validateOverlapPolicy, type OverlapPolicy } from '../overlap/overlap-guard.js';
 
 /** A daily job should run exactly once per local day: shift a nonexistent time, run an ambiguous one once. */
 export const DEFAULT_DST: Readonly<DstPolicy> = Object.freeze({ gap: 'shift', fold: 'once' });
@@ -15,6 +16,7 @@ export interface SchedulePolicies {
   missed: MissedPolicy;
   catchUpWindowMs: number;
   maxCatchUp: number;
+  overlap: OverlapPolicy;
 }
 
 const GAPS = ['shift', 'skip'] as const;
@@ -55,5 +57,7 @@ export function policiesOf(jobName: string, spec: ScheduleSpec): SchedulePolicie
       `schedule.maxCatchUp ${JSON.stringify(spec.maxCatchUp)} must be an integer from 1 to ${MAX_CATCH_UP_LIMIT}`,
     );
   }
-  return { dst, missed, catchUpWindowMs, maxCatchUp };
+  validateOverlapPolicy(jobName, spec.overlap);
+  const overlap = spec.overlap ?? DEFAULT_OVERLAP_POLICY;
+  return { dst, missed, catchUpWindowMs, maxCatchUp, overlap };
 }

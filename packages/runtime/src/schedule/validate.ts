@@ -3,7 +3,6 @@ import { Duration, IANAZone } from 'luxon';
 import type { ScheduleSpec } from '../define-job.js';
 import { JobDefinitionError } from '../errors.js';
 import { policiesOf } from './policy.js';
-import { validateOverlapPolicy } from '../overlap/overlap-guard.js';
 
 /** Throws a JobDefinitionError naming the job and the bad value; returns the interval in ms for `every`. */
 export function validateSchedule(jobName: string, spec: ScheduleSpec): void {
@@ -13,7 +12,6 @@ export function validateSchedule(jobName: string, spec: ScheduleSpec): void {
       `schedule.tz ${JSON.stringify(spec.tz)} is not an IANA timezone; use e.g. "UTC" or "America/New_York"`,
     );
   }
-  validateOverlapPolicy(jobName, spec.overlap);
   if (spec.pattern !== undefined && spec.every !== undefined) {
     throw new JobDefinitionError(jobName, 'schedule has both pattern and every; choose one');
   }
