@@ -1,7 +1,6 @@
-import { EnvError } from '@tickwork/runtime';
+import { effectiveRule, EnvError } from '@tickwork/runtime';
 import { describe, expect, it } from 'vitest';
 import { loadSchedulerEnv } from './env.js';
-import { effectiveRule } from './tick.js';
 import { fxSecond } from './testing/fixture-catalog.js';
 import { nextOccurrences } from '@tickwork/runtime';
 

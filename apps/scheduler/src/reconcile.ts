@@ -1,5 +1,6 @@
 import {
   describeSchedule,
+  effectiveRule,
   knownQueues,
   nextOccurrences,
   occurrenceJobId,
@@ -11,7 +12,6 @@ import {
   type QueueSet,
 } from '@tickwork/runtime';
 import type { Redis } from 'ioredis';
-import { effectiveRule } from './tick.js';
 
 export interface ScheduleRegistration {
   queue: string;

@@ -7,13 +7,12 @@ import {
   planOccurrences,
   policiesOf,
   readHistory,
-  ruleOf,
+  effectiveRule,
   SCHEDULED_RUN_OPTION,
   scheduleKeys,
   type AnyJob,
   type Logger,
   type OccurrenceRecord,
-  type OccurrenceRule,
   type PlannedOccurrence,
   type QueueSet,
   type ScheduledRun,
@@ -42,14 +41,6 @@ export interface TickResult {
 const REPAIR_AFTER_MS = 10_000;
 /** Bounds one tick's work after a very long outage; the cursor carries on from there next tick. */
 const MAX_BATCHES_PER_TICK = 4;
-
-/** The rule the scheduler fires on: the job's own, or the staging speed-up interval. */
-export function effectiveRule(job: AnyJob, speedupMs?: number): OccurrenceRule {
-  const spec = job.schedule;
-  if (!spec) throw new Error(`job "${job.name}" has no schedule`);
-  if (speedupMs !== undefined) return { kind: 'every', everyMs: speedupMs, tz: spec.tz };
-  return ruleOf(job.name, spec);
-}
 
 /**
  * One scheduling pass for one schedule: plans every occurrence after the cursor up to the look-ahead,

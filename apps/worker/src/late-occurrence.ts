@@ -1,12 +1,12 @@
 import {
   decideLateRun,
   policiesOf,
-  ruleOf,
+  effectiveRule,
+  speedupOfRegistration,
   scheduleKeys,
   scheduleRegistryKey,
   type AnyJob,
   type LateRunDecision,
-  type OccurrenceRule,
   type ScheduledRun,
 } from '@tickwork/runtime';
 import type { Redis } from 'ioredis';
@@ -33,11 +33,8 @@ export async function judgeLateOccurrence(
     redis.get(scheduleKeys(prefix, scheduled.schedule).cursor),
     redis.hget(scheduleRegistryKey(prefix), scheduled.schedule),
   ]);
-  const speedupMs = registration ? (JSON.parse(registration) as { speedupMs?: unknown }).speedupMs : undefined;
-  const rule: OccurrenceRule =
-    typeof speedupMs === 'number' ? { kind: 'every', everyMs: speedupMs, tz: spec.tz } : ruleOf(job.name, spec);
   return decideLateRun({
-    rule,
+    rule: effectiveRule(job, speedupOfRegistration(registration)),
     policies: policiesOf(job.name, spec),
     nominal: scheduled.nominal,
     now,

@@ -35,3 +35,4 @@ export * from './locks/with-lock.js';
 export * from './locks/fencing.js';
 export * from './overlap/overlap-guard.js';
 export * from './app-context.js';
+export * from './schedule/effective-rule.js';

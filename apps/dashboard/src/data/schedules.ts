@@ -2,13 +2,13 @@ import {
   lastOutcomes,
   previewSchedule,
   readHistory,
-  ruleOf,
+  effectiveRule,
+  speedupOfRegistration,
   scheduleKeys,
   scheduleRegistryKey,
   type AnyJob,
   type Catalog,
   type OccurrenceRecord,
-  type OccurrenceRule,
   type SchedulePreview,
 } from '@tickwork/runtime';
 import type { Redis } from 'ioredis';
@@ -54,9 +54,9 @@ export async function loadHistory(src: ScheduleSource, name: string): Promise<Oc
 async function loadRow(src: ScheduleSource, job: AnyJob, registration: string | null | undefined, now: Date): Promise<ScheduleRow> {
   const spec = job.schedule;
   if (!spec) throw new Error(`job "${job.name}" has no schedule`);
-  const speedupMs = speedupOf(registration);
+  const speedupMs = speedupOfRegistration(registration);
   // In fast staging mode the scheduler fires on the speed-up interval; preview and health follow it.
-  const rule: OccurrenceRule = speedupMs !== null ? { kind: 'every', everyMs: speedupMs, tz: spec.tz } : ruleOf(job.name, spec);
+  const rule = effectiveRule(job, speedupMs);
   const { lastSuccess, lastFailure } = await lastOutcomes(src.redis, src.prefix, job.name);
   const oldest = await src.redis.zrange(scheduleKeys(src.prefix, job.name).history, '0', '0', 'WITHSCORES');
   const firstSeen = oldest[1] === undefined ? null : new Date(Number(oldest[1])).toISOString();
@@ -70,12 +70,3 @@ async function loadRow(src: ScheduleSource, job: AnyJob, registration: string | 
   };
 }
 
-function speedupOf(registration: string | null | undefined): number | null {
-  if (!registration) return null;
-  try {
-    const value = (JSON.parse(registration) as { speedupMs?: unknown }).speedupMs;
-    return typeof value === 'number' && value > 0 ? value : null;
-  } catch {
-    return null;
-  }
-}

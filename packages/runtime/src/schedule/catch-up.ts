@@ -1,5 +1,5 @@
 import { occurrencesBetween, type Occurrence, type OccurrenceRule } from './occurrences.js';
-import type { SchedulePolicies } from './policy.js';
+import { catchUpQuota, type SchedulePolicies } from './policy.js';
 
 /**
  * - `enqueue`: due now or within the look-ahead; enqueued (delayed to its nominal time) as a normal run;
@@ -59,7 +59,7 @@ export function planOccurrences(input: PlanInput): Plan {
   const occurrences = outside.length > 0 ? outside : found.occurrences;
   const pastDue = occurrences.filter((o) => o.at.getTime() < lateBefore);
   const eligible = pastDue.filter((o) => o.at.getTime() >= windowStart);
-  const quota = policies.missed === 'skip' ? 0 : policies.missed === 'once' ? 1 : policies.maxCatchUp;
+  const quota = catchUpQuota(policies);
   const caughtUp = new Set(quota > 0 ? eligible.slice(-quota) : []);
   const items = occurrences.map((o): PlannedOccurrence => {
     if (o.at.getTime() >= lateBefore) return { ...o, action: 'enqueue' };

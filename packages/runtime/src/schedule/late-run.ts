@@ -1,5 +1,5 @@
 import { occurrencesBetween, type OccurrenceRule } from './occurrences.js';
-import type { SchedulePolicies } from './policy.js';
+import { catchUpQuota, type SchedulePolicies } from './policy.js';
 
 /**
  * The worker's side of the missed-run policy. The scheduler applies `missed` when *it* was down; when only
@@ -39,7 +39,7 @@ export function decideLateRun(input: LateRunInput): LateRunDecision {
   if (lateByMs <= input.graceMs) return { action: 'run', catchUp: false };
   const horizon = Math.min(now, input.scheduledUpTo ?? now);
   // Only as many later occurrences as can change the answer are counted (a long outage has many).
-  const quota = policies.missed === 'skip' ? 0 : policies.missed === 'once' ? 1 : policies.maxCatchUp;
+  const quota = catchUpQuota(policies);
   const laterDue = horizon > nominal ? occurrencesBetween(rule, new Date(nominal), new Date(horizon), quota).occurrences.length : 0;
   const missed = (reason: string): LateRunDecision => ({ action: 'missed', lateByMs, laterDue, reason });
   if (policies.missed === 'skip') return missed(`started ${lateByMs} ms after its time (missed: 'skip')`);

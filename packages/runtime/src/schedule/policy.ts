@@ -61,3 +61,8 @@ export function policiesOf(jobName: string, spec: ScheduleSpec): SchedulePolicie
   const overlap = spec.overlap ?? DEFAULT_OVERLAP_POLICY;
   return { dst, missed, catchUpWindowMs, maxCatchUp, overlap };
 }
+
+/** How many past-due occurrences a missed-run policy may run: none, the latest one, or up to maxCatchUp. */
+export function catchUpQuota(policies: Pick<SchedulePolicies, 'missed' | 'maxCatchUp'>): number {
+  return policies.missed === 'skip' ? 0 : policies.missed === 'once' ? 1 : policies.maxCatchUp;
+}
