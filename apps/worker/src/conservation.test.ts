@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { createLogger, listDeadLetters, QueueSet } from '@tickwork/runtime';
+import { createLogger, IdempotencyLedger, listDeadLetters, QueueSet } from '@tickwork/runtime';
 import { freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CONSERVATION_QUEUE as Q } from './testing/conservation-jobs.js';
@@ -90,6 +90,16 @@ describe('conservation: nothing is lost, nothing is in two places', () => {
       const shouldComplete = kind === 'good' || kind === 'flaky';
       expect([`c-${i}`, shouldComplete ? completed.has(`c-${i}`) : deadSet.has(`c-${i}`)]).toEqual([`c-${i}`, true]);
     }
+    // The worker writes each result to the ledger ahead of BullMQ's acknowledgement, on the same connection,
+    // without waiting for the reply: even across the kill, no job was acknowledged without its run recorded.
+    const ledger = new IdempotencyLedger(redisServer.client(), { prefix: 'tw' });
+    const notRecorded: string[] = [];
+    for (const id of completed) {
+      const i = Number(id.slice(2));
+      if ((await ledger.inspect(`c.${kindOf(i)}#${id}`))?.state !== 'done') notRecorded.push(id);
+    }
+    expect(notRecorded).toEqual([]);
+
     const reasons = new Map((await listDeadLetters(queues, Q)).map((d) => [d.entry.originalJobId, d.entry.failureReason]));
     expect(reasons.get('c-7')).toBe('poison 7');
     expect(reasons.get('c-8')).toMatch(/^invalid payload: i: /);

@@ -32,6 +32,12 @@ export interface ProcessorDeps {
   log: Logger;
   /** Idempotency ledger, overlap guard and locks. */
   exactlyOnce: ExactlyOnce;
+  /**
+   * The connection BullMQ acknowledges jobs of `queue` on (the Worker's own): the ledger writes each
+   * result there ahead of the acknowledgement (see CompletionWriter). Without it, results are awaited on
+   * the ledger's connection.
+   */
+  ackConnectionOf?: (queue: string) => Promise<Redis> | undefined;
   /** SCHEDULE_GRACE_MS: an occurrence starting later than this after its time is judged by its missed-run policy. */
   graceMs?: number;
 }
@@ -120,7 +126,8 @@ export function createProcessor(deps: ProcessorDeps) {
           return { result, recorded: () => history?.missed(d.reason) ?? Promise.resolve() };
         }
       : undefined;
-    const exactlyOnceOpts = { key: idempotencyKey, log, labels, signal, defer, overlap, onSkip, preempt };
+    const ackConnection = await deps.ackConnectionOf?.(job.queueName);
+    const exactlyOnceOpts = { key: idempotencyKey, log, labels, signal, defer, overlap, onSkip, preempt, ackConnection };
     return runExactlyOnce(deps.exactlyOnce, exactlyOnceOpts, async (run) => {
       const stopTimer = jobDuration.startTimer(labels);
       await history?.started(attempt);

@@ -42,7 +42,8 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     leaseMs: opts.lockDurationMs ?? 30_000,
     ...(opts.idempotencyRetentionMs !== undefined && { retentionMs: opts.idempotencyRetentionMs }),
   });
-  const processor = createProcessor({ ...opts, exactlyOnce });
+  const byQueue = new Map<string, Worker>();
+  const processor = createProcessor({ ...opts, exactlyOnce, ackConnectionOf: (queue) => ackConnectionOf(byQueue.get(queue)) });
   const queues = opts.queues ?? opts.catalog.queues;
   const workers = queues.map((queue) => {
     const worker = new Worker(queue, processor, {
@@ -54,6 +55,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
       ...(opts.lockDurationMs !== undefined && { lockDuration: opts.lockDurationMs }),
       ...(opts.stalledIntervalMs !== undefined && { stalledInterval: opts.stalledIntervalMs }),
     });
+    byQueue.set(queue, worker);
     opts.deadLetter?.attach(worker);
     worker.on('error', (err) => opts.log.error({ err, queue }, 'worker error'));
     worker.on('failed', (job, err) =>
@@ -89,4 +91,12 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
       return { timedOut: false };
     },
   };
+}
+
+/**
+ * The connection `worker` acknowledges jobs on (moveToFinished). BullMQ hands out its ioredis instance
+ * behind a thin proxy that passes commands through to it, so commands sent there share its order.
+ */
+export function ackConnectionOf(worker: Worker | undefined): Promise<Redis> | undefined {
+  return worker?.getBackend().client as Promise<unknown> as Promise<Redis> | undefined;
 }

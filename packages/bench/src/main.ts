@@ -1,9 +1,11 @@
 /**
  * `pnpm bench`: the cost of the idempotency ledger. Runs the same number of no-op jobs at concurrency 50
- * on the same Redis, in three modes:
+ * on the same Redis, in four modes:
  * - bare: a BullMQ Worker whose processor returns at once;
- * - ledger: the same, with the processor wrapped in runExactlyOnce (claim + lease + complete);
- * - tickwork: the worker's real processor (catalog lookup, payload validation, context, ledger).
+ * - floor: the same, awaiting one PING on the ledger's connection per job. Any ledger that checks before
+ *   running a job costs at least this round trip, so it is the reference the ledger is held against;
+ * - ledger: the processor wrapped in runExactlyOnce (claim, lease, result written ahead of the ack);
+ * - tickwork: the worker's real processor (catalog lookup, payload validation, context, history, ledger).
  *
  * Every mode runs once per round, the order rotating from round to round, so drift (other load on the
  * machine) and position hit each mode alike. A warm-up round (JIT, script cache, connections) is not
@@ -11,17 +13,17 @@
  * claim take the cheaper duplicate-suppressed path, which is not the cost of a new run. After each ledger
  * round the bench checks that every job did claim and complete its own key.
  *
- * Prints jobs/s per mode per round, then per mode the best and the median, and the slowdown ratios two
- * ways: best bare / best mode, and the median of the per-round ratios (paired rounds: the fairer figure
- * on a noisy machine). Goal: ledger <= 1.3x slower.
+ * Prints, per mode and round, jobs/s and the CPU each job cost the worker process (Node) and Redis; then
+ * per mode the best and the median, and slowdowns against bare as the median of the per-round ratios
+ * (paired rounds: the fair figure on a noisy machine) beside best-of. Goal: ledger <= 1.3x slower.
  *
  * Env: BENCH_REDIS_URL (else a private redis-server is started), BENCH_JOBS (default 10000),
  * BENCH_ROUNDS (default 5), BENCH_CONCURRENCY (default 50).
  */
-import { createCatalog, createExactlyOnce, createRedis, defineJob, runExactlyOnce, type Enqueue, type ExactlyOnce } from '@tickwork/runtime';
+import { createCatalog, createExactlyOnce, parseLedgerRecord, createRedis, defineJob, runExactlyOnce, type Enqueue, type ExactlyOnce } from '@tickwork/runtime';
 import { Redis } from 'ioredis';
 import { startRedisServer } from '@tickwork/testkit';
-import { createProcessor } from '@tickwork/worker';
+import { ackConnectionOf, createProcessor } from '@tickwork/worker';
 import { Queue, Worker, type Job, type Processor } from 'bullmq';
 import { pino } from 'pino';
 import { z } from 'zod';
@@ -36,7 +38,7 @@ const silent = pino({ level: 'silent' });
 const noop = defineJob({ name: 'bench.noop', queue: 'bench', schema: z.object({ i: z.number() }), handler: async () => null });
 const catalog = createCatalog([noop]);
 
-const MODES = ['bare', 'ledger', 'tickwork'] as const;
+const MODES = ['bare', 'floor', 'ledger', 'tickwork'] as const;
 type Mode = (typeof MODES)[number];
 
 async function main(): Promise<void> {
@@ -48,26 +50,33 @@ async function main(): Promise<void> {
   const enqueue: Enqueue = async () => {
     throw new Error('the bench job enqueues nothing');
   };
-  const processors: Record<Mode, Processor> = {
-    bare: async () => null,
-    ledger: async (job: Job, token?: string) =>
+  // Each mode's processor is made for the Worker that runs it: the ledger writes results ahead of the
+  // acknowledgement on that Worker's connection, as the worker app does (worker-pool.ts).
+  const processors: Record<Mode, (ack: () => Promise<Redis> | undefined) => Processor> = {
+    bare: () => async () => null,
+    floor: () => async () => {
+      await command.ping();
+      return null;
+    },
+    ledger: (ack) => async (job: Job, token?: string) =>
       runExactlyOnce(
         exactlyOnce,
         {
           key: `bench.noop#${job.id}`,
           log: silent,
           labels: { queue: 'bench', job: 'bench.noop' },
+          ackConnection: await ack(),
           defer: async () => {
             throw new Error(`unexpected defer of ${job.id} (token ${token})`);
           },
         },
         async () => null,
       ),
-    tickwork: createProcessor({ catalog, redis: command, enqueue, log: silent, exactlyOnce }),
+    tickwork: (ack) => createProcessor({ catalog, redis: command, enqueue, log: silent, exactlyOnce, ackConnectionOf: ack }),
   };
 
-  const rates: Record<Mode, number[]> = { bare: [], ledger: [], tickwork: [] };
-  const ratios: Record<Exclude<Mode, 'bare'>, number[]> = { ledger: [], tickwork: [] };
+  const rates: Record<Mode, number[]> = { bare: [], floor: [], ledger: [], tickwork: [] };
+  const ratios: Record<Exclude<Mode, 'bare'>, number[]> = { floor: [], ledger: [], tickwork: [] };
   process.stdout.write(
     `tickwork bench: ${JOBS} no-op jobs, concurrency ${CONCURRENCY}, ${ROUNDS} rounds + warm-up (${WARMUP_JOBS} jobs), ` +
       `redis ${own ? 'private' : 'BENCH_REDIS_URL'}\n`,
@@ -79,16 +88,19 @@ async function main(): Promise<void> {
     const order = MODES.map((_, i) => MODES[(i + r) % MODES.length] as Mode);
     const round: Partial<Record<Mode, number>> = {};
     for (const mode of order) {
-      const rate = await measure(url, `bench-${queueNo++}`, processors[mode], jobs);
-      if (mode !== 'bare') await checkAndClearLedger(command, exactlyOnce, jobs);
-      round[mode] = rate;
-      process.stdout.write(`  ${warmUp ? 'warm-up' : `round ${r}`.padEnd(7)} ${mode.padEnd(8)} ${rate.toFixed(0).padStart(6)} jobs/s\n`);
+      const m = await measure(url, `bench-${queueNo++}`, processors[mode], jobs);
+      if (mode === 'ledger' || mode === 'tickwork') await checkAndClearLedger(command, exactlyOnce, jobs);
+      round[mode] = m.rate;
+      process.stdout.write(
+        `  ${warmUp ? 'warm-up' : `round ${r}`.padEnd(7)} ${mode.padEnd(8)} ${m.rate.toFixed(0).padStart(6)} jobs/s` +
+          `   cpu per job: node ${m.nodeUs.toFixed(0).padStart(3)} us, redis ${m.redisUs.toFixed(0).padStart(3)} us\n`,
+      );
     }
     if (warmUp) continue;
     for (const mode of MODES) rates[mode].push(round[mode] as number);
-    ratios.ledger.push((round.bare as number) / (round.ledger as number));
-    ratios.tickwork.push((round.bare as number) / (round.tickwork as number));
+    for (const mode of ['floor', 'ledger', 'tickwork'] as const) ratios[mode].push((round.bare as number) / (round[mode] as number));
   }
+  const sent = exactlyOnce.ledger.batcher.sent;
   const best = (m: Mode) => Math.max(...rates[m]);
   const line = (m: Mode) => `${m.padEnd(8)} best ${best(m).toFixed(0).padStart(6)}  median ${median(rates[m]).toFixed(0).padStart(6)} jobs/s`;
   const slowdown = (m: Exclude<Mode, 'bare'>, name: string, goal: boolean) => {
@@ -98,8 +110,14 @@ async function main(): Promise<void> {
     return `${name} slowdown: best-of ${b.toFixed(2)}x, median of paired rounds ${med.toFixed(2)}x` +
       ` [${ratios[m].map((x) => x.toFixed(2)).join(' ')}]${verdict}\n`;
   };
+  const ledgerOverFloor = median(ratios.ledger.map((x, i) => x / (ratios.floor[i] as number)));
   process.stdout.write(
-    `\n${MODES.map(line).join('\n')}\n` + slowdown('ledger', 'ledger', true) + slowdown('tickwork', 'full tickwork processor', false),
+    `\n${MODES.map(line).join('\n')}\n` +
+      slowdown('floor', 'floor (one round trip per job)', false) +
+      slowdown('ledger', 'ledger', true) +
+      slowdown('tickwork', 'full tickwork processor', false) +
+      `ledger against the floor: ${ledgerOverFloor.toFixed(2)}x (median of paired rounds); ` +
+      `ledger calls per batch on its own connection: ${(sent.ops / Math.max(sent.batches, 1)).toFixed(1)}\n`,
   );
   command.disconnect();
   await own?.stop();
@@ -119,15 +137,15 @@ function median(xs: number[]): number {
 async function checkAndClearLedger(redis: Redis, eo: ExactlyOnce, jobs: number): Promise<void> {
   const keys: string[] = [];
   const stream = redis.scanStream({ match: eo.ledger.keyOf('*'), count: 1000 });
-  for await (const batch of stream) keys.push(...(batch as string[]));
+  for await (const batch of stream) keys.push(...(batch as string[]).filter((k) => !k.endsWith(':steps')));
   let done = 0;
   for (let i = 0; i < keys.length; i += 1000) {
     const slice = keys.slice(i, i + 1000);
     const pipeline = redis.pipeline();
-    for (const k of slice) pipeline.hmget(k, 'state', 'claims');
+    for (const k of slice) pipeline.get(k);
     for (const [err, reply] of (await pipeline.exec()) ?? []) {
-      const [state, claims] = (reply ?? []) as [string | null, string | null];
-      if (!err && state === 'done' && claims === '1') done++;
+      const record = typeof reply === 'string' ? parseLedgerRecord(reply) : undefined;
+      if (!err && record?.state === 'd' && record.claims === 1) done++;
     }
     await redis.unlink(...slice);
   }
@@ -137,7 +155,12 @@ async function checkAndClearLedger(redis: Redis, eo: ExactlyOnce, jobs: number):
 }
 
 /** Pre-fills a fresh queue, then times a worker draining it. */
-async function measure(url: string, queueName: string, processor: Processor, jobs: number): Promise<number> {
+async function measure(
+  url: string,
+  queueName: string,
+  processorFor: (ack: () => Promise<Redis> | undefined) => Processor,
+  jobs: number,
+): Promise<{ rate: number; nodeUs: number; redisUs: number }> {
   const producer = createRedis(url, 'command');
   const queue = new Queue(queueName, { connection: producer, prefix: PREFIX });
   for (let i = 0; i < jobs; i += 1000) {
@@ -155,8 +178,10 @@ async function measure(url: string, queueName: string, processor: Processor, job
   let finish!: () => void;
   const finished = new Promise<void>((resolve) => (finish = resolve));
   const started = performance.now();
+  const cpu0 = process.cpuUsage();
+  const rcpu0 = await redisCpu(producer);
   const blocking = createRedis(url, 'blocking');
-  const worker = new Worker(queueName, processor, {
+  const worker: Worker = new Worker(queueName, processorFor(() => ackConnectionOf(worker)), {
     connection: blocking,
     prefix: PREFIX,
     concurrency: CONCURRENCY,
@@ -170,13 +195,22 @@ async function measure(url: string, queueName: string, processor: Processor, job
   });
   await finished;
   const seconds = (performance.now() - started) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  const redisSeconds = (await redisCpu(producer)) - rcpu0;
   await worker.close();
   blocking.disconnect();
   await queue.obliterate({ force: true });
   await queue.close();
   producer.disconnect();
   if (failed > 0) throw new Error(`${failed} of ${jobs} bench jobs failed in ${queueName}`);
-  return jobs / seconds;
+  return { rate: jobs / seconds, nodeUs: (cpu.user + cpu.system) / jobs, redisUs: (redisSeconds * 1e6) / jobs };
+}
+
+/** CPU seconds the Redis server has used so far (user + system). */
+async function redisCpu(r: Redis): Promise<number> {
+  const info = await r.info('cpu');
+  const get = (k: string) => Number(new RegExp(`${k}:([0-9.]+)`).exec(info)?.[1] ?? 0);
+  return get('used_cpu_user') + get('used_cpu_sys');
 }
 
 main().catch((err: unknown) => {

@@ -41,7 +41,7 @@ describe('IdempotencyLedger', () => {
     const third = await ledger.claim(key, 'c');
     expect(third).toMatchObject({ kind: 'done', result: { ok: 1 } });
     // Kept under the prefix for the retention (7 days by default), so duplicates are suppressed later.
-    const ttl = await redis.pttl(`tw:idem:${key}`);
+    const ttl = await redis.pttl(ledger.keyOf(key));
     expect(ttl).toBeGreaterThan(6 * 24 * 3600 * 1000);
   });
 
@@ -89,7 +89,7 @@ describe('steps', () => {
     const attempt = async (owner: string, failAfter: number) => {
       const c = await ledger.claim(key, owner);
       if (c.kind !== 'claimed') throw new Error('expected a claim');
-      const step = createStep(c.run, new AbortController().signal);
+      const step = createStep(c.run, () => new AbortController().signal);
       const results: number[] = [];
       try {
         for (let i = 0; i < 4; i++) {
@@ -105,13 +105,18 @@ describe('steps', () => {
     expect(await attempt('a', 2)).toBeUndefined();
     expect(await attempt('b', 99)).toEqual([0, 10, 20, 30]);
     expect(calls).toEqual(['s0', 's1', 's2', 's3']);
+    // Steps never outlive their run's record: a later run under the same key starts clean.
+    const recordTtl = await redis.pttl(ledger.keyOf(key));
+    const stepsTtl = await redis.pttl(`${ledger.keyOf(key)}:steps`);
+    expect(stepsTtl).toBeGreaterThan(0);
+    expect(stepsTtl).toBeLessThanOrEqual(recordTtl);
   });
 
   it('rejects empty ids and non-JSON results with a StepError', async () => {
     const ledger = new IdempotencyLedger(redis, { prefix: 'tw', leaseMs: 60_000 });
     const c = await ledger.claim(freshKey(), 'a');
     if (c.kind !== 'claimed') throw new Error('expected a claim');
-    const step = createStep(c.run, new AbortController().signal);
+    const step = createStep(c.run, () => new AbortController().signal);
     await expect(step('', async () => 1)).rejects.toThrow(StepError);
     await expect(step('fn', async () => () => 1)).rejects.toThrow(/not JSON-serialisable/);
   });
@@ -153,7 +158,8 @@ describe('runExactlyOnce', () => {
     };
     const body = runExactlyOnce(eo, { key, log, labels, defer }, async (run) => {
       // Simulate a holder cut off from renewing: another owner steals the run under a forged expiry.
-      await redis.hset(`tw:idem:${key}`, 'owner', 'someone-else');
+      const record = (await redis.get(eo.ledger.keyOf(key))) ?? '';
+      await redis.set(eo.ledger.keyOf(key), record.replace(/^r\|[^|]*\|/, 'r|someone-else|'), 'KEEPTTL');
       await new Promise<void>((resolve) => run.signal.addEventListener('abort', () => resolve(), { once: true }));
       return 'late';
     });

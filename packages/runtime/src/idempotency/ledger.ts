@@ -1,12 +1,14 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { TickworkError } from '../errors.js';
+import { LedgerBatcher, type AheadOutcome, type CompletionWriter } from './ledger-batch.js';
+import { parseRecord } from './ledger-lua.js';
 
 /**
- * The idempotency ledger: one Redis hash per logical run (`<prefix>:idem:<idempotency key>`), holding
- * its state (`running` | `idle` | `done`), the lease owner and expiry, the recorded result and the
- * results of its steps (fields `s:<step id>`). Every script touches that one key only, so the ledger
- * works unchanged on Redis Cluster.
+ * The idempotency ledger: one Redis record per logical run (`<prefix>:ledger:<idempotency key>`), holding
+ * its state (`running` | `idle` | `done`), the lease owner and expiry, the claim count and the recorded
+ * result, plus a hash of its steps' results beside it (`...:steps`). The format and the Lua that reads and
+ * writes it are in ledger-batch.ts; operations are sent in batches under load.
  *
  * Lease times come from the Redis server clock (`TIME`), never from a worker's clock, so skew between
  * worker hosts cannot make a live lease look expired.
@@ -14,116 +16,6 @@ import { TickworkError } from '../errors.js';
 
 export const DEFAULT_LEASE_MS = 30_000;
 export const DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000;
-
-const NOW = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-`;
-
-/**
- * Claims a run. Returns 1 when it claimed a new run (the common case, kept to one small reply), else
- * {'done', result, completedAt} | {'busy', msLeftOnLease} | {'claimed', tookOver, stepId1, stepValue1, ...}.
- * A record that existed returns its recorded steps so a resumed run needs no round trip per step.
- */
-const CLAIM = `
-local key, owner = KEYS[1], ARGV[1]
-local leaseMs, retentionMs = tonumber(ARGV[2]), tonumber(ARGV[3])
-local h = redis.call('HMGET', key, 'state', 'owner', 'leaseUntil')
-local state = h[1]
-if state == 'done' then
-  local d = redis.call('HMGET', key, 'result', 'completedAt')
-  return {'done', d[1] or '', d[2] or ''}
-end
-${NOW}
-if not state then
-  redis.call('HSET', key, 'state', 'running', 'owner', owner, 'leaseUntil', string.format('%d', now + leaseMs), 'claims', '1')
-  redis.call('PEXPIRE', key, retentionMs)
-  return 1
-end
-local tookOver = '0'
-if state == 'running' then
-  local holder = h[2]
-  local leaseUntil = tonumber(h[3] or '0')
-  if holder ~= owner and leaseUntil > now then
-    return {'busy', string.format('%d', leaseUntil - now)}
-  end
-  if holder ~= owner then tookOver = '1' end
-end
-redis.call('HSET', key, 'state', 'running', 'owner', owner, 'leaseUntil', string.format('%d', now + leaseMs))
-redis.call('HINCRBY', key, 'claims', 1)
-redis.call('PEXPIRE', key, retentionMs)
-local out = {'claimed', tookOver}
-local all = redis.call('HGETALL', key)
-for i = 1, #all, 2 do
-  if string.sub(all[i], 1, 2) == 's:' then
-    out[#out + 1] = string.sub(all[i], 3)
-    out[#out + 1] = all[i + 1]
-  end
-end
-return out
-`;
-
-/** Runs only while the caller still owns the running lease: the fence for every later write. */
-const OWNED = `
-local key, owner = KEYS[1], ARGV[1]
-local held = redis.call('HMGET', key, 'state', 'owner')
-if held[1] ~= 'running' or held[2] ~= owner then
-  return 0
-end
-`;
-
-const RENEW = `${OWNED}${NOW}
-redis.call('HSET', key, 'leaseUntil', string.format('%d', now + tonumber(ARGV[2])))
-return 1
-`;
-
-const RECORD_STEP = `${OWNED}
-redis.call('HSET', key, 's:' .. ARGV[2], ARGV[3])
-return 1
-`;
-
-const COMPLETE = `${OWNED}${NOW}
-redis.call('HSET', key, 'state', 'done', 'result', ARGV[2], 'completedAt', string.format('%d', now))
-redis.call('HDEL', key, 'leaseUntil')
-redis.call('PEXPIRE', key, tonumber(ARGV[3]))
-return 1
-`;
-
-/** A failed attempt gives the run back at once (keeping its steps) so the retry need not wait for the lease. */
-const RELEASE = `${OWNED}
-redis.call('HSET', key, 'state', 'idle')
-redis.call('HDEL', key, 'owner', 'leaseUntil')
-return 1
-`;
-
-/**
- * A Lua script run by EVALSHA, falling back to EVAL when the server does not know it (a new connection,
- * a restarted Redis). Sent as a plain command rather than through ioredis defineCommand, whose wrapper
- * costs a second promise and closures per call: the ledger's two calls per job are on the hot path.
- */
-class LedgerScript {
-  private readonly sha: string;
-  constructor(private readonly lua: string) {
-    this.sha = createHash('sha1').update(lua).digest('hex');
-  }
-
-  async run(redis: Redis, key: string, ...args: (string | number)[]): Promise<unknown> {
-    try {
-      return await redis.evalsha(this.sha, 1, key, ...args);
-    } catch (err) {
-      if (!(err instanceof Error) || !err.message.includes('NOSCRIPT')) throw err;
-      return redis.eval(this.lua, 1, key, ...args);
-    }
-  }
-}
-
-const SCRIPTS = {
-  claim: new LedgerScript(CLAIM),
-  renew: new LedgerScript(RENEW),
-  step: new LedgerScript(RECORD_STEP),
-  complete: new LedgerScript(COMPLETE),
-  release: new LedgerScript(RELEASE),
-};
 
 /** Values are stored as `{"v": value}` so `undefined` and `null` results survive the round trip. */
 export function encodeValue(value: unknown): string {
@@ -164,6 +56,8 @@ export class IdempotencyLedger {
   readonly leaseMs: number;
   readonly retentionMs: number;
   private readonly redis: Redis;
+  /** @internal shared with this ledger's runs */
+  readonly batcher: LedgerBatcher;
 
   constructor(redis: Redis, readonly opts: LedgerOptions) {
     this.leaseMs = opts.leaseMs ?? DEFAULT_LEASE_MS;
@@ -175,18 +69,18 @@ export class IdempotencyLedger {
       throw new TickworkError(`ledger retentionMs ${this.retentionMs} must be an integer no shorter than the lease`);
     }
     this.redis = redis;
+    this.batcher = new LedgerBatcher(redis);
   }
 
   keyOf(idempotencyKey: string): string {
-    return `${this.opts.prefix}:idem:${idempotencyKey}`;
+    return `${this.opts.prefix}:ledger:${idempotencyKey}`;
   }
 
   /** Atomically claims the run named `idempotencyKey` for a new owner (one per delivery). */
   async claim(idempotencyKey: string, owner: string = randomUUID()): Promise<ClaimOutcome> {
-    const reply = (await SCRIPTS.claim.run(this.redis, this.keyOf(idempotencyKey), owner, this.leaseMs, this.retentionMs)) as
-      | 1
-      | string[];
-    if (reply === 1) return { kind: 'claimed', tookOver: false, run: new LedgerRun(this, this.redis, idempotencyKey, owner, undefined) };
+    if (owner.includes('|')) throw new TickworkError(`ledger owner "${owner}" must not contain "|" (the record's separator)`);
+    const reply = await this.batcher.call('claim', this.keyOf(idempotencyKey), [owner, this.leaseMs, this.retentionMs]);
+    if (typeof reply === 'number') return { kind: 'claimed', tookOver: false, run: new LedgerRun(this, idempotencyKey, owner, undefined) };
     const [kind, a, b] = reply;
     if (kind === 'done') {
       return { kind, result: decodeValue(a ?? ''), completedAt: b ? new Date(Number(b)) : undefined };
@@ -195,21 +89,24 @@ export class IdempotencyLedger {
     let steps: Map<string, string> | undefined;
     if (reply.length > 2) steps = new Map();
     for (let i = 2; i + 1 < reply.length; i += 2) steps?.set(reply[i] as string, reply[i + 1] as string);
-    return { kind: 'claimed', tookOver: a === '1', run: new LedgerRun(this, this.redis, idempotencyKey, owner, steps) };
+    return { kind: 'claimed', tookOver: a === '1', run: new LedgerRun(this, idempotencyKey, owner, steps) };
   }
 
   async inspect(idempotencyKey: string): Promise<LedgerEntry | undefined> {
-    const h = await this.redis.hgetall(this.keyOf(idempotencyKey));
-    if (!h.state) return undefined;
+    const key = this.keyOf(idempotencyKey);
+    const [raw, stepFields] = await Promise.all([this.redis.get(key), this.redis.hgetall(`${key}:steps`)]);
+    const record = raw === null ? undefined : parseRecord(raw);
+    if (!record) return undefined;
     const steps: Record<string, unknown> = {};
-    for (const [field, value] of Object.entries(h)) if (field.startsWith('s:')) steps[field.slice(2)] = decodeValue(value);
+    for (const [id, value] of Object.entries(stepFields)) steps[id] = decodeValue(value);
+    const state = ({ r: 'running', i: 'idle', d: 'done' } as const)[record.state];
     return {
-      state: h.state as LedgerEntry['state'],
-      owner: h.owner,
-      leaseUntil: h.leaseUntil ? new Date(Number(h.leaseUntil)) : undefined,
-      claims: Number(h.claims ?? 0),
-      result: h.result === undefined ? undefined : decodeValue(h.result),
-      completedAt: h.completedAt ? new Date(Number(h.completedAt)) : undefined,
+      state,
+      owner: record.owner || undefined,
+      leaseUntil: state === 'running' ? new Date(record.time) : undefined,
+      claims: record.claims,
+      result: state === 'done' ? decodeValue(record.result) : undefined,
+      completedAt: state === 'done' ? new Date(record.time) : undefined,
       steps,
     };
   }
@@ -224,7 +121,6 @@ export class LedgerRun {
 
   constructor(
     private readonly ledger: IdempotencyLedger,
-    private readonly redis: Redis,
     readonly idempotencyKey: string,
     readonly owner: string,
     /** Encoded results of the steps recorded by earlier attempts (created on first use: most runs have none). */
@@ -246,20 +142,28 @@ export class LedgerRun {
   /** False when the lease was lost. */
   async recordStep(id: string, value: unknown): Promise<boolean> {
     const encoded = encodeValue(value);
-    const ok = (await SCRIPTS.step.run(this.redis, this.key, this.owner, id, encoded)) === 1;
+    const ok = (await this.ledger.batcher.call('step', this.key, [this.owner, id, encoded])) === 1;
     if (ok) (this.steps ??= new Map()).set(id, encoded);
     return ok;
   }
 
   async renew(): Promise<boolean> {
-    return (await SCRIPTS.renew.run(this.redis, this.key, this.owner, this.ledger.leaseMs)) === 1;
+    return (await this.ledger.batcher.call('renew', this.key, [this.owner, this.ledger.leaseMs])) === 1;
   }
 
   async complete(result: unknown): Promise<boolean> {
-    return (await SCRIPTS.complete.run(this.redis, this.key, this.owner, encodeValue(result), this.ledger.retentionMs)) === 1;
+    return (await this.ledger.batcher.call('complete', this.key, [this.owner, encodeValue(result), this.ledger.retentionMs])) === 1;
+  }
+
+  /**
+   * Records the result through `writer` (the connection the job will be acknowledged on) without waiting
+   * for the reply; resolves once written (see CompletionWriter). `outcome` gets the reply later.
+   */
+  completeAhead(writer: CompletionWriter, result: unknown, outcome: AheadOutcome): Promise<void> {
+    return writer.complete(this.key, [this.owner, encodeValue(result), this.ledger.retentionMs], outcome);
   }
 
   async release(): Promise<boolean> {
-    return (await SCRIPTS.release.run(this.redis, this.key, this.owner)) === 1;
+    return (await this.ledger.batcher.call('release', this.key, [this.owner])) === 1;
   }
 }

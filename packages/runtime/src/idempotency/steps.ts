@@ -12,7 +12,7 @@ export type StepFn = <T>(id: string, fn: () => Promise<T>) => Promise<T>;
  * repeats the step. Close it by passing `ctx.idempotencyKey` (plus the step id) to the external API,
  * as the billing job does.
  */
-export function createStep(run: LedgerRun, signal: AbortSignal): StepFn {
+export function createStep(run: LedgerRun, signalOf: () => AbortSignal): StepFn {
   let inFlight: Set<string> | undefined; // most runs have no steps: no Set for them
   return async <T>(id: string, fn: () => Promise<T>): Promise<T> => {
     if (typeof id !== 'string' || id.length === 0 || id.length > 512) {
@@ -23,7 +23,7 @@ export function createStep(run: LedgerRun, signal: AbortSignal): StepFn {
     if (inFlight?.has(id)) {
       throw new StepError(id, 'is already running in this run; give concurrent steps distinct ids');
     }
-    signal.throwIfAborted();
+    signalOf().throwIfAborted();
     (inFlight ??= new Set()).add(id);
     try {
       const value = await fn();

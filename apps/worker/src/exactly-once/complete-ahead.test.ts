@@ -1,0 +1,112 @@
+/**
+ * The ledger records a run's result on the connection BullMQ acknowledges the job on, ahead of the
+ * acknowledgement, without waiting for the reply (CompletionWriter). These tests pin down what makes that
+ * safe: Redis sees the record before the acknowledgement, on one connection; a refused record (the lease
+ * was lost) is logged and counted; a record resent after a reconnect is accepted.
+ */
+import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
+import { CompletionWriter, IdempotencyLedger, createExactlyOnce, leasesLost, runExactlyOnce } from '@tickwork/runtime';
+import { Queue, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { captureLogger } from '../testing/capture-logger.js';
+import { ackConnectionOf } from '../worker-pool.js';
+
+let server: RedisServerHandle;
+let redis: Redis;
+const silent = pino({ level: 'silent' });
+const labels = { queue: 'q', job: 'j' };
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  redis = server.client();
+});
+afterAll(async () => {
+  await server.stop();
+});
+
+interface Seen {
+  args: string[];
+  source: string;
+}
+
+describe('results written ahead of the acknowledgement', () => {
+  it("reach Redis before BullMQ's moveToFinished of the same job, on the same connection", async () => {
+    const seen: Seen[] = [];
+    const monitor = await server.client().monitor();
+    monitor.on('monitor', (_time: string, args: string[], source: string) => seen.push({ args, source }));
+
+    const eo = createExactlyOnce(redis, { prefix: 'tw' });
+    const queue = new Queue('ahead', { connection: server.client(), prefix: 'tw' });
+    const ids = Array.from({ length: 20 }, (_, i) => `ack-${i}`);
+    await queue.addBulk(ids.map((jobId) => ({ name: 'n', data: {}, opts: { jobId } })));
+    let done = 0;
+    const worker: Worker = new Worker(
+      'ahead',
+      async (job) =>
+        runExactlyOnce(
+          eo,
+          { key: `ahead#${job.id}`, log: silent, labels, ackConnection: await ackConnectionOf(worker), defer: () => Promise.reject(new Error('no defer')) },
+          async () => ({ ok: job.id }),
+        ),
+      { connection: server.client(), prefix: 'tw', concurrency: 5 },
+    );
+    worker.on('completed', () => done++);
+    await waitFor(async () => done === ids.length, { timeoutMs: 10_000, what: 'all jobs completed' });
+    await worker.close();
+    await queue.close();
+    monitor.disconnect();
+
+    // Scripts sent by clients (MONITOR also lists the commands scripts run, from source "lua").
+    const scripts = seen.filter((c) => c.source !== 'lua' && /^eval(sha)?$/i.test(c.args[0] ?? ''));
+    for (const id of ids) {
+      // The completion script (the claim went earlier, in a batch on the ledger's own connection).
+      const record = scripts.findIndex((c) => c.args.includes(`tw:ledger:ahead#${id}`) && c.args[1]?.includes('ops.d =') && !c.args[1].includes('ops.c ='));
+      // BullMQ's moveToFinished: the job's key and the completed set among its keys.
+      const ack = scripts.findIndex((c) => c.args.includes(`tw:ahead:${id}`) && c.args.includes('tw:ahead:completed'));
+      expect({ id, recorded: record >= 0, acknowledged: ack >= 0 }).toEqual({ id, recorded: true, acknowledged: true });
+      expect({ id, recordedFirst: record < ack }).toEqual({ id, recordedFirst: true });
+      expect({ id, connection: scripts[record]?.source }).toEqual({ id, connection: scripts[ack]?.source });
+      expect((await eo.ledger.inspect(`ahead#${id}`))?.result).toEqual({ ok: id });
+    }
+  });
+
+  it('a result refused because the lease was lost: the job is still acknowledged, the loss is logged and counted', async () => {
+    const eo = createExactlyOnce(redis, { prefix: 'tw', leaseMs: 60_000 });
+    const key = `lost-${Date.now()}`;
+    const { log, entries } = captureLogger();
+    const before = (await leasesLost.get()).values.find((v) => v.labels.job === 'lost-job')?.value ?? 0;
+    const result = await runExactlyOnce(
+      eo,
+      { key, log, labels: { queue: 'q', job: 'lost-job' }, ackConnection: server.client(), defer: () => Promise.reject(new Error('no defer')) },
+      async () => {
+        // Another delivery took the run over (this one was cut off from renewing, say by a long pause).
+        const record = (await redis.get(eo.ledger.keyOf(key))) ?? '';
+        await redis.set(eo.ledger.keyOf(key), record.replace(/^r\|[^|]*\|/, 'r|someone-else|'), 'KEEPTTL');
+        return 'late';
+      },
+    );
+    expect(result).toBe('late');
+    await waitFor(async () => entries().some((e) => String(e.msg).includes('lease')), { timeoutMs: 5_000, what: 'the lease loss logged' });
+    const after = (await leasesLost.get()).values.find((v) => v.labels.job === 'lost-job')?.value ?? 0;
+    expect(after).toBe(before + 1);
+    // The new owner's record is untouched: it records its own result.
+    expect(await eo.ledger.inspect(key)).toMatchObject({ state: 'running', owner: 'someone-else' });
+  });
+
+  it('accepts the same completion twice (a batch resent after a reconnect) and refuses a stranger', async () => {
+    const ledger = new IdempotencyLedger(redis, { prefix: 'tw' });
+    const claim = await ledger.claim('resent', 'me');
+    if (claim.kind !== 'claimed') throw new Error('expected a claim');
+    const writer = new CompletionWriter(server.client());
+    const outcomes: unknown[] = [];
+    const args = ['me', JSON.stringify({ v: 7 }), ledger.retentionMs];
+    await writer.complete(ledger.keyOf('resent'), args, (r) => outcomes.push(r));
+    await writer.complete(ledger.keyOf('resent'), args, (r) => outcomes.push(r));
+    await writer.complete(ledger.keyOf('resent'), ['stranger', JSON.stringify({ v: 8 }), ledger.retentionMs], (r) => outcomes.push(r));
+    await waitFor(async () => outcomes.length === 3, { timeoutMs: 5_000, what: 'three replies' });
+    expect(outcomes).toEqual([1, 1, 0]);
+    expect(await ledger.inspect('resent')).toMatchObject({ state: 'done', result: 7, claims: 1 });
+  });
+});
