@@ -3,7 +3,7 @@
  * every write, nothing is lost: every job is completed, none fails for good, and the workers reconnect
  * by themselves and still stop cleanly.
  */
-import { createCatalog, createEnqueue, createLogger, dlqName, QueueSet } from '@tickwork/runtime';
+import { createCatalog, createEnqueue, createLogger, dlqName, IdempotencyLedger, QueueSet } from '@tickwork/runtime';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type AppProcess } from '../app-process.js';
@@ -67,6 +67,12 @@ describe('a Redis crash and restart mid-backlog', () => {
       expect(await checkQueues.get('fixture').getJobCountByTypes('completed')).toBe(JOBS);
       expect(await checkQueues.get('fixture').getFailedCount()).toBe(0);
       expect(await checkQueues.get(dlqName('fixture')).count()).toBe(0);
+      // Each acknowledged job's run is recorded with its result: the record is written ahead of the ack on
+      // the same connection, and the AOF replays commands in the order Redis ran them.
+      const ledger = new IdempotencyLedger(check, { prefix: 'tickwork' });
+      const completed = await checkQueues.get('fixture').getCompleted(0, -1);
+      const records = await Promise.all(completed.map(async (j) => [j.returnvalue, await ledger.inspect(`fixture.work#${j.id}`)] as const));
+      for (const [returned, record] of records) expect({ state: record?.state, result: record?.result }).toEqual({ state: 'done', result: returned });
     } finally {
       await checkQueues.close();
       check.disconnect();
