@@ -3,3 +3,4 @@ export * from './wait-for.js';
 export * from './redis-server.js';
 export * from './app-process.js';
 export * from './paths.js';
+export * from './kubernetes.js';

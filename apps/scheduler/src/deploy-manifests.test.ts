@@ -1,0 +1,24 @@
+/** deploy/kubernetes, as far as the scheduler is concerned (see the worker's deploy-manifests.test.ts). */
+import { containerEnv, manifest, podSpecOf, readManifests } from '@tickwork/testkit';
+import { describe, expect, it } from 'vitest';
+import { loadSchedulerEnv } from './env.js';
+
+const all = readManifests();
+const secrets = { 'tickwork-secrets': { 'redis-password': 'f00dfeedf00dfeed', 'dashboard-password': 'correct horse battery' } };
+const deployment = manifest(all, 'Deployment', 'tickwork-scheduler');
+const container = podSpecOf(deployment).containers[0];
+if (!container) throw new Error('the scheduler Deployment has no container');
+
+describe('the scheduler in deploy/kubernetes', () => {
+  it('gets an environment its own env schema accepts, in production mode (no staging speed-up)', () => {
+    const env = loadSchedulerEnv(containerEnv(all, container, secrets));
+    expect(env.NODE_ENV).toBe('production');
+    expect(env.SCHEDULE_SPEEDUP).toBeUndefined();
+    expect(container.ports?.find((p) => p.name === 'http')?.containerPort).toBe(env.PORT);
+    for (const probe of [container.readinessProbe, container.livenessProbe]) expect(probe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
+  });
+
+  it('runs more than one replica: each occurrence is still enqueued once, and a rescheduled pod misses nothing', () => {
+    expect(deployment.spec?.replicas).toBeGreaterThanOrEqual(2);
+  });
+});

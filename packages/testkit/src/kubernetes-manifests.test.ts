@@ -1,0 +1,55 @@
+/**
+ * deploy/kubernetes as a whole: what every app relies on and kubectl would accept broken. Each app's own
+ * package checks its pod's env against its env schema (deploy-manifests.test.ts).
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { KUBERNETES_DIR, manifest, podSpecOf, readManifests } from './kubernetes.js';
+
+const all = readManifests();
+const kustomization = parse(readFileSync(join(KUBERNETES_DIR, 'kustomization.yaml'), 'utf8')) as {
+  resources: string[];
+  images: { name: string }[];
+};
+
+describe('deploy/kubernetes', () => {
+  it('lists every manifest file in the kustomization, and an image entry for every app image', () => {
+    expect([...kustomization.resources].sort()).toEqual([...new Set(all.map((m) => m.file))].sort());
+    const appImages = all
+      .filter((m) => m.kind === 'Deployment')
+      .flatMap((m) => podSpecOf(m).containers.map((c) => c.image))
+      .sort();
+    expect(appImages).toEqual(['tickwork-dashboard', 'tickwork-scheduler', 'tickwork-worker']);
+    expect(kustomization.images.map((i) => i.name).sort()).toEqual(appImages);
+  });
+
+  it('selects each workload by the labels its pods carry', () => {
+    for (const m of all.filter((x) => x.kind === 'Deployment' || x.kind === 'StatefulSet')) {
+      const spec = m.spec as { selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string> } } };
+      expect({ [m.metadata.name]: spec.template.metadata.labels }).toMatchObject({ [m.metadata.name]: spec.selector.matchLabels });
+    }
+  });
+
+  it('runs Redis as queues need it: AOF on a volume, noeviction, a password from the Secret', () => {
+    const redis = podSpecOf(manifest(all, 'StatefulSet', 'tickwork-redis')).containers[0];
+    const args = redis?.args ?? [];
+    const flag = (name: string) => args[args.indexOf(name) + 1];
+    expect(flag('--appendonly')).toBe('yes');
+    expect(flag('--maxmemory-policy')).toBe('noeviction');
+    expect(flag('--requirepass')).toBe('$(REDIS_PASSWORD)');
+    expect(redis?.env?.find((v) => v.name === 'REDIS_PASSWORD')?.valueFrom?.secretKeyRef).toEqual({ name: 'tickwork-secrets', key: 'redis-password' });
+  });
+
+  it('runs the apps as a non-root user the kubelet can verify, without privilege escalation', () => {
+    for (const name of ['tickwork-scheduler', 'tickwork-worker', 'tickwork-dashboard']) {
+      const m = manifest(all, 'Deployment', name);
+      const pod = (m.spec?.template as { spec: { securityContext?: { runAsNonRoot?: boolean; runAsUser?: number } } }).spec;
+      expect({ name, ...pod.securityContext }).toEqual({ name, runAsNonRoot: true, runAsUser: 1000 });
+      for (const c of podSpecOf(m).containers as { securityContext?: { allowPrivilegeEscalation?: boolean } }[]) {
+        expect(c.securityContext?.allowPrivilegeEscalation).toBe(false);
+      }
+    }
+  });
+});
