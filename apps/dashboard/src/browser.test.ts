@@ -1,0 +1,158 @@
+/**
+ * The dashboard in a real browser (headless Chromium): what HTTP-level tests cannot see. The browser sends
+ * its own Origin header and the form's hidden CSRF token when an operator clicks, follows the redirect and
+ * shows the flash; Bull Board's single-page app loads its scripts and renders the queues under /queues; and
+ * our pages' Content-Security-Policy blocks nothing they need (no console errors, no failed requests).
+ */
+import { catalog } from '@tickwork/jobs';
+import { listDeadLetters, moveToDeadLetter, redrivenJobId } from '@tickwork/runtime';
+import { waitFor } from '@tickwork/testkit';
+import { Worker } from 'bullmq';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { launchChromium } from './testing/browser.js';
+import { PASSWORD, startDashboard, USER, type TestDashboard } from './testing/dashboard-server.js';
+
+let d: TestDashboard;
+let browser: Browser;
+let operator: BrowserContext;
+
+beforeAll(async () => {
+  d = await startDashboard();
+  browser = await launchChromium();
+  operator = await browser.newContext({ httpCredentials: { username: USER, password: PASSWORD } });
+});
+beforeEach(async () => {
+  await d.redis.flushdb();
+});
+afterAll(async () => {
+  await operator?.close();
+  await browser?.close();
+  await d?.close();
+});
+
+/** A page that records what went wrong in the browser: console errors (CSP violations among them) and failed requests. */
+async function watchedPage(context: BrowserContext): Promise<{ page: Page; problems: string[] }> {
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error') problems.push(`console: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText ?? ''}`));
+  page.on('response', (r) => {
+    if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`);
+  });
+  return { page, problems };
+}
+
+/** A finally-failed email.send job in the email DLQ, as a worker leaves it; returns its DLQ id. */
+async function deadLetter(jobId: string): Promise<string> {
+  const worker = new Worker('email', null, { connection: d.redisServer.client(), prefix: d.prefix });
+  await d.queues.get('email').add('email.send', { to: 'a@example.com', subject: 'hi', body: jobId }, { jobId, attempts: 1 });
+  const job = await waitFor(() => worker.getNextJob(`tok-${jobId}`), { what: 'take job' });
+  await job.moveToFailed(new Error('smtp down'), `tok-${jobId}`);
+  await worker.close();
+  const failed = await d.queues.get('email').getJob(jobId);
+  const moved = await moveToDeadLetter({ job: failed!, queues: d.queues, redis: d.redis, catalog });
+  if (!moved) throw new Error(`job ${jobId} was not dead-lettered`);
+  return moved.deadLetter.dlqJobId;
+}
+
+describe('the dashboard in a browser', () => {
+  it('asks for credentials everywhere but /healthz', async () => {
+    const stranger = await browser.newContext();
+    try {
+      for (const path of ['/schedules', '/dead-letters', '/queues/', '/queues/api/queues']) {
+        const page = await stranger.newPage();
+        // The browser gets the Basic challenge and, with no credentials to offer, gives up on the page.
+        const challenged = page.waitForResponse((r) => r.url() === `${d.base}${path}`);
+        await page.goto(`${d.base}${path}`).catch((err: Error) => expect(err.message).toContain('ERR_INVALID_AUTH_CREDENTIALS'));
+        const res = await challenged;
+        expect({ path, status: res.status(), challenge: res.headers()['www-authenticate'] }).toEqual({ path, status: 401, challenge: expect.stringMatching(/^Basic /) });
+        await page.close();
+      }
+      expect((await (await stranger.newPage()).goto(`${d.base}/healthz`))?.status()).toBe(200);
+    } finally {
+      await stranger.close();
+    }
+  });
+
+  it('shows every scheduled job with its health, and one schedule with its history, without a browser error', async () => {
+    const { page, problems } = await watchedPage(operator);
+    await page.goto(`${d.base}/`);
+    expect(new URL(page.url()).pathname).toBe('/schedules');
+    await expect.poll(() => page.locator('h1').textContent()).toBe('Schedules');
+    const scheduled = catalog.jobs.filter((j) => j.schedule).map((j) => j.name);
+    expect(scheduled.length).toBeGreaterThan(0);
+    for (const name of scheduled) {
+      const row = page.locator(`tr[id="${name}"]`);
+      expect(await row.count()).toBe(1);
+      // No scheduler has run against this Redis: each schedule says so, in words an operator can act on.
+      expect(await row.locator('.badge').allTextContents()).toContain('not registered');
+    }
+    const first = scheduled[0] as string;
+    await page.locator(`tr[id="${first}"] a`).first().click();
+    await page.waitForURL((url) => url.pathname !== '/schedules');
+    expect(await page.locator('h1').textContent()).toContain(first);
+    expect(await page.locator('h2').first().textContent()).toContain('Recent occurrences');
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it('re-drives a dead letter with its button: the job is back on its queue, the page says so', async () => {
+    const id = await deadLetter('mail-browser-1');
+    const { page, problems } = await watchedPage(operator);
+    await page.goto(`${d.base}/dead-letters`);
+    const row = page.locator('tr', { has: page.locator(`code:text-is("mail-browser-1")`) });
+    expect(await row.count()).toBe(1);
+    await row.getByRole('button', { name: 'Re-drive' }).click();
+    await page.waitForURL((url) => url.searchParams.get('flash') === 'redriven');
+    expect(await page.getByRole('status').textContent()).toContain('Re-drove 1 entry');
+    expect(await page.locator('tr', { has: page.locator(`code:text-is("mail-browser-1")`) }).count()).toBe(0);
+
+    const back = await d.queues.get('email').getJob(redrivenJobId(id, 1));
+    expect(back?.name).toBe('email.send');
+    expect(await back?.getState()).toBe('waiting');
+    expect(await listDeadLetters(d.queues, 'email')).toEqual([]);
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it("purges only after the second, deliberate click, from the entry's own page", async () => {
+    const id = await deadLetter('mail-browser-2');
+    const { page, problems } = await watchedPage(operator);
+    await page.goto(`${d.base}/dead-letters`);
+    await page.locator('tr', { has: page.locator(`code:text-is("mail-browser-2")`) }).getByRole('link', { name: 'email.send' }).click();
+    await page.waitForURL((url) => url.pathname.startsWith('/dead-letters/email/'));
+    const purge = page.getByRole('button', { name: 'Purge for good' });
+    expect(await purge.isVisible()).toBe(false); // folded away behind "Purge…"
+    await page.getByText('Purge…').click();
+    await purge.click();
+    await page.waitForURL((url) => url.pathname === '/dead-letters');
+    expect((await listDeadLetters(d.queues, 'email')).map((e) => e.dlqJobId)).not.toContain(id);
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it('renders Bull Board under /queues: its app loads under its CSP and lists the queues and their dead-letter queues', async () => {
+    const { page, problems } = await watchedPage(operator);
+    const thirdParty: { url: string; outcome: string }[] = [];
+    page.on('requestfinished', (r) => {
+      if (!r.url().startsWith(d.base) && !r.url().startsWith('data:')) thirdParty.push({ url: r.url(), outcome: 'sent' });
+    });
+    page.on('requestfailed', (r) => {
+      if (!r.url().startsWith(d.base)) thirdParty.push({ url: r.url(), outcome: r.failure()?.errorText ?? 'failed' });
+    });
+    await page.goto(`${d.base}/queues/`);
+    for (const queue of catalog.queues) {
+      await page.getByText(queue, { exact: true }).first().waitFor({ timeout: 15_000 });
+      await page.getByText(`${queue}.dlq`, { exact: true }).first().waitFor({ timeout: 15_000 });
+    }
+    // The one thing refused is the Google Fonts stylesheet Bull Board's page links: the operator's browser
+    // calls no third party. Anything else blocked would mean the policy broke the board.
+    expect(thirdParty.map((t) => t.outcome)).toEqual(thirdParty.map(() => 'csp'));
+    expect(problems.filter((p) => !p.includes('fonts.googleapis.com'))).toEqual([]);
+    await page.close();
+  });
+});
