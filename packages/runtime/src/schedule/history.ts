@@ -6,6 +6,8 @@ import { occurrenceKey, scheduleKeys } from './keys.js';
 
 /** Occurrences kept per schedule; last success and last failure are kept apart and never trimmed. */
 export const HISTORY_CAP = 500;
+/** How long a run keeps retrying a history write that failed (Redis unreachable) before giving up on it. */
+export const HISTORY_RETRY_MS = 30_000;
 
 /**
  * - `completed` / `failed`: an on-time run finished (failed = its final attempt failed);
@@ -165,11 +167,22 @@ export function runRecorder(
   const trigger: OccurrenceTrigger = delivery.scheduled ? (delivery.scheduled.catchUp ? 'catch-up' : 'schedule') : 'manual';
   const id = delivery.scheduled ? occurrenceKey(schedule, new Date(nominalMs)) : `${schedule}@manual-${delivery.id}`;
   const defaults: Partial<OccurrenceRecord> = { id, schedule, nominal: new Date(nominalMs).toISOString(), trigger, jobId: delivery.id };
+  // A Redis blip must not leave an occurrence `started` forever while its run completes: the write is
+  // retried (merging is idempotent) until Redis is back or HISTORY_RETRY_MS has passed. The job cannot be
+  // acknowledged while Redis is down anyway, so waiting here holds nothing up that could proceed.
   const merge = async (patch: Partial<OccurrenceRecord>, copyTo?: 'lastSuccess' | 'lastFailure') => {
-    try {
-      await mergeOccurrence(redis, prefix, schedule, id, nominalMs, patch, defaults, copyTo);
-    } catch (err) {
-      log.warn({ err: { message: (err as Error).message }, occurrence: id }, 'could not record schedule history');
+    const deadline = Date.now() + HISTORY_RETRY_MS;
+    for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
+      try {
+        await mergeOccurrence(redis, prefix, schedule, id, nominalMs, patch, defaults, copyTo);
+        return;
+      } catch (err) {
+        if (Date.now() + delay > deadline) {
+          log.warn({ err: { message: (err as Error).message }, occurrence: id }, 'could not record schedule history');
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
     }
   };
   const now = () => new Date().toISOString();
