@@ -25,3 +25,11 @@ describe('SCHEDULE_SPEEDUP', () => {
     expect(() => loadSchedulerEnv({ SCHEDULE_SPEEDUP: 'every=10ms' })).toThrow(/at least 1s/);
   });
 });
+
+describe('watchdog and alert settings', () => {
+  it('reject a bad interval or webhook URL, naming the variable and what is expected', () => {
+    expect(() => loadSchedulerEnv({ SCHEDULE_WATCHDOG_INTERVAL_MS: '0' })).toThrow(/SCHEDULE_WATCHDOG_INTERVAL_MS is invalid/);
+    expect(() => loadSchedulerEnv({ ALERT_WEBHOOK_URL: 'ftp://hooks.example.com/x' })).toThrow(/ALERT_WEBHOOK_URL is invalid: must be an http\(s\) URL/);
+    expect(loadSchedulerEnv({}).SCHEDULE_WATCHDOG_INTERVAL_MS).toBe(30_000);
+  });
+});

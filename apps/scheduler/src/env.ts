@@ -1,4 +1,4 @@
-import { logLevel, parseEnv, port, positiveInt, queuePrefix, redisUrl } from '@tickwork/runtime';
+import { alertWebhookUrl, logLevel, parseEnv, port, positiveInt, queuePrefix, redisUrl } from '@tickwork/runtime';
 import { z } from 'zod';
 import { parseSpeedup } from './speedup.js';
 
@@ -31,6 +31,11 @@ const schema = z
         return parsed;
       }),
     JOBS_MODULE: z.string().optional(),
+    /** How often the watchdog judges every schedule's health and alerts on a schedule gone stale. */
+    SCHEDULE_WATCHDOG_INTERVAL_MS: positiveInt(30_000),
+    /** Where stale/recovered schedule alerts are POSTed (the worker posts dead letters to its own). */
+    ALERT_WEBHOOK_URL: alertWebhookUrl,
+    ALERT_WEBHOOK_TIMEOUT_MS: positiveInt(5000),
   })
   .superRefine((env, ctx) => {
     if (env.SCHEDULE_SPEEDUP !== undefined && env.NODE_ENV === 'production') {

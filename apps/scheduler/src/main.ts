@@ -1,4 +1,5 @@
 import {
+  createAlerter,
   createLogger,
   exitOnStartupError,
   openAppContext,
@@ -10,6 +11,7 @@ import {
 import { loadSchedulerEnv } from './env.js';
 import { reconcileSchedules } from './reconcile.js';
 import { tickSchedule } from './tick.js';
+import { watchSchedules } from './watchdog.js';
 
 const boot = createLogger('scheduler');
 
@@ -58,13 +60,32 @@ async function main(): Promise<void> {
     reconcile().catch((err: unknown) => log.error({ err }, 'reconcile failed; will retry'));
   }, env.RECONCILE_INTERVAL_MS);
 
+  const alerter = createAlerter({
+    log,
+    redis,
+    prefix: env.QUEUE_PREFIX,
+    ...(env.ALERT_WEBHOOK_URL && { webhook: { url: env.ALERT_WEBHOOK_URL, timeoutMs: env.ALERT_WEBHOOK_TIMEOUT_MS } }),
+  });
+  const watchDeps = { catalog, redis, prefix: env.QUEUE_PREFIX, log, alerter, speedupMs: env.SCHEDULE_SPEEDUP };
+  let watching: Promise<void> | undefined;
+  const watch = () => {
+    watching ??= watchSchedules(watchDeps).finally(() => {
+      watching = undefined;
+    });
+  };
+  watch(); // a schedule that went stale while no scheduler ran is reported at once
+  const watchdogTimer = setInterval(watch, env.SCHEDULE_WATCHDOG_INTERVAL_MS);
+
   const health = await startHealthServer({ port: env.PORT, log, check: redisPingCheck(redis), routes: metricsRoute });
   log.info({ port: env.PORT, schedules: catalog.scheduled().length }, 'scheduler ready');
 
   onShutdown(log, async () => {
     clearInterval(tickTimer);
     clearInterval(reconcileTimer);
+    clearInterval(watchdogTimer);
     await ticking;
+    await watching;
+    await alerter.settle(2000);
     health.close();
     await close();
   });

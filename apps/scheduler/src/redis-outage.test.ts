@@ -57,7 +57,8 @@ describe('a Redis crash under schedulers', { timeout: 120_000 }, () => {
   it('resumes the schedule with every occurrence run, caught up or recorded missed exactly once', async () => {
     // The worker's own late-run judgement is covered elsewhere; here it runs whatever the schedulers enqueue.
     const workerEnv = { SCHEDULE_GRACE_MS: '20000', WORKER_LOCK_DURATION_MS: '3000', WORKER_STALLED_INTERVAL_MS: '1000' };
-    const schedulers = [await start(SCHEDULER), await start(SCHEDULER)];
+    const watchdog = { SCHEDULE_WATCHDOG_INTERVAL_MS: '500' };
+    const schedulers = [await start(SCHEDULER, watchdog), await start(SCHEDULER, watchdog)];
     const worker = await start(WORKER, workerEnv);
     await Promise.all([...schedulers, worker].map((a, i) => a.waitForLog((l) => l.msg === 'scheduler ready' || l.msg === 'worker ready', `app ${i} ready`, 30_000)));
     const runs = async (r: Redis): Promise<Run[]> => (await r.lrange(FX_RUNS_KEY, 0, -1)).map((x) => JSON.parse(x) as Run);
@@ -74,6 +75,18 @@ describe('a Redis crash under schedulers', { timeout: 120_000 }, () => {
       timeoutMs: 30_000,
       what: 'the schedule running on time again after the restart',
     });
+    // The watchdog outlived the outage too: its gauges show a success after the restart.
+    const port = (schedulers[0]?.logs().find((l) => l.msg === 'scheduler ready') as { port?: number } | undefined)?.port;
+    const metric = async (name: string) => {
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      return Number(new RegExp(`^${name}\\{schedule="fx\\.second"\\} (\\S+)$`, 'm').exec(text)?.[1]);
+    };
+    await waitFor(async () => (await metric('tickwork_schedule_last_success_timestamp_seconds')) * 1000 > upAt, {
+      timeoutMs: 15_000,
+      what: "the watchdog's gauge showing a success after the restart",
+    });
+    expect(await metric('tickwork_schedule_healthy')).toBe(1);
+
     // Stop the schedulers first (no new occurrences), then let the worker finish what is queued: runs cut
     // off by the crash come back as retries or redeliveries, and must end before the history is judged.
     for (const app of schedulers) expect(await app.stop('SIGTERM')).toBe(0);

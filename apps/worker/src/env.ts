@@ -1,4 +1,4 @@
-import { logLevel, parseEnv, port, positiveInt, queuePrefix, redisUrl } from '@tickwork/runtime';
+import { alertWebhookUrl, logLevel, parseEnv, port, positiveInt, queuePrefix, redisUrl } from '@tickwork/runtime';
 import { z } from 'zod';
 
 const schema = z.object({
@@ -13,7 +13,7 @@ const schema = z.object({
   WORKER_QUEUES: z.string().optional(),
   JOBS_MODULE: z.string().optional(),
   /** POST target for alerts (dead letters, escalations). May carry a token: it is never logged in full. */
-  ALERT_WEBHOOK_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL, e.g. https://hooks.example.com/T0/B0/x' }).optional(),
+  ALERT_WEBHOOK_URL: alertWebhookUrl,
   /** Consecutive failed runs of one schedule that trigger one escalated alert. */
   ALERT_ESCALATE_AFTER: positiveInt(3),
   ALERT_WEBHOOK_TIMEOUT_MS: positiveInt(5000),

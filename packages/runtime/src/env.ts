@@ -40,3 +40,8 @@ export const queuePrefix = z
   .describe('Redis key prefix for every queue; use a {hash tag} such as {tickwork} on Redis Cluster');
 
 export const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+
+/** POST target for alerts. May carry a token: it is never logged in full. */
+export const alertWebhookUrl = z
+  .url({ protocol: /^https?$/, error: 'must be an http(s) URL, e.g. https://hooks.example.com/T0/B0/x' })
+  .optional();

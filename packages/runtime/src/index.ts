@@ -38,3 +38,5 @@ export * from './locks/fencing.js';
 export * from './overlap/overlap-guard.js';
 export * from './app-context.js';
 export * from './schedule/effective-rule.js';
+export * from './schedule/health.js';
+export * from './schedule/health-metrics.js';

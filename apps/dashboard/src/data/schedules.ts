@@ -1,18 +1,16 @@
 import {
-  lastOutcomes,
+  loadScheduleState,
   previewSchedule,
   readHistory,
-  effectiveRule,
   speedupOfRegistration,
-  scheduleKeys,
   scheduleRegistryKey,
   type AnyJob,
   type Catalog,
   type OccurrenceRecord,
+  type ScheduleHealth,
   type SchedulePreview,
 } from '@tickwork/runtime';
 import type { Redis } from 'ioredis';
-import { scheduleHealth, type ScheduleHealth } from './health.js';
 
 export interface ScheduleRow extends SchedulePreview {
   /** Whether a scheduler has registered it in Redis (reconcile writes the registry). */
@@ -56,17 +54,14 @@ async function loadRow(src: ScheduleSource, job: AnyJob, registration: string | 
   if (!spec) throw new Error(`job "${job.name}" has no schedule`);
   const speedupMs = speedupOfRegistration(registration);
   // In fast staging mode the scheduler fires on the speed-up interval; preview and health follow it.
-  const rule = effectiveRule(job, speedupMs);
-  const { lastSuccess, lastFailure } = await lastOutcomes(src.redis, src.prefix, job.name);
-  const oldest = await src.redis.zrange(scheduleKeys(src.prefix, job.name).history, '0', '0', 'WITHSCORES');
-  const firstSeen = oldest[1] === undefined ? null : new Date(Number(oldest[1])).toISOString();
+  const { rule, lastSuccess, lastFailure, health } = await loadScheduleState(src.redis, src.prefix, job, speedupMs, now);
   return {
     ...previewSchedule(job, { count: 5, from: now, rule }),
     registered: registration !== undefined && registration !== null,
     speedupMs,
     lastSuccess,
     lastFailure,
-    health: scheduleHealth({ rule, lastSuccess, lastFailure, firstSeen, now }),
+    health,
   };
 }
 

@@ -33,11 +33,27 @@ export interface EscalationAlert {
   message: string;
 }
 
-export type Alert = DeadLetterAlert | EscalationAlert;
+/**
+ * The dead-man's switch: a schedule with no success within two of its intervals (its runs stopped
+ * happening, or keep being skipped or lost), and the all-clear when it succeeds again.
+ */
+export interface ScheduleHealthAlert {
+  type: 'schedule_stale' | 'schedule_recovered';
+  schedule: string;
+  queue: string;
+  reason: string;
+  lastSuccessAt: string | null;
+  lastExpectedAt: string | null;
+  message: string;
+}
+
+export type Alert = DeadLetterAlert | EscalationAlert | ScheduleHealthAlert;
 
 export interface Alerter {
   /** Call once per new DLQ entry. Never throws into the caller and never waits for the webhook. */
   deadLettered(dl: DeadLetter): Promise<void>;
+  /** The scheduler's watchdog saw a schedule go stale, or recover (one call per transition across replicas). */
+  scheduleHealth(alert: ScheduleHealthAlert): void;
   /** A scheduled run completed: its schedule's run of failures is over. */
   scheduledRunSucceeded(queue: string, scheduleId: string): Promise<void>;
   /** Waits for webhook deliveries in flight, at most `timeoutMs`. */
@@ -106,6 +122,7 @@ export function createAlerter(opts: AlerterOptions): Alerter {
         opts.log.warn({ err: { message: (err as Error).message }, schedule: entry.scheduleId }, 'could not update the consecutive failure count');
       }
     },
+    scheduleHealth: emit,
     async scheduledRunSucceeded(queue, scheduleId) {
       await opts.redis.del(counterKey(queue, scheduleId));
     },

@@ -1,4 +1,5 @@
-import type { OccurrenceRecord, OccurrenceRule } from '@tickwork/runtime';
+import type { OccurrenceRecord } from './history.js';
+import type { OccurrenceRule } from './occurrences.js';
 import { describe, expect, it } from 'vitest';
 import { scheduleHealth } from './health.js';
 

@@ -1,4 +1,9 @@
-import { previousOccurrences, type OccurrenceRecord, type OccurrenceRule } from '@tickwork/runtime';
+import type { Redis } from 'ioredis';
+import type { AnyJob } from '../define-job.js';
+import { effectiveRule } from './effective-rule.js';
+import { lastOutcomes, type OccurrenceRecord } from './history.js';
+import { scheduleKeys } from './keys.js';
+import { previousOccurrences, type OccurrenceRule } from './occurrences.js';
 
 /**
  * - `failing`: the latest finished run failed (takes precedence: it is the actionable one);
@@ -64,4 +69,30 @@ export function scheduleHealth({ rule, lastSuccess, lastFailure, firstSeen, now 
   if (stale) return { status: 'stale', stale, failing, reason: staleReason, lastExpected, intervalMs };
   if (waiting) return { status: 'waiting', stale, failing, reason: 'no successful run yet', lastExpected, intervalMs };
   return { status: 'ok', stale, failing, reason: 'last run succeeded', lastExpected, intervalMs };
+}
+
+export interface ScheduleState {
+  rule: OccurrenceRule;
+  lastSuccess: OccurrenceRecord | null;
+  lastFailure: OccurrenceRecord | null;
+  health: ScheduleHealth;
+}
+
+/**
+ * A schedule's health as Redis has it now: its last outcomes and the age of its history, judged against
+ * the rule it fires on (`speedupMs`: the fast staging interval when one is in force). Shared by the
+ * dashboard and the scheduler's watchdog, so both call the same schedule stale at the same moment.
+ */
+export async function loadScheduleState(
+  redis: Redis,
+  prefix: string,
+  job: AnyJob,
+  speedupMs: number | null | undefined,
+  now = new Date(),
+): Promise<ScheduleState> {
+  const rule = effectiveRule(job, speedupMs);
+  const { lastSuccess, lastFailure } = await lastOutcomes(redis, prefix, job.name);
+  const oldest = await redis.zrange(scheduleKeys(prefix, job.name).history, '0', '0', 'WITHSCORES');
+  const firstSeen = oldest[1] === undefined ? null : new Date(Number(oldest[1])).toISOString();
+  return { rule, lastSuccess, lastFailure, health: scheduleHealth({ rule, lastSuccess, lastFailure, firstSeen, now }) };
 }
