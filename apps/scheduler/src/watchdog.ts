@@ -1,11 +1,17 @@
 import {
   loadScheduleState,
+  occurrenceKey,
+  policiesOf,
+  readHistory,
   scheduleHealthy,
   scheduleLastSuccess,
+  scheduleSlowRuns,
   type Alerter,
+  type AnyJob,
   type Catalog,
   type HealthStatus,
   type Logger,
+  type ScheduleHealth,
 } from '@tickwork/runtime';
 import type { Redis } from 'ioredis';
 
@@ -18,7 +24,10 @@ import type { Redis } from 'ioredis';
  * Any number of scheduler replicas run it. The last judged status of each schedule lives in Redis and is
  * swapped atomically, so only the replica that changes it alerts: one alert per transition.
  *
- * Each pass also sets the gauges `tickwork_schedule_healthy` and `tickwork_schedule_last_success_timestamp_seconds`.
+ * It also alerts once per occurrence on a run still going after the schedule's `slowAfter` (default: its
+ * interval, at least a minute), the first sign of a run that hangs or will collide with the next one.
+ *
+ * Each pass also sets the gauges `tickwork_schedule_slow_runs`, `tickwork_schedule_healthy` and `tickwork_schedule_last_success_timestamp_seconds`.
  */
 
 /** HSET only when the value changes; returns the previous value ('' if none) and whether this call changed it. */
@@ -30,6 +39,12 @@ return {1, old or ''}
 `;
 
 export const watchdogStatusKey = (prefix: string) => `${prefix}:meta:schedule-health`;
+const staleAlertedKey = (prefix: string) => `${prefix}:meta:schedule-stale-alerted`;
+const slowAlertedKey = (prefix: string, occurrence: string) => `${prefix}:meta:slow-run-alerted:${occurrence}`;
+
+/** How many of the newest occurrences are looked at for runs in progress. */
+const SLOW_RUN_SCAN = 20;
+const MIN_SLOW_AFTER_MS = 60_000;
 
 export interface WatchdogDeps {
   catalog: Catalog;
@@ -51,26 +66,66 @@ export async function watchSchedules(deps: WatchdogDeps, now = new Date()): Prom
       scheduleLastSuccess.set({ schedule: job.name }, lastSuccessAt ? Date.parse(lastSuccessAt) / 1000 : 0);
 
       const [changed, previous] = (await deps.redis.eval(SWAP, 1, watchdogStatusKey(deps.prefix), job.name, health.status)) as [number, string];
-      if (changed !== 1) continue;
-      const from = (previous || null) as HealthStatus | null;
-      const base = { schedule: job.name, queue: job.queue, reason: health.reason, lastSuccessAt, lastExpectedAt: health.lastExpected };
-      if (health.status === 'stale') {
-        deps.alerter.scheduleHealth({
-          type: 'schedule_stale',
-          ...base,
-          message: `schedule "${job.name}" has not succeeded within two intervals: ${health.reason}`,
-        });
-      } else if (from === 'stale') {
-        deps.alerter.scheduleHealth({
-          type: 'schedule_recovered',
-          ...base,
-          message: `schedule "${job.name}" is ${health.status} again`,
-        });
-      } else {
-        deps.log.info({ schedule: job.name, from, to: health.status }, 'schedule health changed');
-      }
+      if (changed === 1) await alertTransition(deps, job, health, (previous || null) as HealthStatus | null, lastSuccessAt);
+      await watchSlowRuns(deps, job, health.intervalMs, now);
     } catch (err) {
       deps.log.warn({ err: { message: (err as Error).message }, schedule: job.name }, 'schedule watchdog could not judge the schedule; will retry');
     }
   }
+}
+
+/**
+ * Into stale: alert, and remember that it was alerted. Back to ok (or waiting): the all-clear, once, for the
+ * replica whose HDEL removes that mark; a stale schedule whose next run fails stays un-cleared until one
+ * succeeds. Other changes (waiting to ok, ok to failing: failures alert through the DLQ) are only logged.
+ */
+async function alertTransition(
+  deps: WatchdogDeps,
+  job: AnyJob,
+  health: ScheduleHealth,
+  from: HealthStatus | null,
+  lastSuccessAt: string | null,
+): Promise<void> {
+  const base = { schedule: job.name, queue: job.queue, reason: health.reason, lastSuccessAt, lastExpectedAt: health.lastExpected };
+  if (health.status === 'stale') {
+    await deps.redis.hset(staleAlertedKey(deps.prefix), job.name, new Date().toISOString());
+    deps.alerter.scheduleHealth({
+      type: 'schedule_stale',
+      ...base,
+      message: `schedule "${job.name}" has not succeeded within two intervals: ${health.reason}`,
+    });
+  } else if ((health.status === 'ok' || health.status === 'waiting') && (await deps.redis.hdel(staleAlertedKey(deps.prefix), job.name)) === 1) {
+    deps.alerter.scheduleHealth({ type: 'schedule_recovered', ...base, message: `schedule "${job.name}" is ${health.status} again` });
+  } else {
+    deps.log.info({ schedule: job.name, from, to: health.status }, 'schedule health changed');
+  }
+}
+
+/** Runs in progress longer than the schedule allows: counted in the gauge, alerted once each (SET NX across replicas). */
+async function watchSlowRuns(deps: WatchdogDeps, job: AnyJob, intervalMs: number | null, now: Date): Promise<void> {
+  const spec = job.schedule;
+  if (!spec) return;
+  const slowAfterMs = policiesOf(job.name, spec).slowAfterMs ?? Math.max(intervalMs ?? 0, MIN_SLOW_AFTER_MS);
+  const running = (await readHistory(deps.redis, deps.prefix, job.name, SLOW_RUN_SCAN)).filter((r) => r.startedAt && !r.endedAt);
+  let slow = 0;
+  for (const r of running) {
+    const runningForMs = now.getTime() - Date.parse(r.startedAt as string);
+    if (runningForMs <= slowAfterMs) continue;
+    slow++;
+    const occurrence = r.id ?? occurrenceKey(job.name, new Date(r.nominal));
+    const first = await deps.redis.set(slowAlertedKey(deps.prefix, occurrence), '1', 'PX', 7 * 24 * 3600_000, 'NX');
+    if (first !== 'OK') continue;
+    deps.alerter.scheduleHealth({
+      type: 'schedule_slow_run',
+      schedule: job.name,
+      queue: job.queue,
+      occurrence,
+      nominal: r.nominal,
+      startedAt: r.startedAt as string,
+      runningForMs,
+      slowAfterMs,
+      message: `a run of schedule "${job.name}" (due ${r.nominal}) has been running for ${Math.round(runningForMs / 1000)} s, longer than ${Math.round(slowAfterMs / 1000)} s`,
+    });
+  }
+  scheduleSlowRuns.set({ schedule: job.name }, slow);
 }

@@ -43,6 +43,12 @@ export interface ScheduleCommon {
    * one waits), `allow` runs it concurrently.
    */
   overlap?: OverlapPolicy;
+  /**
+   * A run still going this long after it started is slow: the scheduler's watchdog alerts once per
+   * occurrence (`schedule_slow_run`). Default: the schedule's interval, at least one minute (a run that
+   * outlasts its interval collides with the next occurrence).
+   */
+  slowAfter?: DurationLike;
 }
 
 export interface DstPolicy {

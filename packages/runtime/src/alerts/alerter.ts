@@ -47,13 +47,26 @@ export interface ScheduleHealthAlert {
   message: string;
 }
 
-export type Alert = DeadLetterAlert | EscalationAlert | ScheduleHealthAlert;
+/** A scheduled run still going after its schedule's `slowAfter` (once per occurrence). */
+export interface SlowRunAlert {
+  type: 'schedule_slow_run';
+  schedule: string;
+  queue: string;
+  occurrence: string;
+  nominal: string;
+  startedAt: string;
+  runningForMs: number;
+  slowAfterMs: number;
+  message: string;
+}
+
+export type Alert = DeadLetterAlert | EscalationAlert | ScheduleHealthAlert | SlowRunAlert;
 
 export interface Alerter {
   /** Call once per new DLQ entry. Never throws into the caller and never waits for the webhook. */
   deadLettered(dl: DeadLetter): Promise<void>;
-  /** The scheduler's watchdog saw a schedule go stale, or recover (one call per transition across replicas). */
-  scheduleHealth(alert: ScheduleHealthAlert): void;
+  /** The scheduler's watchdog saw a schedule go stale, recover, or a run go slow (one call per event across replicas). */
+  scheduleHealth(alert: ScheduleHealthAlert | SlowRunAlert): void;
   /** A scheduled run completed: its schedule's run of failures is over. */
   scheduledRunSucceeded(queue: string, scheduleId: string): Promise<void>;
   /** Waits for webhook deliveries in flight, at most `timeoutMs`. */

@@ -19,3 +19,10 @@ export const scheduleLastSuccess = new Gauge({
   labelNames: ['schedule'] as const,
   registers: [metricsRegistry],
 });
+
+export const scheduleSlowRuns = new Gauge({
+  name: 'tickwork_schedule_slow_runs',
+  help: "Per schedule: runs in progress for longer than the schedule's slowAfter (as of the last watchdog pass)",
+  labelNames: ['schedule'] as const,
+  registers: [metricsRegistry],
+});

@@ -17,6 +17,8 @@ export interface SchedulePolicies {
   catchUpWindowMs: number;
   maxCatchUp: number;
   overlap: OverlapPolicy;
+  /** Set when the schedule gives `slowAfter`; otherwise the watchdog uses the interval (at least a minute). */
+  slowAfterMs: number | null;
 }
 
 const GAPS = ['shift', 'skip'] as const;
@@ -36,20 +38,9 @@ export function policiesOf(jobName: string, spec: ScheduleSpec): SchedulePolicie
   if (!MISSED.includes(missed)) {
     throw new JobDefinitionError(jobName, `schedule.missed ${JSON.stringify(missed)} must be "skip", "once" or "all"`);
   }
-  let catchUpWindowMs = DEFAULT_CATCH_UP_WINDOW_MS;
-  if (spec.catchUpWindow !== undefined) {
-    try {
-      catchUpWindowMs = Duration.fromDurationLike(spec.catchUpWindow).toMillis();
-    } catch {
-      catchUpWindowMs = Number.NaN;
-    }
-    if (!Number.isFinite(catchUpWindowMs) || catchUpWindowMs <= 0) {
-      throw new JobDefinitionError(
-        jobName,
-        `schedule.catchUpWindow ${JSON.stringify(spec.catchUpWindow)} is not a positive duration; use e.g. { hours: 6 }`,
-      );
-    }
-  }
+  const catchUpWindowMs =
+    spec.catchUpWindow === undefined ? DEFAULT_CATCH_UP_WINDOW_MS : positiveDurationMs(jobName, 'catchUpWindow', spec.catchUpWindow, '{ hours: 6 }');
+  const slowAfterMs = spec.slowAfter === undefined ? null : positiveDurationMs(jobName, 'slowAfter', spec.slowAfter, '{ minutes: 10 }');
   const maxCatchUp = spec.maxCatchUp ?? DEFAULT_MAX_CATCH_UP;
   if (!Number.isInteger(maxCatchUp) || maxCatchUp < 1 || maxCatchUp > MAX_CATCH_UP_LIMIT) {
     throw new JobDefinitionError(
@@ -59,7 +50,20 @@ export function policiesOf(jobName: string, spec: ScheduleSpec): SchedulePolicie
   }
   validateOverlapPolicy(jobName, spec.overlap);
   const overlap = spec.overlap ?? DEFAULT_OVERLAP_POLICY;
-  return { dst, missed, catchUpWindowMs, maxCatchUp, overlap };
+  return { dst, missed, catchUpWindowMs, maxCatchUp, overlap, slowAfterMs };
+}
+
+function positiveDurationMs(jobName: string, field: string, value: unknown, example: string): number {
+  let ms: number;
+  try {
+    ms = Duration.fromDurationLike(value as Parameters<typeof Duration.fromDurationLike>[0]).toMillis();
+  } catch {
+    ms = Number.NaN;
+  }
+  if (!Number.isFinite(ms) || ms <= 0) {
+    throw new JobDefinitionError(jobName, `schedule.${field} ${JSON.stringify(value)} is not a positive duration; use e.g. ${example}`);
+  }
+  return ms;
 }
 
 /** How many past-due occurrences a missed-run policy may run: none, the latest one, or up to maxCatchUp. */
