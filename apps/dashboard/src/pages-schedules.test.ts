@@ -87,6 +87,22 @@ describe('GET /schedules', () => {
     expect(api.find((r) => r.name === 'sessions.cleanup')).toMatchObject({ registered: false, lastFailure: null });
   });
 
+  it("marks a run in progress longer than the schedule's slowAfter as slow, as the watchdog alerts on it", async () => {
+    const job = catalog.require(REPORT);
+    const started = (at: Date) => ({ startedAt: at.toISOString(), attempts: 1 });
+    const seed = async (nominal: Date, patch: Record<string, unknown>) => {
+      const id = occurrenceKey(REPORT, nominal);
+      await mergeOccurrence(d.redis, d.prefix, REPORT, id, nominal.getTime(), patch, { id, schedule: REPORT, nominal: nominal.toISOString(), trigger: 'schedule' });
+    };
+    const interval = 24 * 3600_000; // reports.daily-revenue is daily, with no slowAfter of its own
+    expect(job.schedule?.slowAfter).toBeUndefined();
+    await seed(new Date(Date.now() - interval - 10 * 60_000), started(new Date(Date.now() - interval - 5 * 60_000)));
+    await seed(new Date(Date.now() - 10 * 60_000), started(new Date(Date.now() - 5 * 60_000)));
+    const page = await (await d.get(`/schedules/${REPORT}`)).text();
+    expect(page.match(/>running \(slow\)</g)).toHaveLength(1);
+    expect(page.match(/<span class="badge neutral">running</g)).toHaveLength(1);
+  });
+
   it('answers 404 for a schedule the catalog does not have, escaping the name', async () => {
     const res = await d.get(`/schedules/${encodeURIComponent('<img src=x>')}`);
     expect(res.status).toBe(404);

@@ -6,6 +6,7 @@ import {
   scheduleHealthy,
   scheduleLastSuccess,
   scheduleSlowRuns,
+  slowAfterMsOf,
   type Alerter,
   type AnyJob,
   type Catalog,
@@ -44,7 +45,6 @@ const slowAlertedKey = (prefix: string, occurrence: string) => `${prefix}:meta:s
 
 /** How many of the newest occurrences are looked at for runs in progress. */
 const SLOW_RUN_SCAN = 20;
-const MIN_SLOW_AFTER_MS = 60_000;
 
 export interface WatchdogDeps {
   catalog: Catalog;
@@ -105,7 +105,7 @@ async function alertTransition(
 async function watchSlowRuns(deps: WatchdogDeps, job: AnyJob, intervalMs: number | null, now: Date): Promise<void> {
   const spec = job.schedule;
   if (!spec) return;
-  const slowAfterMs = policiesOf(job.name, spec).slowAfterMs ?? Math.max(intervalMs ?? 0, MIN_SLOW_AFTER_MS);
+  const slowAfterMs = slowAfterMsOf(policiesOf(job.name, spec), intervalMs);
   const running = (await readHistory(deps.redis, deps.prefix, job.name, SLOW_RUN_SCAN)).filter((r) => r.startedAt && !r.endedAt);
   let slow = 0;
   for (const r of running) {

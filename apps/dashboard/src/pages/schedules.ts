@@ -1,4 +1,4 @@
-import type { OccurrenceRecord, PreviewOccurrence } from '@tickwork/runtime';
+import { slowAfterMsOf, type OccurrenceRecord, type PreviewOccurrence } from '@tickwork/runtime';
 import { HISTORY_ROWS, type ScheduleRow } from '../data/schedules.js';
 import { html, type SafeHtml } from '../html.js';
 import { duration, layout, time } from './layout.js';
@@ -95,6 +95,7 @@ ${rows.map(
 }
 
 export function renderScheduleDetail(r: ScheduleRow, history: OccurrenceRecord[], now: Date): SafeHtml {
+  const slowAfterMs = slowAfterMsOf(r.policies, r.health.intervalMs);
   const body = html`<p><a href="/schedules">← Schedules</a></p>
 <h1>${r.name} ${healthBadge(r)}</h1>
 <dl>
@@ -121,7 +122,7 @@ ${history.map(
 <td>${time(h.enqueuedAt)}</td>
 <td>${time(h.startedAt)}</td>
 <td>${time(h.endedAt)}</td>
-<td>${outcomeBadge(h)}</td>
+<td>${outcomeBadge(h, now, slowAfterMs)}</td>
 <td class="num">${h.attempts ?? ''}</td>
 <td class="err wrap">${h.error}</td>
 </tr>`,
@@ -132,7 +133,15 @@ ${history.map(
   return layout({ title: r.name, section: 'schedules', body });
 }
 
-function outcomeBadge(h: OccurrenceRecord): SafeHtml {
+/** A run in progress longer than the schedule's slowAfter is marked slow, as the watchdog alerts on it. */
+function outcomeBadge(h: OccurrenceRecord, now: Date, slowAfterMs: number): SafeHtml {
+  if (!h.outcome && h.startedAt && !h.endedAt) {
+    const runningForMs = now.getTime() - Date.parse(h.startedAt);
+    if (runningForMs > slowAfterMs) {
+      const title = `running for ${Math.round(runningForMs / 60_000)} min, longer than slowAfter (${Math.round(slowAfterMs / 60_000)} min)`;
+      return html`<span class="badge stale" title="${title}">running (slow)</span>`;
+    }
+  }
   if (!h.outcome) return html`<span class="badge neutral">${h.startedAt ? 'running' : 'scheduled'}</span>`;
   const cls = h.outcome === 'failed' ? 'failing' : h.outcome === 'completed' || h.outcome === 'caught-up' || h.outcome === 'manual' ? 'ok' : 'stale';
   return html`<span class="badge ${cls}">${h.outcome}</span>`;

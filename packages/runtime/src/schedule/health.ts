@@ -71,6 +71,18 @@ export function scheduleHealth({ rule, lastSuccess, lastFailure, firstSeen, now 
   return { status: 'ok', stale, failing, reason: 'last run succeeded', lastExpected, intervalMs };
 }
 
+/** The least `slowAfter` defaults to: a schedule firing every few seconds still gets a minute. */
+export const MIN_SLOW_AFTER_MS = 60_000;
+
+/**
+ * How long a run may go before it counts as slow: the schedule's `slowAfter`, else its interval (a run
+ * that outlasts it collides with the next occurrence), at least MIN_SLOW_AFTER_MS. One rule for the
+ * watchdog's alert and the dashboard's marker.
+ */
+export function slowAfterMsOf(policies: { slowAfterMs: number | null }, intervalMs: number | null): number {
+  return policies.slowAfterMs ?? Math.max(intervalMs ?? 0, MIN_SLOW_AFTER_MS);
+}
+
 export interface ScheduleState {
   rule: OccurrenceRule;
   lastSuccess: OccurrenceRecord | null;
