@@ -20,7 +20,7 @@
  * Env: BENCH_REDIS_URL (else a private redis-server is started), BENCH_JOBS (default 10000),
  * BENCH_ROUNDS (default 5), BENCH_CONCURRENCY (default 50).
  */
-import { createCatalog, createExactlyOnce, parseLedgerRecord, createRedis, defineJob, runExactlyOnce, type Enqueue, type ExactlyOnce } from '@tickwork/runtime';
+import { completionWriter, createCatalog, createExactlyOnce, parseLedgerRecord, createRedis, defineJob, runExactlyOnce, type Enqueue, type ExactlyOnce } from '@tickwork/runtime';
 import { Redis } from 'ioredis';
 import { startRedisServer } from '@tickwork/testkit';
 import { ackConnectionOf, createProcessor } from '@tickwork/worker';
@@ -99,7 +99,8 @@ async function main(): Promise<void> {
       round[mode] = m.rate;
       process.stdout.write(
         `  ${warmUp ? 'warm-up' : `round ${r}`.padEnd(7)} ${mode.padEnd(8)} ${m.rate.toFixed(0).padStart(6)} jobs/s` +
-          `   cpu per job: node ${m.nodeUs.toFixed(0).padStart(3)} us, redis ${m.redisUs.toFixed(0).padStart(3)} us\n`,
+          `   cpu per job: node ${m.nodeUs.toFixed(0).padStart(3)} us, redis ${m.redisUs.toFixed(0).padStart(3)} us` +
+          `${m.completionsPerCall === undefined ? '' : `   results per write-ahead call: ${m.completionsPerCall.toFixed(1)}`}\n`,
       );
     }
     if (warmUp) continue;
@@ -167,7 +168,7 @@ async function measure(
   queueName: string,
   processorFor: (ack: () => Promise<Redis> | undefined) => Processor,
   jobs: number,
-): Promise<{ rate: number; nodeUs: number; redisUs: number }> {
+): Promise<{ rate: number; nodeUs: number; redisUs: number; completionsPerCall: number | undefined }> {
   const producer = createRedis(url, 'command');
   const queue = new Queue(queueName, { connection: producer, prefix: PREFIX });
   for (let i = 0; i < jobs; i += 1000) {
@@ -204,13 +205,16 @@ async function measure(
   const seconds = (performance.now() - started) / 1000;
   const cpu = process.cpuUsage(cpu0);
   const redisSeconds = (await redisCpu(producer)) - rcpu0;
+  const ack = await ackConnectionOf(worker);
+  const written = ack ? completionWriter(ack).sent : undefined;
+  const completionsPerCall = written && written.batches > 0 ? written.ops / written.batches : undefined;
   await worker.close();
   blocking.disconnect();
   await queue.obliterate({ force: true });
   await queue.close();
   producer.disconnect();
   if (failed > 0) throw new Error(`${failed} of ${jobs} bench jobs failed in ${queueName}`);
-  return { rate: jobs / seconds, nodeUs: (cpu.user + cpu.system) / jobs, redisUs: (redisSeconds * 1e6) / jobs };
+  return { rate: jobs / seconds, nodeUs: (cpu.user + cpu.system) / jobs, redisUs: (redisSeconds * 1e6) / jobs, completionsPerCall };
 }
 
 /** CPU seconds the Redis server has used so far (user + system). */

@@ -129,6 +129,8 @@ export type AheadOutcome = (reply: LedgerReply | Error) => void;
  */
 export class CompletionWriter {
   private pending: Entry[] = [];
+  /** Script calls and completions sent so far (the bench reports completions per call). */
+  readonly sent = { batches: 0, ops: 0 };
   private written: Promise<void> | undefined;
   private markWritten: (() => void) | undefined;
 
@@ -148,6 +150,8 @@ export class CompletionWriter {
     const markWritten = this.markWritten as () => void;
     this.pending = [];
     this.written = undefined;
+    this.sent.batches++;
+    this.sent.ops += batch.length;
     const { keys, argv } = encode(batch);
     // EVAL, not EVALSHA: a NOSCRIPT reply would arrive after the acknowledgement had already run.
     void settle(batch, this.redis.eval(COMPLETE_AHEAD_LUA, keys.length, ...keys, ...argv) as Promise<LedgerReply[]>);

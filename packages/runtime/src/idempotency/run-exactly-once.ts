@@ -175,7 +175,8 @@ function lostLease(opts: RunExactlyOnceOptions, detail: string): LeaseLostError 
 
 const writers = new WeakMap<Redis, CompletionWriter>();
 
-function completionWriter(redis: Redis): CompletionWriter {
+/** The writer that records results ahead of acknowledgements on `redis` (one per connection). */
+export function completionWriter(redis: Redis): CompletionWriter {
   let writer = writers.get(redis);
   if (!writer) writers.set(redis, (writer = new CompletionWriter(redis)));
   return writer;
