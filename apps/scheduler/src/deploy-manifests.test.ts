@@ -14,6 +14,9 @@ describe('the scheduler in deploy/kubernetes', () => {
     const env = loadSchedulerEnv(containerEnv(all, container, secrets));
     expect(env.NODE_ENV).toBe('production');
     expect(env.SCHEDULE_SPEEDUP).toBeUndefined();
+    expect(env.ALERT_WEBHOOK_URL).toBeUndefined();
+    const withHook = { 'tickwork-secrets': { ...secrets['tickwork-secrets'], 'alert-webhook-url': 'https://hooks.example.com/T0/x' } };
+    expect(loadSchedulerEnv(containerEnv(all, container, withHook)).ALERT_WEBHOOK_URL).toBe('https://hooks.example.com/T0/x');
     expect(container.ports?.find((p) => p.name === 'http')?.containerPort).toBe(env.PORT);
     for (const probe of [container.readinessProbe, container.livenessProbe]) expect(probe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
   });

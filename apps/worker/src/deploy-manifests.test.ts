@@ -22,6 +22,12 @@ describe('the worker in deploy/kubernetes', () => {
     expect(env.QUEUE_PREFIX).toBe('tickwork');
   });
 
+  it('posts alerts to the webhook in the Secret when it has one, and starts without one', () => {
+    expect(env.ALERT_WEBHOOK_URL).toBeUndefined();
+    const withHook = { 'tickwork-secrets': { ...secrets['tickwork-secrets'], 'alert-webhook-url': 'https://hooks.example.com/T0/x' } };
+    expect(loadWorkerEnv(containerEnv(all, container, withHook)).ALERT_WEBHOOK_URL).toBe('https://hooks.example.com/T0/x');
+  });
+
   it('is given longer to stop than its drain and hard deadline take, so scaling in never kills a drain', () => {
     const drainAndDeadlineSeconds = env.DRAIN_TIMEOUT_MS / 1000 + 10;
     expect(pod.terminationGracePeriodSeconds ?? 30).toBeGreaterThan(drainAndDeadlineSeconds);

@@ -24,7 +24,7 @@ export interface Manifest {
 interface EnvVar {
   name: string;
   value?: string;
-  valueFrom?: { secretKeyRef?: { name: string; key: string }; configMapKeyRef?: { name: string; key: string } };
+  valueFrom?: { secretKeyRef?: { name: string; key: string; optional?: boolean }; configMapKeyRef?: { name: string; key: string } };
 }
 
 export interface Container {
@@ -70,7 +70,8 @@ export function podSpecOf(m: Manifest): PodSpec {
 /**
  * The environment a container would get, as the kubelet builds it: ConfigMaps from `envFrom`, then `env`
  * in order, with `$(VAR)` expanded from variables defined before it. Secrets come from `secrets` (the test's
- * stand-ins for `tickwork-secrets`); a reference to a missing Secret key throws, as the pod would not start.
+ * stand-ins for `tickwork-secrets`); a reference to a missing Secret key throws, as the pod would not start,
+ * unless the reference is optional.
  */
 export function containerEnv(all: Manifest[], container: Container, secrets: Record<string, Record<string, string>>): Record<string, string> {
   const env: Record<string, string> = {};
@@ -83,6 +84,7 @@ export function containerEnv(all: Manifest[], container: Container, secrets: Rec
     const secretRef = v.valueFrom?.secretKeyRef;
     if (secretRef) {
       const value = secretOf(secrets, secretRef.name)[secretRef.key];
+      if (value === undefined && secretRef.optional) continue; // the kubelet leaves the variable unset
       if (value === undefined) throw new Error(`${container.name}: env ${v.name} reads key "${secretRef.key}" the Secret ${secretRef.name} lacks`);
       env[v.name] = value;
     }
