@@ -5,13 +5,11 @@
  * our pages' Content-Security-Policy blocks nothing they need (no console errors, no failed requests).
  */
 import { catalog } from '@tickwork/jobs';
-import { listDeadLetters, moveToDeadLetter, redrivenJobId } from '@tickwork/runtime';
-import { waitFor } from '@tickwork/testkit';
-import { Worker } from 'bullmq';
+import { listDeadLetters, redrivenJobId } from '@tickwork/runtime';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { launchChromium } from './testing/browser.js';
-import { PASSWORD, startDashboard, USER, type TestDashboard } from './testing/dashboard-server.js';
+import { deadLetterEmail, PASSWORD, startDashboard, USER, type TestDashboard } from './testing/dashboard-server.js';
 
 let d: TestDashboard;
 let browser: Browser;
@@ -46,18 +44,7 @@ async function watchedPage(context: BrowserContext): Promise<{ page: Page; probl
   return { page, problems };
 }
 
-/** A finally-failed email.send job in the email DLQ, as a worker leaves it; returns its DLQ id. */
-async function deadLetter(jobId: string): Promise<string> {
-  const worker = new Worker('email', null, { connection: d.redisServer.client(), prefix: d.prefix });
-  await d.queues.get('email').add('email.send', { to: 'a@example.com', subject: 'hi', body: jobId }, { jobId, attempts: 1 });
-  const job = await waitFor(() => worker.getNextJob(`tok-${jobId}`), { what: 'take job' });
-  await job.moveToFailed(new Error('smtp down'), `tok-${jobId}`);
-  await worker.close();
-  const failed = await d.queues.get('email').getJob(jobId);
-  const moved = await moveToDeadLetter({ job: failed!, queues: d.queues, redis: d.redis, catalog });
-  if (!moved) throw new Error(`job ${jobId} was not dead-lettered`);
-  return moved.deadLetter.dlqJobId;
-}
+const deadLetter = (jobId: string) => deadLetterEmail(d, jobId);
 
 describe('the dashboard in a browser', () => {
   it('asks for credentials everywhere but /healthz', async () => {

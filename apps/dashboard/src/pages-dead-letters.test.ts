@@ -1,10 +1,7 @@
-import { catalog } from '@tickwork/jobs';
-import { listDeadLetters, moveToDeadLetter, redrivenJobId } from '@tickwork/runtime';
-import { waitFor } from '@tickwork/testkit';
-import { Worker } from 'bullmq';
+import { listDeadLetters, redrivenJobId } from '@tickwork/runtime';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { deadLetterPath } from './pages/dead-letters.js';
-import { startDashboard, type TestDashboard } from './testing/dashboard-server.js';
+import { deadLetterEmail, startDashboard, type TestDashboard } from './testing/dashboard-server.js';
 
 let d: TestDashboard;
 beforeAll(async () => {
@@ -19,18 +16,8 @@ beforeEach(async () => {
 
 const XSS = '<script>alert("pwned")</script>';
 
-/** Puts one finally-failed email.send job into the email DLQ, as a worker would; returns its DLQ id. */
-async function deadLetter(jobId: string, reason = 'smtp down'): Promise<string> {
-  const worker = new Worker('email', null, { connection: d.redisServer.client(), prefix: d.prefix });
-  await d.queues.get('email').add('email.send', { to: 'a@example.com', subject: 'hi', body: `${jobId} ${XSS}` }, { jobId, attempts: 1 });
-  const job = await waitFor(() => worker.getNextJob(`tok-${jobId}`), { what: 'take job' });
-  await job.moveToFailed(new Error(reason), `tok-${jobId}`);
-  await worker.close();
-  const failed = await d.queues.get('email').getJob(jobId);
-  const moved = await moveToDeadLetter({ job: failed!, queues: d.queues, redis: d.redis, catalog });
-  if (!moved) throw new Error(`job ${jobId} was not dead-lettered`);
-  return moved.deadLetter.dlqJobId;
-}
+/** One email.send in the email DLQ, its body carrying markup the pages must escape. */
+const deadLetter = (jobId: string, reason = 'smtp down') => deadLetterEmail(d, jobId, { reason, body: `${jobId} ${XSS}` });
 
 async function csrfToken(): Promise<string> {
   const page = await (await d.get('/dead-letters')).text();

@@ -1,10 +1,9 @@
 /** deploy/kubernetes, as far as the scheduler is concerned (see the worker's deploy-manifests.test.ts). */
-import { containerEnv, manifest, podSpecOf, readManifests } from '@tickwork/testkit';
+import { containerEnv, manifest, podSpecOf, readManifests, TEST_SECRETS as secrets } from '@tickwork/testkit';
 import { describe, expect, it } from 'vitest';
 import { loadSchedulerEnv } from './env.js';
 
 const all = readManifests();
-const secrets = { 'tickwork-secrets': { 'redis-password': 'f00dfeedf00dfeed', 'dashboard-password': 'correct horse battery' } };
 const deployment = manifest(all, 'Deployment', 'tickwork-scheduler');
 const container = podSpecOf(deployment).containers[0];
 if (!container) throw new Error('the scheduler Deployment has no container');

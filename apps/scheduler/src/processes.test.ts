@@ -1,60 +1,33 @@
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { readHistory, type OccurrenceRecord } from '@tickwork/runtime';
-import { freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
+import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FX_RUNS_KEY } from './testing/fixture-catalog.js';
+import { fixtureApps, readRuns, waitReady as ready } from './testing/fixture-apps.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const SCHEDULER = join(here, '../dist/main.js');
-const WORKER = join(here, '../../worker/dist/main.js');
-const FIXTURE = join(here, '../dist/testing/fixture-catalog.js');
 const PREFIX = 'pt';
 
 let server: RedisServerHandle;
 let redis: Redis;
-const apps: AppProcess[] = [];
+const apps = fixtureApps(() => server.url, PREFIX);
 
 beforeAll(async () => {
   server = await startRedisServer();
   redis = server.client();
 });
 afterAll(async () => {
-  await Promise.all(apps.map((a) => a.stop('SIGKILL')));
+  await apps.killAll();
   await server.stop();
 });
 
-async function start(entry: string, extra: Record<string, string> = {}): Promise<AppProcess> {
-  const app = startApp(entry, {
-    REDIS_URL: server.url,
-    QUEUE_PREFIX: PREFIX,
-    JOBS_MODULE: FIXTURE,
-    PORT: String(await freePort()),
-    LOG_LEVEL: 'info',
-    SCHEDULE_TICK_MS: '200',
-    SCHEDULE_LOOKAHEAD_MS: '0',
-    SCHEDULE_GRACE_MS: '1500',
-    ...extra,
-  });
-  apps.push(app);
-  return app;
-}
-
-interface Run {
-  key: string;
-  catchUp: boolean;
-  nominal: string;
-}
-const runs = async (): Promise<Run[]> => (await redis.lrange(FX_RUNS_KEY, 0, -1)).map((r) => JSON.parse(r) as Run);
-const ready = (app: AppProcess, what: string) => app.waitForLog((l) => l.msg === 'scheduler ready' || l.msg === 'worker ready', what, 30_000);
+const runs = () => readRuns(redis);
 
 describe('real scheduler processes against one Redis', { timeout: 90_000 }, () => {
   it('three schedulers started at once enqueue each occurrence once', async () => {
     // A generous grace: this test is about replicas, and a loaded CI machine may start a run a few seconds late.
     const relaxed = { SCHEDULE_GRACE_MS: '20000' };
-    const schedulers = await Promise.all([1, 2, 3].map(() => start(SCHEDULER, relaxed)));
-    const worker = await start(WORKER, relaxed);
+    const schedulers = await Promise.all([1, 2, 3].map(() => apps.start('scheduler', relaxed)));
+    const worker = await apps.start('worker', relaxed);
     await Promise.all([...schedulers, worker].map((a, i) => ready(a, `app ${i} ready`)));
     await waitFor(async () => (await runs()).length >= 6, { timeoutMs: 30_000, what: '6 runs of fx.second' });
     await Promise.all(schedulers.map((s) => s.stop('SIGTERM')));
@@ -74,8 +47,8 @@ describe('real scheduler processes against one Redis', { timeout: 90_000 }, () =
 
   it('after scheduler and worker are killed for several occurrences, missed: once catches up the latest and records the rest', async () => {
     await redis.del(FX_RUNS_KEY);
-    let scheduler = await start(SCHEDULER);
-    let worker = await start(WORKER, { SCHEDULE_GRACE_MS: '20000' });
+    let scheduler = await apps.start('scheduler');
+    let worker = await apps.start('worker', { SCHEDULE_GRACE_MS: '20000' });
     await Promise.all([ready(scheduler, 'scheduler ready'), ready(worker, 'worker ready')]);
     await waitFor(async () => (await runs()).length >= 2, { timeoutMs: 30_000, what: '2 runs before the outage' });
     await Promise.all([scheduler.stop('SIGKILL'), worker.stop('SIGKILL')]);
@@ -83,9 +56,9 @@ describe('real scheduler processes against one Redis', { timeout: 90_000 }, () =
     // The outage itself (not a wait for work): long enough for several occurrences beyond the 1.5 s grace.
     await new Promise((r) => setTimeout(r, 5000));
     const upAt = Date.now();
-    scheduler = await start(SCHEDULER);
+    scheduler = await apps.start('scheduler');
     // The worker's own late-run judgement is not under test here (catch-up runs are never judged anyway).
-    worker = await start(WORKER, { SCHEDULE_GRACE_MS: '20000' });
+    worker = await apps.start('worker', { SCHEDULE_GRACE_MS: '20000' });
     // On a loaded machine the killed scheduler may itself have caught up a late occurrence before the
     // outage; the one that matters is the catch-up of the outage.
     const catchUp = await waitFor(async () => (await runs()).find((r) => r.catchUp && Date.parse(r.nominal) > downAt), {

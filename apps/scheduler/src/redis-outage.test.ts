@@ -4,65 +4,36 @@
  * to the last is accounted for exactly once in its history (run on time, caught up, or recorded as missed
  * by its `missed: 'once'` policy), no occurrence runs twice, and every app still stops cleanly.
  */
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { createLogger, dlqName, QueueSet, readHistory } from '@tickwork/runtime';
-import { freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
+import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FX_RUNS_KEY } from './testing/fixture-catalog.js';
+import { fixtureApps, readRuns, waitReady } from './testing/fixture-apps.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const SCHEDULER = join(here, '../dist/main.js');
-const WORKER = join(here, '../../worker/dist/main.js');
-const FIXTURE = join(here, '../dist/testing/fixture-catalog.js');
 const PREFIX = 'ro';
 
 let server: RedisServerHandle;
 let redis: Redis;
-const apps: AppProcess[] = [];
+const apps = fixtureApps(() => server.url, PREFIX);
 
 beforeAll(async () => {
   server = await startRedisServer({ appendonly: true });
   redis = server.client();
 });
 afterAll(async () => {
-  await Promise.all(apps.map((a) => a.stop('SIGKILL')));
+  await apps.killAll();
   await server.stop();
 });
-
-async function start(entry: string, extra: Record<string, string> = {}): Promise<AppProcess> {
-  const app = startApp(entry, {
-    REDIS_URL: server.url,
-    QUEUE_PREFIX: PREFIX,
-    JOBS_MODULE: FIXTURE,
-    PORT: String(await freePort()),
-    LOG_LEVEL: 'info',
-    SCHEDULE_TICK_MS: '200',
-    SCHEDULE_LOOKAHEAD_MS: '0',
-    SCHEDULE_GRACE_MS: '1500',
-    ...extra,
-  });
-  apps.push(app);
-  return app;
-}
-
-interface Run {
-  key: string;
-  catchUp: boolean;
-  nominal: string;
-}
 
 describe('a Redis crash under schedulers', { timeout: 120_000 }, () => {
   it('resumes the schedule with every occurrence run, caught up or recorded missed exactly once', async () => {
     // The worker's own late-run judgement is covered elsewhere; here it runs whatever the schedulers enqueue.
     const workerEnv = { SCHEDULE_GRACE_MS: '20000', WORKER_LOCK_DURATION_MS: '3000', WORKER_STALLED_INTERVAL_MS: '1000' };
     const watchdog = { SCHEDULE_WATCHDOG_INTERVAL_MS: '500' };
-    const schedulers = [await start(SCHEDULER, watchdog), await start(SCHEDULER, watchdog)];
-    const worker = await start(WORKER, workerEnv);
-    await Promise.all([...schedulers, worker].map((a, i) => a.waitForLog((l) => l.msg === 'scheduler ready' || l.msg === 'worker ready', `app ${i} ready`, 30_000)));
-    const runs = async (r: Redis): Promise<Run[]> => (await r.lrange(FX_RUNS_KEY, 0, -1)).map((x) => JSON.parse(x) as Run);
-    await waitFor(async () => (await runs(redis)).length >= 3, { timeoutMs: 30_000, what: '3 runs before the crash' });
+    const schedulers = [await apps.start('scheduler', watchdog), await apps.start('scheduler', watchdog)];
+    const worker = await apps.start('worker', workerEnv);
+    await Promise.all([...schedulers, worker].map((a, i) => waitReady(a, `app ${i} ready`)));
+    await waitFor(async () => (await readRuns(redis)).length >= 3, { timeoutMs: 30_000, what: '3 runs before the crash' });
 
     await server.kill();
     const downAt = Date.now();
@@ -71,7 +42,7 @@ describe('a Redis crash under schedulers', { timeout: 120_000 }, () => {
     await server.restart();
     const upAt = Date.now();
     const check = server.client();
-    await waitFor(async () => (await runs(check)).some((r) => Date.parse(r.nominal) > upAt + 2000), {
+    await waitFor(async () => (await readRuns(check)).some((r) => Date.parse(r.nominal) > upAt + 2000), {
       timeoutMs: 30_000,
       what: 'the schedule running on time again after the restart',
     });
@@ -102,7 +73,7 @@ describe('a Redis crash under schedulers', { timeout: 120_000 }, () => {
     }
     expect(await worker.stop('SIGTERM')).toBe(0);
 
-    const done = await runs(check);
+    const done = await readRuns(check);
     const keys = done.map((r) => r.key);
     expect(new Set(keys).size).toBe(keys.length);
     const history = await readHistory(check, PREFIX, 'fx.second', 500);

@@ -1,14 +1,11 @@
-import { fileURLToPath } from 'node:url';
 import { createLogger, listDeadLetters, QueueSet } from '@tickwork/runtime';
-import { freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
-import { enqueueMix, expectConserved, waitUntilSettled } from './testing/conservation-check.js';
+import { startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
+import { CONSERVATION_PREFIX, enqueueMix, expectConserved, startConservationWorker, waitUntilSettled } from './testing/conservation-check.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CONSERVATION_QUEUE as Q } from './testing/conservation-jobs.js';
 
 vi.setConfig({ testTimeout: 180_000, hookTimeout: 60_000 });
 
-const WORKER = fileURLToPath(new URL('../dist/main.js', import.meta.url));
-const JOBS = fileURLToPath(new URL('../dist/testing/conservation-jobs.js', import.meta.url));
 const TOTAL = 1000;
 
 let redisServer: RedisServerHandle;
@@ -16,24 +13,14 @@ let queues: QueueSet;
 const workers: AppProcess[] = [];
 
 async function startWorker(): Promise<AppProcess> {
-  const app = startApp(WORKER, {
-    REDIS_URL: redisServer.url,
-    QUEUE_PREFIX: 'tw',
-    PORT: String(await freePort()),
-    JOBS_MODULE: JOBS,
-    LOG_LEVEL: 'warn',
-    WORKER_CONCURRENCY: '8',
-    WORKER_LOCK_DURATION_MS: '2000',
-    WORKER_STALLED_INTERVAL_MS: '1000',
-    DLQ_SWEEP_INTERVAL_MS: '1000',
-  });
+  const app = await startConservationWorker(redisServer.url, 8);
   workers.push(app);
   return app;
 }
 
 beforeAll(async () => {
   redisServer = await startRedisServer();
-  queues = new QueueSet(redisServer.client(), 'tw', createLogger('test', 'silent'));
+  queues = new QueueSet(redisServer.client(), CONSERVATION_PREFIX, createLogger('test', 'silent'));
 });
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.stop('SIGKILL')));
@@ -53,7 +40,7 @@ describe('conservation: nothing is lost, nothing is in two places', () => {
     await victim?.stop('SIGKILL');
 
     await waitUntilSettled(queues, TOTAL, 150_000);
-    await expectConserved(queues, redisServer.client(), 'tw', TOTAL);
+    await expectConserved(queues, redisServer.client(), TOTAL);
 
     const reasons = new Map((await listDeadLetters(queues, Q)).map((d) => [d.entry.originalJobId, d.entry.failureReason]));
     expect(reasons.get('c-7')).toBe('poison 7');

@@ -4,13 +4,12 @@
  * list of every queue of the catalog under the configured prefix (with the Redis password).
  */
 import { catalog } from '@tickwork/jobs';
-import { containerEnv, manifest, podSpecOf, readManifests } from '@tickwork/testkit';
+import { containerEnv, manifest, podSpecOf, readManifests, TEST_SECRETS as secrets } from '@tickwork/testkit';
 import { QueueKeys } from 'bullmq';
 import { describe, expect, it } from 'vitest';
 import { loadWorkerEnv } from './env.js';
 
 const all = readManifests();
-const secrets = { 'tickwork-secrets': { 'redis-password': 'f00dfeedf00dfeed', 'dashboard-password': 'correct horse battery' } };
 const pod = podSpecOf(manifest(all, 'Deployment', 'tickwork-worker'));
 const container = pod.containers[0];
 if (!container) throw new Error('the worker Deployment has no container');

@@ -4,17 +4,14 @@
  * completed or dead-lettered exactly once (the move is idempotent and the sweep finishes interrupted
  * ones), and every completed job's run is recorded.
  */
-import { fileURLToPath } from 'node:url';
 import { createLogger, listDeadLetters, QueueSet } from '@tickwork/runtime';
-import { freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
+import { startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { enqueueMix, expectConserved, waitUntilSettled } from './testing/conservation-check.js';
+import { CONSERVATION_PREFIX, enqueueMix, expectConserved, startConservationWorker, waitUntilSettled } from './testing/conservation-check.js';
 import { CONSERVATION_QUEUE as Q } from './testing/conservation-jobs.js';
 
 vi.setConfig({ testTimeout: 180_000, hookTimeout: 60_000 });
 
-const WORKER = fileURLToPath(new URL('../dist/main.js', import.meta.url));
-const JOBS = fileURLToPath(new URL('../dist/testing/conservation-jobs.js', import.meta.url));
 const TOTAL = 400;
 
 let server: RedisServerHandle;
@@ -29,17 +26,7 @@ afterAll(async () => {
 });
 
 async function startWorker(): Promise<AppProcess> {
-  const app = startApp(WORKER, {
-    REDIS_URL: server.url,
-    QUEUE_PREFIX: 'tw',
-    PORT: String(await freePort()),
-    JOBS_MODULE: JOBS,
-    LOG_LEVEL: 'warn',
-    WORKER_CONCURRENCY: '4',
-    WORKER_LOCK_DURATION_MS: '2000',
-    WORKER_STALLED_INTERVAL_MS: '1000',
-    DLQ_SWEEP_INTERVAL_MS: '1000',
-  });
+  const app = await startConservationWorker(server.url, 4);
   workers.push(app);
   return app;
 }
@@ -47,7 +34,7 @@ async function startWorker(): Promise<AppProcess> {
 describe('a Redis crash while jobs complete, retry and dead-letter', () => {
   it(`${TOTAL} mixed jobs, Redis killed -9 midway and restarted: each completed or dead-lettered, exactly once`, async () => {
     const producer = server.client();
-    const queues = new QueueSet(producer, 'tw', createLogger('test', 'silent'));
+    const queues = new QueueSet(producer, CONSERVATION_PREFIX, createLogger('test', 'silent'));
     await enqueueMix(queues, TOTAL);
     await Promise.all([startWorker(), startWorker()]);
     // Crash once dead-lettering is under way, so moves are in flight when Redis dies.
@@ -59,10 +46,10 @@ describe('a Redis crash while jobs complete, retry and dead-letter', () => {
     expect(settledBefore).toBeLessThan(TOTAL);
     await server.restart();
 
-    const check = new QueueSet(server.client(), 'tw', createLogger('test', 'silent'));
+    const check = new QueueSet(server.client(), CONSERVATION_PREFIX, createLogger('test', 'silent'));
     try {
       await waitUntilSettled(check, TOTAL, 120_000);
-      await expectConserved(check, server.client(), 'tw', TOTAL);
+      await expectConserved(check, server.client(), TOTAL);
     } finally {
       await check.close();
     }

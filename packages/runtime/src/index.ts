@@ -28,7 +28,7 @@ export * from './schedule/fan-out.js';
 export * from './idempotency/errors.js';
 export * from './idempotency/ledger.js';
 export { parseRecord as parseLedgerRecord } from './idempotency/ledger-lua.js';
-export { CompletionWriter, type AheadOutcome } from './idempotency/ledger-batch.js';
+export { CompletionWriter, completionWriter, type AheadOutcome } from './idempotency/ledger-batch.js';
 export * from './idempotency/steps.js';
 export * from './idempotency/metrics.js';
 export * from './idempotency/run-exactly-once.js';

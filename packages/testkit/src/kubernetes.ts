@@ -11,6 +11,11 @@ import { REPO_ROOT } from './paths.js';
 
 export const KUBERNETES_DIR = join(REPO_ROOT, 'deploy', 'kubernetes');
 
+/** Stand-ins for the `tickwork-secrets` Secret the README tells operators to create. */
+export const TEST_SECRETS: Record<string, Record<string, string>> = {
+  'tickwork-secrets': { 'redis-password': 'f00dfeedf00dfeed', 'dashboard-password': 'correct horse battery' },
+};
+
 export interface Manifest {
   apiVersion: string;
   kind: string;

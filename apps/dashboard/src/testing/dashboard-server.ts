@@ -1,7 +1,8 @@
 import type { Server } from 'node:http';
 import { catalog } from '@tickwork/jobs';
-import { createLogger, QueueSet } from '@tickwork/runtime';
-import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
+import { createLogger, moveToDeadLetter, QueueSet } from '@tickwork/runtime';
+import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
+import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { createDashboardApp } from '../app.js';
 
@@ -57,4 +58,21 @@ export async function startDashboard(prefix = 'tw'): Promise<TestDashboard> {
       await redisServer.stop();
     },
   };
+}
+
+/**
+ * Puts one finally-failed email.send job (id `jobId`) into the email DLQ, as a worker would leave it;
+ * returns its DLQ id.
+ */
+export async function deadLetterEmail(d: TestDashboard, jobId: string, opts: { reason?: string; body?: string } = {}): Promise<string> {
+  const worker = new Worker('email', null, { connection: d.redisServer.client(), prefix: d.prefix });
+  await d.queues.get('email').add('email.send', { to: 'a@example.com', subject: 'hi', body: opts.body ?? jobId }, { jobId, attempts: 1 });
+  const job = await waitFor(() => worker.getNextJob(`tok-${jobId}`), { what: 'take job' });
+  await job.moveToFailed(new Error(opts.reason ?? 'smtp down'), `tok-${jobId}`);
+  await worker.close();
+  const failed = await d.queues.get('email').getJob(jobId);
+  if (!failed) throw new Error(`job ${jobId} vanished before it could be dead-lettered`);
+  const moved = await moveToDeadLetter({ job: failed, queues: d.queues, redis: d.redis, catalog });
+  if (!moved) throw new Error(`job ${jobId} was not dead-lettered`);
+  return moved.deadLetter.dlqJobId;
 }

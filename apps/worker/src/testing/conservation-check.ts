@@ -4,10 +4,34 @@
  * the idempotency ledger.
  */
 import { IdempotencyLedger, listDeadLetters, type QueueSet } from '@tickwork/runtime';
-import { waitFor } from '@tickwork/testkit';
+import { join } from 'node:path';
+import { appEntry, freePort, REPO_ROOT, startApp, waitFor, type AppProcess } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { expect } from 'vitest';
 import { CONSERVATION_QUEUE as Q } from './conservation-jobs.js';
+
+const JOBS_MODULE = join(REPO_ROOT, 'apps', 'worker', 'dist', 'testing', 'conservation-jobs.js');
+
+/** The queue prefix the crash tests run under. */
+export const CONSERVATION_PREFIX = 'tw';
+
+/**
+ * A real worker process on the conservation catalog: short locks and stall checks and a fast DLQ sweep,
+ * so a crash's stalled jobs and interrupted moves are recovered within seconds.
+ */
+export async function startConservationWorker(redisUrl: string, concurrency: number): Promise<AppProcess> {
+  return startApp(appEntry('worker'), {
+    REDIS_URL: redisUrl,
+    QUEUE_PREFIX: CONSERVATION_PREFIX,
+    PORT: String(await freePort()),
+    JOBS_MODULE,
+    LOG_LEVEL: 'warn',
+    WORKER_CONCURRENCY: String(concurrency),
+    WORKER_LOCK_DURATION_MS: '2000',
+    WORKER_STALLED_INTERVAL_MS: '1000',
+    DLQ_SWEEP_INTERVAL_MS: '1000',
+  });
+}
 
 export type Kind = 'good' | 'flaky' | 'poison' | 'invalid' | 'unknown';
 
@@ -42,7 +66,7 @@ export async function waitUntilSettled(queues: QueueSet, total: number, timeoutM
   );
 }
 
-export async function expectConserved(queues: QueueSet, redis: Redis, prefix: string, total: number): Promise<void> {
+export async function expectConserved(queues: QueueSet, redis: Redis, total: number): Promise<void> {
   const completed = new Set((await queues.get(Q).getCompleted(0, -1)).map((j) => String(j.id)));
   const dead = (await listDeadLetters(queues, Q)).map((d) => d.entry.originalJobId);
   const deadSet = new Set(dead);
@@ -58,7 +82,7 @@ export async function expectConserved(queues: QueueSet, redis: Redis, prefix: st
   }
   // The worker writes each result to the ledger ahead of BullMQ's acknowledgement, on the same connection,
   // without waiting for the reply: even across a crash, no job was acknowledged without its run recorded.
-  const ledger = new IdempotencyLedger(redis, { prefix });
+  const ledger = new IdempotencyLedger(redis, { prefix: CONSERVATION_PREFIX });
   const notRecorded: string[] = [];
   for (const id of completed) {
     if ((await ledger.inspect(`c.${kindOf(Number(id.slice(2)))}#${id}`))?.state !== 'done') notRecorded.push(id);

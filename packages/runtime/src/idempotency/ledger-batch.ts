@@ -158,3 +158,12 @@ export class CompletionWriter {
     markWritten();
   }
 }
+
+const writers = new WeakMap<Redis, CompletionWriter>();
+
+/** The writer that records results ahead of acknowledgements on `redis`: one per connection, so its batches share it. */
+export function completionWriter(redis: Redis): CompletionWriter {
+  let writer = writers.get(redis);
+  if (!writer) writers.set(redis, (writer = new CompletionWriter(redis)));
+  return writer;
+}

@@ -3,7 +3,7 @@ import type { Logger } from '../logger.js';
 import { OverlapGuard, type OverlapPolicy } from '../overlap/overlap-guard.js';
 import { LeaseLostError } from './errors.js';
 import { IdempotencyLedger, type LedgerRun } from './ledger.js';
-import { CompletionWriter } from './ledger-batch.js';
+import { completionWriter } from './ledger-batch.js';
 import { duplicatesDeferred, duplicatesSuppressed, leasesLost, leaseTakeovers, overlapSkipped } from './metrics.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { createStep, type StepFn } from './steps.js';
@@ -171,15 +171,6 @@ function lostLease(opts: RunExactlyOnceOptions, detail: string): LeaseLostError 
   const err = new LeaseLostError(opts.key, detail);
   opts.log.error({ idempotencyKey: opts.key }, err.message);
   return err;
-}
-
-const writers = new WeakMap<Redis, CompletionWriter>();
-
-/** The writer that records results ahead of acknowledgements on `redis` (one per connection). */
-export function completionWriter(redis: Redis): CompletionWriter {
-  let writer = writers.get(redis);
-  if (!writer) writers.set(redis, (writer = new CompletionWriter(redis)));
-  return writer;
 }
 
 /** One renewal timer per ledger, shared by its runs (see LeaseKeeper). */
