@@ -26,8 +26,10 @@ const schema = z.object({
   WORKER_LOCK_DURATION_MS: positiveInt(30_000),
   WORKER_STALLED_INTERVAL_MS: positiveInt(30_000),
   WORKER_MAX_STALLED_COUNT: z.coerce.number().int().min(0).default(2),
-  /** How long completed runs stay in the idempotency ledger, so later duplicates are still suppressed. */
-  IDEMPOTENCY_RETENTION_HOURS: positiveInt(7 * 24),
+  /** How long a completed run with an explicit key (idempotencyKey, occurrence, re-drive) suppresses duplicates. */
+  IDEMPOTENCY_RETENTION_HOURS: positiveInt(24),
+  /** How long a failed or interrupted run keeps its record and step results (a re-drive within it resumes). */
+  IDEMPOTENCY_UNFINISHED_RETENTION_HOURS: positiveInt(7 * 24),
   /**
    * Same meaning and default as the scheduler's: an occurrence starting later than this after its time
    * (workers were down) is judged by its schedule's missed-run policy instead of simply run.

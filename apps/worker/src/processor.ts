@@ -2,6 +2,8 @@ import {
   DEFAULT_OVERLAP_POLICY,
   idempotencyKeyOf,
   isCatchUpOf,
+  jobRecordKey,
+  runRecordPlaceOf,
   lockFn,
   runExactlyOnce,
   type ExactlyOnce,
@@ -75,6 +77,8 @@ export function createProcessor(deps: ProcessorDeps) {
     const delivery = deliveryOf(job);
     const nominalTime = nominalTimeOf(delivery);
     const idempotencyKey = idempotencyKeyOf(def, delivery, data);
+    const eo = deps.exactlyOnce;
+    const place = runRecordPlaceOf(def, delivery, jobRecordKey(eo.prefix, job.queueName, String(job.id)), eo.ledger.windowMs);
     /** Set when a late occurrence is allowed to run by its missed-run policy. */
     let lateCatchUp = false;
     const makeContext = (runSignal: AbortSignal, run: ExactlyOnceRun): JobContext<unknown> => ({
@@ -127,7 +131,7 @@ export function createProcessor(deps: ProcessorDeps) {
         }
       : undefined;
     const ackConnection = await deps.ackConnectionOf?.(job.queueName);
-    const exactlyOnceOpts = { key: idempotencyKey, log, labels, signal, defer, overlap, onSkip, preempt, ackConnection };
+    const exactlyOnceOpts = { key: idempotencyKey, place, log, labels, signal, defer, overlap, onSkip, preempt, ackConnection };
     return runExactlyOnce(deps.exactlyOnce, exactlyOnceOpts, async (run) => {
       const stopTimer = jobDuration.startTimer(labels);
       await history?.started(attempt);

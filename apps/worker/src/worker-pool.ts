@@ -18,8 +18,10 @@ export interface WorkerPoolOptions extends Omit<ProcessorDeps, 'redis' | 'exactl
   lockDurationMs?: number;
   stalledIntervalMs?: number;
   maxStalledCount?: number;
-  /** How long completed runs are remembered by the idempotency ledger. Default 7 days. */
-  idempotencyRetentionMs?: number;
+  /** How long a completed run with an explicit key suppresses duplicates (jobs may set their own). Default 24 hours. */
+  idempotencyWindowMs?: number;
+  /** How long an unfinished run's record and step results are kept. Default 7 days. */
+  unfinishedRunTtlMs?: number;
 }
 
 export interface WorkerPool {
@@ -40,7 +42,8 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   const exactlyOnce = createExactlyOnce(ledgerRedis, {
     prefix: opts.prefix,
     leaseMs: opts.lockDurationMs ?? 30_000,
-    ...(opts.idempotencyRetentionMs !== undefined && { retentionMs: opts.idempotencyRetentionMs }),
+    ...(opts.idempotencyWindowMs !== undefined && { windowMs: opts.idempotencyWindowMs }),
+    ...(opts.unfinishedRunTtlMs !== undefined && { unfinishedTtlMs: opts.unfinishedRunTtlMs }),
   });
   const byQueue = new Map<string, Worker>();
   const processor = createProcessor({ ...opts, exactlyOnce, ackConnectionOf: (queue) => ackConnectionOf(byQueue.get(queue)) });

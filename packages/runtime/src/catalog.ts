@@ -2,6 +2,7 @@ import type { AnyJob } from './define-job.js';
 import { JobDefinitionError, UnknownJobError } from './errors.js';
 import { validatePayload } from './payload.js';
 import { validateSchedule } from './schedule/validate.js';
+import { positiveDurationMs } from './schedule/policy.js';
 
 /** BullMQ reserves ':' in queue names (it is the key separator), so catalog names avoid it. */
 const NAME = /^[a-z][a-z0-9._-]*$/;
@@ -26,6 +27,7 @@ export function createCatalog(jobs: readonly AnyJob[]): Catalog {
       throw new JobDefinitionError(job.name, `queue ${JSON.stringify(job.queue)} must match ${NAME}`);
     }
     if (byName.has(job.name)) throw new JobDefinitionError(job.name, 'defined twice in the catalog');
+    if (job.idempotencyWindow !== undefined) idempotencyWindowMs(job);
     if (job.schedule) {
       validateSchedule(job.name, job.schedule);
       validatePayload(job, job.schedule.data ?? {});
@@ -44,4 +46,10 @@ export function createCatalog(jobs: readonly AnyJob[]): Catalog {
     },
     scheduled: () => jobs.filter((j) => j.schedule !== undefined),
   };
+}
+
+/** The job's own dedupe window in ms (`idempotencyWindow`), or undefined for the ledger's default. */
+export function idempotencyWindowMs(job: AnyJob): number | undefined {
+  if (job.idempotencyWindow === undefined) return undefined;
+  return positiveDurationMs(job.name, 'idempotencyWindow', job.idempotencyWindow, '{ days: 3 }');
 }

@@ -107,6 +107,12 @@ export interface JobDefinition<S extends z.ZodObject = z.ZodObject, R = unknown>
   readonly schedule?: ScheduleSpec;
   /** Derives the idempotency key from the payload; by default the job id is used. */
   readonly idempotencyKey?: (data: z.output<S>) => string;
+  /**
+   * How long a completed run keyed by `idempotencyKey` (or a scheduled occurrence) suppresses duplicates.
+   * Default `IDEMPOTENCY_RETENTION_HOURS` (24 hours). Each completed run costs about 150 bytes of Redis for
+   * this long: size it to how late a duplicate can really arrive (e.g. a webhook retried for 3 days).
+   */
+  readonly idempotencyWindow?: DurationLike;
   /** A run taking longer than this is aborted and counted as a failed attempt. Default 5 minutes. */
   readonly timeoutMs?: number;
   readonly description?: string;

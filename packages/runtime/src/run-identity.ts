@@ -2,6 +2,9 @@ import type { Job } from 'bullmq';
 import type { AnyJob } from './define-job.js';
 import { occurrenceKey } from './schedule/keys.js';
 import { redriveMetaOf, type RedriveMeta } from './dlq/entry.js';
+import { idempotencyWindowMs } from './catalog.js';
+import type { RunRecordPlace } from './idempotency/ledger.js';
+import { policiesOf } from './schedule/policy.js';
 
 /** What the worker needs to know about a delivery, independent of BullMQ's Job class. */
 export interface Delivery {
@@ -91,4 +94,38 @@ export function idempotencyKeyOf(job: AnyJob, delivery: Delivery, data: unknown)
   if (delivery.repeatJobKey && nominal) return `${delivery.repeatJobKey}@${nominal.toISOString()}`;
   if (job.idempotencyKey) return `${job.name}@${job.idempotencyKey(data)}`;
   return `${job.name}#${delivery.id}`;
+}
+
+/** Per job definition: its own window and its schedule's catch-up window, computed once. */
+const windowsOf = new WeakMap<AnyJob, { own: number | undefined; catchUp: number }>();
+
+/**
+ * Where a run's ledger record lives, and so how long a duplicate of it is suppressed once it is done (the
+ * README's "How long duplicates are suppressed" states these windows):
+ * - a run named by a job id BullMQ generated: in the job's own hash (`jobKey`), for as long as BullMQ keeps
+ *   the job. Nothing can add a job with that id again (BullMQ draws ids from a counter and refuses integer
+ *   ids from producers), so the only duplicates are deliveries of the same job — a stall, an operator's
+ *   retry — and those can only happen while BullMQ keeps the job.
+ * - a run with a key of its own (`idempotencyKey`, a job id the producer chose, a re-drive): its own key,
+ *   for the job's `idempotencyWindow` or else `defaultWindowMs`. A producer may add the key again at any
+ *   time, so the window is a choice, made per job.
+ * - a scheduled occurrence: its own key, for that window or its schedule's catch-up window, whichever is
+ *   longer: the scheduler enqueues an occurrence again (after a replica died mid-way, or a catch-up) only
+ *   within the catch-up window.
+ */
+export function runRecordPlaceOf(job: AnyJob, delivery: Delivery, jobKey: string, defaultWindowMs: number): RunRecordPlace {
+  const keyed = delivery.redrive || delivery.scheduled || delivery.repeatJobKey || job.idempotencyKey;
+  if (!keyed && isGeneratedJobId(delivery.id)) return { kind: 'job', jobKey };
+  let w = windowsOf.get(job);
+  if (!w) {
+    w = { own: idempotencyWindowMs(job), catchUp: job.schedule ? policiesOf(job.name, job.schedule).catchUpWindowMs : 0 };
+    windowsOf.set(job, w);
+  }
+  const own = w.own ?? defaultWindowMs;
+  return { kind: 'key', windowMs: delivery.scheduled ? Math.max(own, w.catchUp) : own };
+}
+
+/** BullMQ's own ids are integers from a counter; it refuses integer ids from producers (`Custom Id cannot be integers`). */
+export function isGeneratedJobId(id: string): boolean {
+  return `${Number.parseInt(id, 10)}` === id;
 }

@@ -5,7 +5,15 @@
  * was lost) is logged and counted; a record resent after a reconnect is accepted.
  */
 import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
-import { CompletionWriter, IdempotencyLedger, createExactlyOnce, leasesLost, runExactlyOnce } from '@tickwork/runtime';
+import {
+  CompletionWriter,
+  IdempotencyLedger,
+  createExactlyOnce,
+  jobRecordKey,
+  leasesLost,
+  runExactlyOnce,
+  type RunRecordPlace,
+} from '@tickwork/runtime';
 import { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
@@ -31,23 +39,39 @@ interface Seen {
   source: string;
 }
 
+// Both places a record can live: its own key (runs with a key of their own), and the job's hash (runs named
+// by a job id BullMQ generated), where the completion is a field written into the job BullMQ then acknowledges.
+const PLACES = [
+  { place: 'its own key', queueName: 'ahead', customIds: true },
+  { place: "the job's hash", queueName: 'aheadj', customIds: false },
+] as const;
+
 describe('results written ahead of the acknowledgement', () => {
-  it("reach Redis before BullMQ's moveToFinished of the same job, on the same connection", async () => {
+  it.each(PLACES)("reach Redis before BullMQ's moveToFinished of the same job, on the same connection (record in $place)", async ({ queueName, customIds }) => {
     const seen: Seen[] = [];
     const monitor = await server.client().monitor();
     monitor.on('monitor', (_time: string, args: string[], source: string) => seen.push({ args, source }));
 
     const eo = createExactlyOnce(redis, { prefix: 'tw' });
-    const queue = new Queue('ahead', { connection: server.client(), prefix: 'tw' });
-    const ids = Array.from({ length: 20 }, (_, i) => `ack-${i}`);
-    await queue.addBulk(ids.map((jobId) => ({ name: 'n', data: {}, opts: { jobId } })));
+    const queue = new Queue(queueName, { connection: server.client(), prefix: 'tw' });
+    const added = await queue.addBulk(Array.from({ length: 20 }, (_, i) => ({ name: 'n', data: {}, opts: customIds ? { jobId: `ack-${i}` } : {} })));
+    const ids = added.map((j) => String(j.id));
+    const placeOf = (id: string): RunRecordPlace => (customIds ? { kind: 'key' } : { kind: 'job', jobKey: jobRecordKey('tw', queueName, id) });
+    const recordKeyOf = (id: string) => (customIds ? `tw:ledger:ahead#${id}` : `tw:${queueName}:${id}`);
     let done = 0;
     const worker: Worker = new Worker(
-      'ahead',
+      queueName,
       async (job) =>
         runExactlyOnce(
           eo,
-          { key: `ahead#${job.id}`, log: silent, labels, ackConnection: await ackConnectionOf(worker), defer: () => Promise.reject(new Error('no defer')) },
+          {
+            key: `ahead#${job.id}`,
+            place: placeOf(String(job.id)),
+            log: silent,
+            labels,
+            ackConnection: await ackConnectionOf(worker),
+            defer: () => Promise.reject(new Error('no defer')),
+          },
           async () => ({ ok: job.id }),
         ),
       { connection: server.client(), prefix: 'tw', concurrency: 5 },
@@ -62,14 +86,16 @@ describe('results written ahead of the acknowledgement', () => {
     const scripts = seen.filter((c) => c.source !== 'lua' && /^eval(sha)?$/i.test(c.args[0] ?? ''));
     for (const id of ids) {
       // The completion script (the claim went earlier, in a batch on the ledger's own connection).
-      const record = scripts.findIndex((c) => c.args.includes(`tw:ledger:ahead#${id}`) && c.args[1]?.includes('ops.d =') && !c.args[1].includes('ops.c ='));
+      const record = scripts.findIndex((c) => c.args.includes(recordKeyOf(id)) && c.args[1]?.includes('ops.d =') && !c.args[1].includes('ops.c ='));
       // BullMQ's moveToFinished: the job's key and the completed set among its keys.
-      const ack = scripts.findIndex((c) => c.args.includes(`tw:ahead:${id}`) && c.args.includes('tw:ahead:completed'));
+      const ack = scripts.findIndex((c) => c.args.includes(`tw:${queueName}:${id}`) && c.args.includes(`tw:${queueName}:completed`));
       expect({ id, recorded: record >= 0, acknowledged: ack >= 0 }).toEqual({ id, recorded: true, acknowledged: true });
       expect({ id, recordedFirst: record < ack }).toEqual({ id, recordedFirst: true });
       expect({ id, connection: scripts[record]?.source }).toEqual({ id, connection: scripts[ack]?.source });
-      expect((await eo.ledger.inspect(`ahead#${id}`))?.result).toEqual({ ok: id });
+      expect(await eo.ledger.inspect(`ahead#${id}`, placeOf(id))).toMatchObject({ state: 'done', result: { ok: id } });
     }
+    // A run named by a generated job id keeps no key of its own: its record goes with the job.
+    if (!customIds) expect(await redis.exists(...ids.map((id) => `tw:ledger:ahead#${id}`))).toBe(0);
   });
 
   it('a result refused because the lease was lost: the job is still acknowledged, the loss is logged and counted', async () => {
@@ -97,14 +123,16 @@ describe('results written ahead of the acknowledgement', () => {
 
   it('accepts the same completion twice (a batch resent after a reconnect) and refuses a stranger', async () => {
     const ledger = new IdempotencyLedger(redis, { prefix: 'tw' });
-    const claim = await ledger.claim('resent', 'me');
+    const claim = await ledger.claim('resent', { kind: 'key' }, 'me');
     if (claim.kind !== 'claimed') throw new Error('expected a claim');
     const writer = new CompletionWriter(server.client());
     const outcomes: unknown[] = [];
-    const args = ['me', JSON.stringify({ v: 7 }), ledger.retentionMs];
+    // The completion's arguments as LedgerRun.completeAhead sends them: mode, owner, result, done TTL, steps key.
+    const steps = `${ledger.keyOf('resent')}:steps`;
+    const args = ['k', 'me', JSON.stringify({ v: 7 }), ledger.windowMs, steps];
     await writer.complete(ledger.keyOf('resent'), args, (r) => outcomes.push(r));
     await writer.complete(ledger.keyOf('resent'), args, (r) => outcomes.push(r));
-    await writer.complete(ledger.keyOf('resent'), ['stranger', JSON.stringify({ v: 8 }), ledger.retentionMs], (r) => outcomes.push(r));
+    await writer.complete(ledger.keyOf('resent'), ['k', 'stranger', JSON.stringify({ v: 8 }), ledger.windowMs, steps], (r) => outcomes.push(r));
     await waitFor(async () => outcomes.length === 3, { timeoutMs: 5_000, what: 'three replies' });
     expect(outcomes).toEqual([1, 1, 0]);
     expect(await ledger.inspect('resent')).toMatchObject({ state: 'done', result: 7, claims: 1 });

@@ -31,28 +31,29 @@ describe('IdempotencyLedger', () => {
   it('claims a new key, reports it busy to another owner, and returns the recorded result once done', async () => {
     const ledger = new IdempotencyLedger(redis, { prefix: 'tw', leaseMs: 5000 });
     const key = freshKey();
-    const first = await ledger.claim(key, 'a');
+    const first = await ledger.claim(key, { kind: 'key' }, 'a');
     expect(first.kind).toBe('claimed');
-    const second = await ledger.claim(key, 'b');
+    const second = await ledger.claim(key, { kind: 'key' }, 'b');
     expect(second.kind).toBe('busy');
     if (second.kind === 'busy') expect(second.leaseLeftMs).toBeGreaterThan(4000);
     if (first.kind !== 'claimed') throw new Error('unreachable');
     expect(await first.run.complete({ ok: 1 })).toBe(true);
-    const third = await ledger.claim(key, 'c');
+    const third = await ledger.claim(key, { kind: 'key' }, 'c');
     expect(third).toMatchObject({ kind: 'done', result: { ok: 1 } });
-    // Kept under the prefix for the retention (7 days by default), so duplicates are suppressed later.
+    // Kept under its own key for the dedupe window (24 hours by default), so duplicates are suppressed later.
     const ttl = await redis.pttl(ledger.keyOf(key));
-    expect(ttl).toBeGreaterThan(6 * 24 * 3600 * 1000);
+    expect(ttl).toBeGreaterThan(23 * 3600 * 1000);
+    expect(ttl).toBeLessThanOrEqual(24 * 3600 * 1000);
   });
 
   it('lets another owner take over once the lease expired, and then fences the old owner out', async () => {
     const ledger = new IdempotencyLedger(redis, { prefix: 'tw', leaseMs: 150 });
     const key = freshKey();
-    const a = await ledger.claim(key, 'a');
+    const a = await ledger.claim(key, { kind: 'key' }, 'a');
     if (a.kind !== 'claimed') throw new Error('expected a claim');
     expect(await a.run.recordStep('one', 1)).toBe(true);
     await new Promise((r) => setTimeout(r, 250)); // let the lease lapse: this is the behaviour under test
-    const b = await ledger.claim(key, 'b');
+    const b = await ledger.claim(key, { kind: 'key' }, 'b');
     expect(b).toMatchObject({ kind: 'claimed', tookOver: true });
     if (b.kind !== 'claimed') throw new Error('unreachable');
     expect(b.run.recordedStep('one')).toEqual({ value: 1 });
@@ -67,11 +68,11 @@ describe('IdempotencyLedger', () => {
   it('gives a failed run back at once, keeping its steps for the retry', async () => {
     const ledger = new IdempotencyLedger(redis, { prefix: 'tw', leaseMs: 60_000 });
     const key = freshKey();
-    const a = await ledger.claim(key, 'a');
+    const a = await ledger.claim(key, { kind: 'key' }, 'a');
     if (a.kind !== 'claimed') throw new Error('expected a claim');
     await a.run.recordStep('charge:1', { id: 'ch_1' });
     await a.run.release();
-    const b = await ledger.claim(key, 'b');
+    const b = await ledger.claim(key, { kind: 'key' }, 'b');
     expect(b).toMatchObject({ kind: 'claimed', tookOver: false });
     if (b.kind === 'claimed') expect(b.run.recordedStep('charge:1')).toEqual({ value: { id: 'ch_1' } });
   });
@@ -87,7 +88,7 @@ describe('steps', () => {
     const key = freshKey();
     const calls: string[] = [];
     const attempt = async (owner: string, failAfter: number) => {
-      const c = await ledger.claim(key, owner);
+      const c = await ledger.claim(key, { kind: 'key' }, owner);
       if (c.kind !== 'claimed') throw new Error('expected a claim');
       const step = createStep(c.run, () => new AbortController().signal);
       const results: number[] = [];
@@ -100,21 +101,23 @@ describe('steps', () => {
         await c.run.release();
         return undefined;
       }
+      expect(await c.run.complete(results)).toBe(true);
       return results;
     };
     expect(await attempt('a', 2)).toBeUndefined();
+    // An unfinished run keeps its record and steps for the unfinished-run TTL (7 days by default).
+    expect(await redis.pttl(`${ledger.keyOf(key)}:steps`)).toBeGreaterThan(6.9 * 24 * 3600_000);
+    expect(await redis.pttl(ledger.keyOf(key))).toBeGreaterThan(6.9 * 24 * 3600_000);
     expect(await attempt('b', 99)).toEqual([0, 10, 20, 30]);
     expect(calls).toEqual(['s0', 's1', 's2', 's3']);
-    // Steps never outlive their run's record: a later run under the same key starts clean.
-    const recordTtl = await redis.pttl(ledger.keyOf(key));
-    const stepsTtl = await redis.pttl(`${ledger.keyOf(key)}:steps`);
-    expect(stepsTtl).toBeGreaterThan(0);
-    expect(stepsTtl).toBeLessThanOrEqual(recordTtl);
+    // A done run is never resumed: its steps go when it completes, so they cost nothing for its window.
+    expect(await redis.exists(`${ledger.keyOf(key)}:steps`)).toBe(0);
+    expect(await ledger.inspect(key)).toMatchObject({ state: 'done', result: [0, 10, 20, 30], steps: {} });
   });
 
   it('rejects empty ids and non-JSON results with a StepError', async () => {
     const ledger = new IdempotencyLedger(redis, { prefix: 'tw', leaseMs: 60_000 });
-    const c = await ledger.claim(freshKey(), 'a');
+    const c = await ledger.claim(freshKey(), { kind: 'key' }, 'a');
     if (c.kind !== 'claimed') throw new Error('expected a claim');
     const step = createStep(c.run, () => new AbortController().signal);
     await expect(step('', async () => 1)).rejects.toThrow(StepError);

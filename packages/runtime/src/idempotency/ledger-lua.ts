@@ -5,16 +5,23 @@
  * - `r|<owner>|<lease until>|<claims>` running under a lease;
  * - `i||0|<claims>` idle: an attempt failed and gave the run back;
  * - `d|<owner>|<completed at>|<claims>|<encoded result>` done.
- * A string rather than a hash because the common path is then one `SET NX` to claim and one `GET` and
- * `SET` to complete, the cheapest writes Redis has; step results, which most runs never record, live in
- * a hash beside it (`<key>:steps`). The record's TTL is the retention: a run nobody completes is
- * forgotten after it too.
  *
- * Each script runs a batch of operations: entry i runs against KEYS[i]; ARGV holds, per entry, its op
- * code, its argument count and its arguments. Replies, per entry:
- * - claim: 1 for a new run (the common case, kept to one small reply), else {'done', result, completedAt} |
- *   {'busy', msLeftOnLease} | {'claimed', tookOver, stepId1, stepValue1, ...} (a record that existed returns
- *   its recorded steps so a resumed run needs no round trip per step);
+ * Where the record lives is the run's *place* (see README, "How long duplicates are suppressed"):
+ * - mode `k`: its own string key `<prefix>:ledger:<idempotency key>`, for runs with an explicit key (an
+ *   `idempotencyKey`, a scheduled occurrence, a re-drive). While unfinished it lives `unfinishedTtl`; once
+ *   done, the run's dedupe window.
+ * - mode `j`: the field `tw` of the BullMQ job's own hash, for runs named by their job id. BullMQ can only
+ *   deliver that job again (a stall, an operator's retry) while it keeps the job, and refuses a re-add of
+ *   the id while it keeps it; the record lives exactly that long and costs no key of its own.
+ * Step results live in a hash `<prefix>:ledger:<idempotency key>:steps` in both modes (so a re-driven run,
+ * whose job id is new, still finds them), kept `unfinishedTtl` from the last write and deleted when the
+ * run completes: a done run is never resumed, so its steps are never read again.
+ *
+ * Each script runs a batch of operations: entry i runs against KEYS[i] (the record's key); ARGV holds, per
+ * entry, its op code, its argument count and its arguments (the first is the mode). Replies, per entry:
+ * - claim: 1 for a new run with no recorded steps (the common case, kept to one small reply), else
+ *   {'done', result, completedAt} | {'busy', msLeftOnLease} | {'claimed', tookOver, stepId1, stepValue1, ...}
+ *   (returning recorded steps so a resumed run needs no round trip per step);
  * - renew, step, complete, release: 1, or 0 when the caller no longer owns the running lease (the fence
  *   for every write after the claim); complete also answers 1 when the caller already completed the run
  *   (a batch resent after a reconnect);
@@ -33,6 +40,23 @@ end
 
 local function running(owner, leaseMs, claims)
   return 'r|' .. owner .. '|' .. string.format('%d', now + tonumber(leaseMs)) .. '|' .. claims
+end
+
+-- The record of a run: a string key (mode k) or the 'tw' field of its BullMQ job's hash (mode j).
+local function rget(mode, key)
+  if mode == 'j' then return redis.call('HGET', key, 'tw') end
+  return redis.call('GET', key)
+end
+
+-- ttl: ms, or nil to keep the key's TTL. A job's hash has no TTL of ours: BullMQ removes it.
+local function rput(mode, key, v, ttl)
+  if mode == 'j' then
+    redis.call('HSET', key, 'tw', v)
+  elseif ttl then
+    redis.call('SET', key, v, 'PX', ttl)
+  else
+    redis.call('SET', key, v, 'KEEPTTL')
+  end
 end
 
 `;
@@ -54,56 +78,71 @@ return replies
 `;
 
 /** Completion is shared by both scripts below. */
-const OP_COMPLETE = `ops.d = function(key, owner, result, retentionMs)
-  local state, holder, _, claims = parse(redis.call('GET', key))
+const OP_COMPLETE = `ops.d = function(key, mode, owner, result, doneTtl, stepsKey)
+  local state, holder, _, claims = parse(rget(mode, key))
   if holder ~= owner then return 0 end
   if state == 'd' then return 1 end
   if state ~= 'r' then return 0 end
-  redis.call('SET', key, 'd|' .. owner .. '|' .. string.format('%d', now) .. '|' .. claims .. '|' .. result, 'PX', retentionMs)
+  rput(mode, key, 'd|' .. owner .. '|' .. string.format('%d', now) .. '|' .. claims .. '|' .. result, doneTtl)
+  redis.call('DEL', stepsKey)
   return 1
 end
 
 `;
 
 const OPS = `
-ops.c = function(key, owner, leaseMs, retentionMs)
-  if redis.call('SET', key, running(owner, leaseMs, 1), 'NX', 'PX', retentionMs) then return 1 end
-  local state, holder, time, claims, result = parse(redis.call('GET', key))
+local function withSteps(out, stepsKey, unfinishedTtl)
+  local steps = redis.call('HGETALL', stepsKey)
+  if #steps == 0 then return out end
+  redis.call('PEXPIRE', stepsKey, unfinishedTtl)
+  for i = 1, #steps do out[#out + 1] = steps[i] end
+  return out
+end
+
+ops.c = function(key, mode, owner, leaseMs, unfinishedTtl, stepsKey)
+  local fresh
+  if mode == 'j' then
+    if redis.call('EXISTS', key) == 0 then error('the job is gone from its queue (removed while it was being processed)') end
+    fresh = redis.call('HSETNX', key, 'tw', running(owner, leaseMs, 1)) == 1
+  else
+    fresh = redis.call('SET', key, running(owner, leaseMs, 1), 'NX', 'PX', unfinishedTtl)
+  end
+  if fresh then
+    -- A new record may still find steps: a re-driven run (new job id) resumes its original run's steps.
+    if redis.call('EXISTS', stepsKey) == 0 then return 1 end
+    return withSteps({'claimed', '0'}, stepsKey, unfinishedTtl)
+  end
+  local state, holder, time, claims, result = parse(rget(mode, key))
   if state == 'd' then return {'done', result, time} end
   local tookOver = '0'
   if state == 'r' and holder ~= owner then
     if tonumber(time) > now then return {'busy', string.format('%d', tonumber(time) - now)} end
     tookOver = '1'
   end
-  redis.call('SET', key, running(owner, leaseMs, (tonumber(claims) or 0) + 1), 'PX', retentionMs)
-  redis.call('PEXPIRE', key .. ':steps', retentionMs)
-  local out = {'claimed', tookOver}
-  local steps = redis.call('HGETALL', key .. ':steps')
-  for i = 1, #steps do out[#out + 1] = steps[i] end
-  return out
+  rput(mode, key, running(owner, leaseMs, (tonumber(claims) or 0) + 1), unfinishedTtl)
+  return withSteps({'claimed', tookOver}, stepsKey, unfinishedTtl)
 end
 
-ops.r = function(key, owner, leaseMs)
-  local state, holder, _, claims = parse(redis.call('GET', key))
+ops.r = function(key, mode, owner, leaseMs)
+  local state, holder, _, claims = parse(rget(mode, key))
   if state ~= 'r' or holder ~= owner then return 0 end
-  redis.call('SET', key, running(owner, leaseMs, claims), 'KEEPTTL')
+  rput(mode, key, running(owner, leaseMs, claims), nil)
   return 1
 end
 
--- Steps never outlive their record (a later run under the same key must not find an old run's steps).
-ops.s = function(key, owner, id, value)
-  local state, holder = parse(redis.call('GET', key))
+ops.s = function(key, mode, owner, id, value, stepsKey, unfinishedTtl)
+  local state, holder = parse(rget(mode, key))
   if state ~= 'r' or holder ~= owner then return 0 end
-  redis.call('HSET', key .. ':steps', id, value)
-  redis.call('PEXPIRE', key .. ':steps', redis.call('PTTL', key))
+  redis.call('HSET', stepsKey, id, value)
+  redis.call('PEXPIRE', stepsKey, unfinishedTtl)
   return 1
 end
 
 -- A failed attempt gives the run back at once (keeping its steps) so the retry need not wait for the lease.
-ops.x = function(key, owner)
-  local state, holder, _, claims = parse(redis.call('GET', key))
+ops.x = function(key, mode, owner)
+  local state, holder, _, claims = parse(rget(mode, key))
   if state ~= 'r' or holder ~= owner then return 0 end
-  redis.call('SET', key, 'i||0|' .. claims, 'KEEPTTL')
+  rput(mode, key, 'i||0|' .. claims, nil)
   return 1
 end
 

@@ -1,21 +1,43 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { TickworkError } from '../errors.js';
 import { LedgerBatcher, type AheadOutcome, type CompletionWriter } from './ledger-batch.js';
 import { parseRecord } from './ledger-lua.js';
 
 /**
- * The idempotency ledger: one Redis record per logical run (`<prefix>:ledger:<idempotency key>`), holding
- * its state (`running` | `idle` | `done`), the lease owner and expiry, the claim count and the recorded
- * result, plus a hash of its steps' results beside it (`...:steps`). The format and the Lua that reads and
- * writes it are in ledger-batch.ts; operations are sent in batches under load.
+ * The idempotency ledger: one Redis record per logical run, holding its state (`running` | `idle` |
+ * `done`), the lease owner and expiry, the claim count and the recorded result, plus a hash of its steps'
+ * results (`<prefix>:ledger:<idempotency key>:steps`). Where the record lives, and so how long a
+ * duplicate is suppressed, is the run's place (RunRecordPlace). The format and the Lua that reads and
+ * writes it are in ledger-lua.ts; operations are sent in batches under load (ledger-batch.ts).
  *
  * Lease times come from the Redis server clock (`TIME`), never from a worker's clock, so skew between
  * worker hosts cannot make a live lease look expired.
  */
 
 export const DEFAULT_LEASE_MS = 30_000;
-export const DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000;
+/** How long a completed run with an explicit key suppresses duplicates, unless its job sets its own window. */
+export const DEFAULT_DEDUPE_WINDOW_MS = 24 * 3600 * 1000;
+/** How long an unfinished run (failed, interrupted, dead-lettered) keeps its record and step results. */
+export const DEFAULT_UNFINISHED_TTL_MS = 7 * 24 * 3600 * 1000;
+
+/**
+ * Where a run's record lives (see ledger-lua.ts):
+ * - `key`: its own key, kept `windowMs` once done — runs with an explicit idempotency key;
+ * - `job`: a field of its BullMQ job's hash (`jobKey`, `<prefix>:<queue>:<job id>`), kept as long as BullMQ
+ *   keeps the job — runs named by their job id, which BullMQ can deliver again only while it keeps the job.
+ */
+export type RunRecordPlace = { kind: 'key'; windowMs?: number | undefined } | { kind: 'job'; jobKey: string };
+
+/** The hash BullMQ keeps job `jobId` of `queue` in (BullMQ's `<prefix>:<queue>:<id>` layout). */
+export function jobRecordKey(prefix: string, queue: string, jobId: string): string {
+  return `${prefix}:${queue}:${jobId}`;
+}
+
+/** A delivery's owner token: short (it is kept in every done record) and never containing `|`. */
+export function newOwner(): string {
+  return randomBytes(9).toString('base64url');
+}
 
 /** Values are stored as `{"v": value}` so `undefined` and `null` results survive the round trip. */
 export function encodeValue(value: unknown): string {
@@ -33,12 +55,14 @@ export type ClaimOutcome =
   | { kind: 'busy'; leaseLeftMs: number };
 
 export interface LedgerOptions {
-  /** Key prefix (QUEUE_PREFIX); ledger keys are `<prefix>:idem:<key>`. */
+  /** Key prefix (QUEUE_PREFIX); ledger keys are `<prefix>:ledger:<key>`. */
   prefix: string;
   /** How long a claim stays valid without renewal: how soon a crashed worker's run can be taken over. */
   leaseMs?: number;
-  /** How long completed runs are remembered (and duplicates suppressed). Default 7 days. */
-  retentionMs?: number;
+  /** How long a completed run with its own key suppresses duplicates, when its place names none. Default 24 hours. */
+  windowMs?: number;
+  /** How long an unfinished run's record and step results are kept after their last write. Default 7 days. */
+  unfinishedTtlMs?: number;
 }
 
 /** What the ledger holds for one run; for operators and tests. */
@@ -54,20 +78,21 @@ export interface LedgerEntry {
 
 export class IdempotencyLedger {
   readonly leaseMs: number;
-  readonly retentionMs: number;
+  readonly windowMs: number;
+  readonly unfinishedTtlMs: number;
   private readonly redis: Redis;
   /** @internal shared with this ledger's runs */
   readonly batcher: LedgerBatcher;
 
   constructor(redis: Redis, readonly opts: LedgerOptions) {
     this.leaseMs = opts.leaseMs ?? DEFAULT_LEASE_MS;
-    this.retentionMs = opts.retentionMs ?? DEFAULT_RETENTION_MS;
+    this.windowMs = opts.windowMs ?? DEFAULT_DEDUPE_WINDOW_MS;
+    this.unfinishedTtlMs = opts.unfinishedTtlMs ?? DEFAULT_UNFINISHED_TTL_MS;
     if (!Number.isInteger(this.leaseMs) || this.leaseMs < 100) {
       throw new TickworkError(`ledger leaseMs ${this.leaseMs} must be an integer of at least 100 ms`);
     }
-    if (!Number.isInteger(this.retentionMs) || this.retentionMs < this.leaseMs) {
-      throw new TickworkError(`ledger retentionMs ${this.retentionMs} must be an integer no shorter than the lease`);
-    }
+    assertTtl('windowMs', this.windowMs, this.leaseMs);
+    assertTtl('unfinishedTtlMs', this.unfinishedTtlMs, this.leaseMs);
     this.redis = redis;
     this.batcher = new LedgerBatcher(redis);
   }
@@ -77,10 +102,11 @@ export class IdempotencyLedger {
   }
 
   /** Atomically claims the run named `idempotencyKey` for a new owner (one per delivery). */
-  async claim(idempotencyKey: string, owner: string = randomUUID()): Promise<ClaimOutcome> {
+  async claim(idempotencyKey: string, place: RunRecordPlace = { kind: 'key' }, owner: string = newOwner()): Promise<ClaimOutcome> {
     if (owner.includes('|')) throw new TickworkError(`ledger owner "${owner}" must not contain "|" (the record's separator)`);
-    const reply = await this.batcher.call('claim', this.keyOf(idempotencyKey), [owner, this.leaseMs, this.retentionMs]);
-    if (typeof reply === 'number') return { kind: 'claimed', tookOver: false, run: new LedgerRun(this, idempotencyKey, owner, undefined) };
+    const at = this.locate(idempotencyKey, place);
+    const reply = await this.batcher.call('claim', at.record, [at.mode, owner, this.leaseMs, this.unfinishedTtlMs, at.steps]);
+    if (typeof reply === 'number') return { kind: 'claimed', tookOver: false, run: new LedgerRun(this, idempotencyKey, at, owner, undefined) };
     const [kind, a, b] = reply;
     if (kind === 'done') {
       return { kind, result: decodeValue(a ?? ''), completedAt: b ? new Date(Number(b)) : undefined };
@@ -89,12 +115,22 @@ export class IdempotencyLedger {
     let steps: Map<string, string> | undefined;
     if (reply.length > 2) steps = new Map();
     for (let i = 2; i + 1 < reply.length; i += 2) steps?.set(reply[i] as string, reply[i + 1] as string);
-    return { kind: 'claimed', tookOver: a === '1', run: new LedgerRun(this, idempotencyKey, owner, steps) };
+    return { kind: 'claimed', tookOver: a === '1', run: new LedgerRun(this, idempotencyKey, at, owner, steps) };
   }
 
-  async inspect(idempotencyKey: string): Promise<LedgerEntry | undefined> {
+  /** @internal where the record and the steps of a run are, and how long it is remembered once done. */
+  locate(idempotencyKey: string, place: RunRecordPlace): RunLocation {
     const key = this.keyOf(idempotencyKey);
-    const [raw, stepFields] = await Promise.all([this.redis.get(key), this.redis.hgetall(`${key}:steps`)]);
+    if (place.kind === 'job') return { mode: 'j', record: place.jobKey, steps: `${key}:steps`, doneTtlMs: 0 };
+    return { mode: 'k', record: key, steps: `${key}:steps`, doneTtlMs: place.windowMs ?? this.windowMs };
+  }
+
+  async inspect(idempotencyKey: string, place: RunRecordPlace = { kind: 'key' }): Promise<LedgerEntry | undefined> {
+    const at = this.locate(idempotencyKey, place);
+    const [raw, stepFields] = await Promise.all([
+      at.mode === 'j' ? this.redis.hget(at.record, 'tw') : this.redis.get(at.record),
+      this.redis.hgetall(at.steps),
+    ]);
     const record = raw === null ? undefined : parseRecord(raw);
     if (!record) return undefined;
     const steps: Record<string, unknown> = {};
@@ -122,11 +158,12 @@ export class LedgerRun {
   constructor(
     private readonly ledger: IdempotencyLedger,
     readonly idempotencyKey: string,
+    private readonly at: RunLocation,
     readonly owner: string,
     /** Encoded results of the steps recorded by earlier attempts (created on first use: most runs have none). */
     private steps: Map<string, string> | undefined,
   ) {
-    this.key = ledger.keyOf(idempotencyKey);
+    this.key = at.record;
   }
 
   /** The recorded result of step `id`, if an earlier attempt (or this one) finished it. */
@@ -142,17 +179,21 @@ export class LedgerRun {
   /** False when the lease was lost. */
   async recordStep(id: string, value: unknown): Promise<boolean> {
     const encoded = encodeValue(value);
-    const ok = (await this.ledger.batcher.call('step', this.key, [this.owner, id, encoded])) === 1;
+    const ok = (await this.ledger.batcher.call('step', this.key, [this.at.mode, this.owner, id, encoded, this.at.steps, this.ledger.unfinishedTtlMs])) === 1;
     if (ok) (this.steps ??= new Map()).set(id, encoded);
     return ok;
   }
 
   async renew(): Promise<boolean> {
-    return (await this.ledger.batcher.call('renew', this.key, [this.owner, this.ledger.leaseMs])) === 1;
+    return (await this.ledger.batcher.call('renew', this.key, [this.at.mode, this.owner, this.ledger.leaseMs])) === 1;
   }
 
   async complete(result: unknown): Promise<boolean> {
-    return (await this.ledger.batcher.call('complete', this.key, [this.owner, encodeValue(result), this.ledger.retentionMs])) === 1;
+    return (await this.ledger.batcher.call('complete', this.key, this.completeArgs(result))) === 1;
+  }
+
+  private completeArgs(result: unknown): (string | number)[] {
+    return [this.at.mode, this.owner, encodeValue(result), this.at.doneTtlMs, this.at.steps];
   }
 
   /**
@@ -160,10 +201,24 @@ export class LedgerRun {
    * for the reply; resolves once written (see CompletionWriter). `outcome` gets the reply later.
    */
   completeAhead(writer: CompletionWriter, result: unknown, outcome: AheadOutcome): Promise<void> {
-    return writer.complete(this.key, [this.owner, encodeValue(result), this.ledger.retentionMs], outcome);
+    return writer.complete(this.key, this.completeArgs(result), outcome);
   }
 
   async release(): Promise<boolean> {
-    return (await this.ledger.batcher.call('release', this.key, [this.owner])) === 1;
+    return (await this.ledger.batcher.call('release', this.key, [this.at.mode, this.owner])) === 1;
+  }
+}
+
+/** @internal a run's record and steps keys, its record mode (ledger-lua.ts) and its done TTL (0 in a job's hash). */
+export interface RunLocation {
+  mode: 'k' | 'j';
+  record: string;
+  steps: string;
+  doneTtlMs: number;
+}
+
+function assertTtl(name: string, ms: number, leaseMs: number): void {
+  if (!Number.isInteger(ms) || ms < leaseMs) {
+    throw new TickworkError(`ledger ${name} ${ms} must be an integer number of ms no shorter than the lease (${leaseMs} ms)`);
   }
 }

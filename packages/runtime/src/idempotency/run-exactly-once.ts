@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.js';
 import { OverlapGuard, type OverlapPolicy } from '../overlap/overlap-guard.js';
 import { LeaseLostError } from './errors.js';
-import { IdempotencyLedger, type LedgerRun } from './ledger.js';
+import { IdempotencyLedger, type LedgerRun, type RunRecordPlace } from './ledger.js';
 import { completionWriter } from './ledger-batch.js';
 import { duplicatesDeferred, duplicatesSuppressed, leasesLost, leaseTakeovers, overlapSkipped } from './metrics.js';
 import { LeaseKeeper } from './lease-keeper.js';
@@ -18,7 +18,7 @@ export interface ExactlyOnce {
 
 export function createExactlyOnce(
   redis: Redis,
-  opts: { prefix: string; leaseMs?: number; retentionMs?: number; overlapPollMs?: number },
+  opts: { prefix: string; leaseMs?: number; windowMs?: number; unfinishedTtlMs?: number; overlapPollMs?: number },
 ): ExactlyOnce {
   const ledger = new IdempotencyLedger(redis, opts);
   return {
@@ -38,6 +38,8 @@ export interface ExactlyOnceRun {
 
 export interface RunExactlyOnceOptions {
   key: string;
+  /** Where the run's record lives, and so how long it suppresses duplicates (default: its own key, the ledger's window). */
+  place?: RunRecordPlace | undefined;
   log: Logger;
   labels: { queue: string; job: string };
   /** The worker's signal for this delivery (shutdown, cancel). */
@@ -83,7 +85,7 @@ export async function runExactlyOnce<T>(
   opts: RunExactlyOnceOptions,
   body: (run: ExactlyOnceRun) => Promise<T>,
 ): Promise<T | unknown> {
-  const claim = await eo.ledger.claim(opts.key);
+  const claim = await eo.ledger.claim(opts.key, opts.place);
   if (claim.kind === 'done') {
     duplicatesSuppressed.inc(opts.labels);
     opts.log.info({ idempotencyKey: opts.key, completedAt: claim.completedAt?.toISOString() }, 'duplicate suppressed');

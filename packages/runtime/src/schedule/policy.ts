@@ -39,8 +39,8 @@ export function policiesOf(jobName: string, spec: ScheduleSpec): SchedulePolicie
     throw new JobDefinitionError(jobName, `schedule.missed ${JSON.stringify(missed)} must be "skip", "once" or "all"`);
   }
   const catchUpWindowMs =
-    spec.catchUpWindow === undefined ? DEFAULT_CATCH_UP_WINDOW_MS : positiveDurationMs(jobName, 'catchUpWindow', spec.catchUpWindow, '{ hours: 6 }');
-  const slowAfterMs = spec.slowAfter === undefined ? null : positiveDurationMs(jobName, 'slowAfter', spec.slowAfter, '{ minutes: 10 }');
+    spec.catchUpWindow === undefined ? DEFAULT_CATCH_UP_WINDOW_MS : positiveDurationMs(jobName, 'schedule.catchUpWindow', spec.catchUpWindow, '{ hours: 6 }');
+  const slowAfterMs = spec.slowAfter === undefined ? null : positiveDurationMs(jobName, 'schedule.slowAfter', spec.slowAfter, '{ minutes: 10 }');
   const maxCatchUp = spec.maxCatchUp ?? DEFAULT_MAX_CATCH_UP;
   if (!Number.isInteger(maxCatchUp) || maxCatchUp < 1 || maxCatchUp > MAX_CATCH_UP_LIMIT) {
     throw new JobDefinitionError(
@@ -53,7 +53,8 @@ export function policiesOf(jobName: string, spec: ScheduleSpec): SchedulePolicie
   return { dst, missed, catchUpWindowMs, maxCatchUp, overlap, slowAfterMs };
 }
 
-function positiveDurationMs(jobName: string, field: string, value: unknown, example: string): number {
+/** A job definition's duration field in ms; a JobDefinitionError naming the field unless it is a positive duration. */
+export function positiveDurationMs(jobName: string, field: string, value: unknown, example: string): number {
   let ms: number;
   try {
     ms = Duration.fromDurationLike(value as Parameters<typeof Duration.fromDurationLike>[0]).toMillis();
@@ -61,7 +62,7 @@ function positiveDurationMs(jobName: string, field: string, value: unknown, exam
     ms = Number.NaN;
   }
   if (!Number.isFinite(ms) || ms <= 0) {
-    throw new JobDefinitionError(jobName, `schedule.${field} ${JSON.stringify(value)} is not a positive duration; use e.g. ${example}`);
+    throw new JobDefinitionError(jobName, `${field} ${JSON.stringify(value)} is not a positive duration; use e.g. ${example}`);
   }
   return ms;
 }

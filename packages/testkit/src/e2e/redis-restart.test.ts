@@ -3,7 +3,7 @@
  * every write, nothing is lost: every job is completed, none fails for good, and the workers reconnect
  * by themselves and still stop cleanly.
  */
-import { createCatalog, createEnqueue, createLogger, dlqName, IdempotencyLedger, QueueSet } from '@tickwork/runtime';
+import { createCatalog, createEnqueue, createLogger, dlqName, IdempotencyLedger, jobRecordKey, QueueSet } from '@tickwork/runtime';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type AppProcess } from '../app-process.js';
@@ -71,7 +71,7 @@ describe('a Redis crash and restart mid-backlog', () => {
       // the same connection, and the AOF replays commands in the order Redis ran them.
       const ledger = new IdempotencyLedger(check, { prefix: 'tickwork' });
       const completed = await checkQueues.get('fixture').getCompleted(0, -1);
-      const records = await Promise.all(completed.map(async (j) => [j.returnvalue, await ledger.inspect(`fixture.work#${j.id}`)] as const));
+      const records = await Promise.all(completed.map(async (j) => [j.returnvalue, await ledger.inspect(`fixture.work#${j.id}`, { kind: 'job', jobKey: jobRecordKey('tickwork', 'fixture', String(j.id)) })] as const));
       for (const [returned, record] of records) expect({ state: record?.state, result: record?.result }).toEqual({ state: 'done', result: returned });
     } finally {
       await checkQueues.close();
