@@ -1,4 +1,13 @@
-import { createCatalog, createLogger, defineJob, QueueSet, scheduleRegistryKey, type AnyJob } from '@tickwork/runtime';
+import {
+  createCatalog,
+  createLogger,
+  defineJob,
+  QueueSet,
+  REMOVED_SCHEDULE_STATE_TTL_MS,
+  scheduleKeys,
+  scheduleRegistryKey,
+  type AnyJob,
+} from '@tickwork/runtime';
 import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -48,6 +57,21 @@ describe('reconcileSchedules (real Redis)', () => {
     const result = await run([scheduled('keep.me', 'q1', '0 * * * *')]);
     expect(result.removed).toEqual([{ id: 'gone.too', queue: 'old' }]);
     expect(Object.keys(await registry())).toEqual(['keep.me']);
+  });
+
+  it("keeps a removed schedule's state for 30 days, and for good once it is registered again", async () => {
+    await run([scheduled('come.back', 'q1', '0 * * * *')]);
+    const keys = scheduleKeys('tickwork', 'come.back');
+    await redis.set(keys.cursor, '1');
+    await redis.set(keys.lastSuccess, '{}');
+    await redis.zadd(keys.history, 1, 'come.back@x');
+    await run([]);
+    for (const key of [keys.cursor, keys.lastSuccess, keys.history]) {
+      const ttl = await redis.pttl(key);
+      expect({ key, expires: ttl > REMOVED_SCHEDULE_STATE_TTL_MS - 60_000 && ttl <= REMOVED_SCHEDULE_STATE_TTL_MS }).toEqual({ key, expires: true });
+    }
+    await run([scheduled('come.back', 'q1', '0 * * * *')]);
+    for (const key of [keys.cursor, keys.lastSuccess, keys.history]) expect({ key, ttl: await redis.pttl(key) }).toEqual({ key, ttl: -1 });
   });
 
   it('updates a registration in place when its pattern changes, and running it again changes nothing', async () => {

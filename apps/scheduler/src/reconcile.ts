@@ -6,6 +6,8 @@ import {
   occurrenceJobId,
   policiesOf,
   registerQueues,
+  REMOVED_SCHEDULE_STATE_TTL_MS,
+  scheduleKeys,
   scheduleRegistryKey,
   type Catalog,
   type Logger,
@@ -56,7 +58,12 @@ export async function reconcileSchedules(opts: {
       policies: policiesOf(job.name, spec),
       speedupMs: opts.speedupMs ?? null,
     };
-    await redis.hset(registry, job.name, JSON.stringify(registration));
+    if ((await redis.hset(registry, job.name, JSON.stringify(registration))) === 1) {
+      // Registered (again): its state is kept for good, even if it was removed once and set to expire.
+      const state = redis.pipeline();
+      for (const key of Object.values(scheduleKeys(prefix, job.name))) state.persist(key);
+      await state.exec();
+    }
     const next = nextOccurrences(effectiveRule(job, opts.speedupMs), new Date(), 1)[0]?.at;
     result.registered.push({ id: job.name, queue: job.queue, next });
     log.info({ schedule: job.name, queue: job.queue, spec: registration.spec, next: next?.toISOString() }, 'schedule registered');
@@ -68,6 +75,9 @@ export async function reconcileSchedules(opts: {
     if ((await redis.hdel(registry, id)) === 0) continue; // another replica removed it
     const queueName = (JSON.parse(raw) as Partial<ScheduleRegistration>).queue;
     if (queueName) await removePendingOccurrences(queues, queueName, id);
+    const state = redis.pipeline();
+    for (const key of Object.values(scheduleKeys(prefix, id))) state.pexpire(key, REMOVED_SCHEDULE_STATE_TTL_MS);
+    await state.exec();
     result.removed.push({ id, queue: queueName ?? '?' });
     log.warn({ schedule: id, queue: queueName }, 'removed schedule no longer in the catalog');
   }

@@ -5,6 +5,13 @@ import type { Logger } from './logger.js';
 
 export const DEFAULT_ATTEMPTS = 3;
 
+/**
+ * Entries kept in each queue's BullMQ event stream (`<prefix>:<queue>:events`; BullMQ's default is 10,000).
+ * tickwork reads no events (its history and metrics are written by the worker); the stream is for
+ * QueueEvents listeners of your own, which see events live and need little backlog.
+ */
+export const EVENTS_MAX_LEN = 1000;
+
 /** The dead-letter queue that receives the final failures of `queue`. */
 export function dlqName(queue: string): string {
   return `${queue}.dlq`;
@@ -37,7 +44,7 @@ export class QueueSet {
   get(name: string): Queue {
     let queue = this.queues.get(name);
     if (!queue) {
-      queue = new Queue(name, { connection: this.connection, prefix: this.prefix });
+      queue = new Queue(name, { connection: this.connection, prefix: this.prefix, streams: { events: { maxLen: EVENTS_MAX_LEN } } });
       queue.on('error', (err) => this.log.error({ err, queue: name }, 'queue error'));
       this.queues.set(name, queue);
     }

@@ -87,6 +87,12 @@ export interface AlerterOptions {
  * configured, and one escalation when a schedule's runs keep failing. The consecutive-failure count lives
  * in Redis so every worker process adds to the same count, and INCR makes "reached N" happen exactly once.
  */
+/**
+ * A schedule's consecutive-failure count is forgotten this long after its latest failure (a schedule
+ * removed while failing leaves nothing behind for ever); a success deletes it at once.
+ */
+export const FAILURE_COUNT_TTL_MS = 30 * 24 * 3600_000;
+
 export function createAlerter(opts: AlerterOptions): Alerter {
   const escalateAfter = opts.escalateAfter ?? DEFAULT_ESCALATE_AFTER;
   const webhook = opts.webhook ? new WebhookSender({ ...opts.webhook, log: opts.log }) : undefined;
@@ -119,7 +125,9 @@ export function createAlerter(opts: AlerterOptions): Alerter {
       // A re-driven run failing again is the same run, not another run of the schedule in a row.
       if (entry.scheduleId === null || entry.redriveCount > 0) return;
       try {
-        const failures = await opts.redis.incr(counterKey(entry.originQueue, entry.scheduleId));
+        const key = counterKey(entry.originQueue, entry.scheduleId);
+        const failures = await opts.redis.incr(key);
+        await opts.redis.pexpire(key, FAILURE_COUNT_TTL_MS);
         if (failures !== escalateAfter) return;
         emit({
           type: 'escalation',

@@ -30,12 +30,26 @@ export interface HeldLock {
   readonly signal: AbortSignal;
 }
 
+/**
+ * The fencing token is the Redis server's clock in microseconds, raised above the last token handed out
+ * when the clock has not moved past it: strictly increasing per lock name without a counter kept forever.
+ * The fence key remembers the last token for FENCE_TTL_MS after the last acquisition (so a lock name used
+ * once costs nothing after that); past it, the clock alone keeps tokens increasing.
+ */
 const ACQUIRE = `
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return redis.call('INCR', KEYS[2])
+  local t = redis.call('TIME')
+  local token = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local last = tonumber(redis.call('GET', KEYS[2]) or '0')
+  if token <= last then token = last + 1 end
+  redis.call('SET', KEYS[2], string.format('%d', token), 'PX', ARGV[3])
+  return string.format('%d', token)
 end
 return 0
 `;
+
+/** How long a lock name's last fencing token is remembered after its last acquisition. */
+const FENCE_TTL_MS = 7 * 24 * 3600_000;
 
 const EXTEND = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -52,7 +66,7 @@ return 0
 `;
 
 type LockRedis = Redis & {
-  tickworkLockAcquire(key: string, fenceKey: string, token: string, ttlMs: number): Promise<number>;
+  tickworkLockAcquire(key: string, fenceKey: string, token: string, ttlMs: number, fenceTtlMs: number): Promise<string | number>;
   tickworkLockExtend(key: string, token: string, ttlMs: number): Promise<number>;
   tickworkLockRelease(key: string, token: string): Promise<number>;
 };
@@ -85,7 +99,8 @@ export class RedisLock {
 
   /** The fencing token on success, undefined when another holder has the lock. */
   async tryAcquire(ttlMs: number): Promise<number | undefined> {
-    const fence = await this.redis.tickworkLockAcquire(this.keys.lock, this.keys.fence, this.token, ttlMs);
+    // The token comes back as a string: Lua would turn a number this large into a truncated integer reply.
+    const fence = Number(await this.redis.tickworkLockAcquire(this.keys.lock, this.keys.fence, this.token, ttlMs, FENCE_TTL_MS));
     return fence > 0 ? fence : undefined;
   }
 

@@ -11,8 +11,9 @@ export type OverlapPolicy = 'skip' | 'allow' | 'buffer-one';
 export const OVERLAP_POLICIES: readonly OverlapPolicy[] = ['skip', 'allow', 'buffer-one'];
 export const DEFAULT_OVERLAP_POLICY: OverlapPolicy = 'skip';
 
-/** How many skip records are kept per schedule. */
+/** How many skip records are kept per schedule, and for how long after the latest skip. */
 export const MAX_SKIP_RECORDS = 1000;
+export const SKIP_RECORDS_TTL_MS = 30 * 24 * 3600_000;
 
 /** A durable record of one skipped occurrence (newest first in the list). */
 export interface SkipRecord {
@@ -64,6 +65,7 @@ redis.call('LPUSH', skips, cjson.encode({
   schedule = ARGV[4], idempotencyKey = me, nominalTime = ARGV[5], policy = policy, runningKey = ahead, at = now
 }))
 redis.call('LTRIM', skips, 0, tonumber(ARGV[6]) - 1)
+redis.call('PEXPIRE', skips, tonumber(ARGV[7]))
 return {'skip', ahead}
 `;
 
@@ -122,6 +124,7 @@ export class OverlapGuard {
       schedule,
       nominalTime?.toISOString() ?? '',
       MAX_SKIP_RECORDS,
+      SKIP_RECORDS_TTL_MS,
     );
     if (kind === 'run') return { kind };
     // A waiting occurrence polls: the running one has no way to wake a delayed BullMQ job cheaply.

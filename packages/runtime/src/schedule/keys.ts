@@ -16,6 +16,12 @@ export function scheduleKeys(prefix: string, schedule: string) {
   };
 }
 
+/**
+ * How long a removed schedule's state (cursor, history, last success and failure) is kept for inspection
+ * before Redis drops it; registering the schedule again keeps it for good.
+ */
+export const REMOVED_SCHEDULE_STATE_TTL_MS = 30 * 24 * 3600_000;
+
 /** Hash: schedule name -> JSON registration. Reconcile makes it equal the catalog. */
 export function scheduleRegistryKey(prefix: string): string {
   return `${prefix}:meta:schedules`;
