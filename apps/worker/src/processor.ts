@@ -11,9 +11,12 @@ import {
   nominalTimeOf,
   PayloadValidationError,
   runRecorder,
-  deliveryOf,
+  checkedDeliveryOf,
+  InvalidJobOptionError,
   validatePayload,
+  describeIssues,
   type Catalog,
+  type Delivery,
   type Enqueue,
   type ExactlyOnceRun,
   type JobContext,
@@ -63,16 +66,21 @@ export function createProcessor(deps: ProcessorDeps) {
       throw new UnrecoverableError('unknown job');
     }
     let data: unknown;
+    let delivery: Delivery;
     try {
+      delivery = checkedDeliveryOf(job);
       data = validatePayload(def, job.data);
     } catch (err) {
       if (err instanceof PayloadValidationError) {
         log.error({ issues: err.issues }, 'invalid payload');
-        throw new UnrecoverableError(`invalid payload: ${err.issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`);
+        throw new UnrecoverableError(`invalid payload: ${describeIssues(err.issues)}`);
+      }
+      if (err instanceof InvalidJobOptionError) {
+        log.error({ option: err.option, issues: err.issues }, 'invalid job option');
+        throw new UnrecoverableError(err.message);
       }
       throw err;
     }
-    const delivery = deliveryOf(job);
     const nominalTime = nominalTimeOf(delivery);
     const idempotencyKey = idempotencyKeyOf(def, delivery, data);
     /** Set when a late occurrence is allowed to run by its missed-run policy. */
