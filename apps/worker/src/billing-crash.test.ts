@@ -58,6 +58,8 @@ it('kill -9 in the middle of billing.charge-monthly: recovered, every customer c
 
   const all = await charges();
   expect(all.every((c) => c.cycle === '2030-01')).toBe(true);
+  // Each charge carries its step's own key, the same one a repeat after a crash would carry.
+  expect(all.every((c) => c.idempotencyKey === `billing.charge-monthly#${job.id}/step/charge:${c.customerId}`)).toBe(true);
   const perCustomer = new Map<string, number>();
   for (const c of all) perCustomer.set(c.customerId, (perCustomer.get(c.customerId) ?? 0) + 1);
   expect([...perCustomer.keys()].sort()).toEqual(DEMO_CUSTOMERS.map((c) => c.id).sort());
