@@ -27,6 +27,7 @@ import type { Redis } from 'ioredis';
 import { WorkerShutdownError } from './errors.js';
 import { judgeLateOccurrence } from './late-occurrence.js';
 import { runHandler } from './run-handler.js';
+import { resetStallsOnProgress } from './stall-progress.js';
 
 export interface ProcessorDeps {
   catalog: Catalog;
@@ -97,7 +98,7 @@ export function createProcessor(deps: ProcessorDeps) {
       idempotencyKey,
       nominalTime,
       isCatchUp: isCatchUpOf(delivery) || lateCatchUp,
-      step: run.step,
+      step: resetStallsOnProgress(run.step, { job, token, redis: deps.redis, log }),
       lock: lockFn(deps.exactlyOnce.redis, deps.exactlyOnce.prefix, runSignal),
       enqueue: deps.enqueue,
       redis: deps.redis,
