@@ -1,22 +1,11 @@
-import {
-  createAlerter,
-  createCatalog,
-  createEnqueue,
-  defineJob,
-  listDeadLetters,
-  QueueSet,
-  REDRIVE_OPTION,
-  SCHEDULED_RUN_OPTION,
-  type DeadLetter,
-} from '@tickwork/runtime';
-import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
+import { createCatalog, defineJob, listDeadLetters, REDRIVE_OPTION, SCHEDULED_RUN_OPTION, type DeadLetter, type QueueSet } from '@tickwork/runtime';
+import { waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import { Worker, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { createDeadLetterRouting, type DeadLetterRouting } from './dead-letter.js';
-import { captureLogger } from './testing/capture-logger.js';
-import { startWorkerPool, type WorkerPool } from './worker-pool.js';
+import type { DeadLetterRouting } from './dead-letter.js';
+import { startPoolFixture, type PoolFixture } from './testing/pool-fixture.js';
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 
@@ -39,37 +28,19 @@ const recorder = defineJob({
 });
 const catalog = createCatalog([recorder]);
 
+let fx: PoolFixture;
 let server: RedisServerHandle;
 let redis: Redis;
 let queues: QueueSet;
-let pool: WorkerPool;
 let routing: DeadLetterRouting;
-const captured = captureLogger();
+let captured: PoolFixture['captured'];
 
 beforeAll(async () => {
-  server = await startRedisServer();
-  redis = server.client();
-  queues = new QueueSet(redis, 'tw', captured.log);
-  const alerter = createAlerter({ log: captured.log, redis, prefix: 'tw' });
-  routing = createDeadLetterRouting({ queues, redis, catalog, log: captured.log, alerter, sweepIntervalMs: 60_000 });
-  pool = startWorkerPool({
-    catalog,
-    redis,
-    log: captured.log,
-    enqueue: createEnqueue(catalog, queues),
-    redisUrl: server.url,
-    prefix: 'tw',
-    concurrency: 2,
-    deadLetter: routing,
-    queues: [PQ],
-  });
+  fx = await startPoolFixture(catalog, [PQ]);
+  ({ server, redis, queues, routing, captured } = fx);
 });
 
-afterAll(async () => {
-  await pool?.drain(2000);
-  await queues?.close();
-  await server?.stop();
-});
+afterAll(() => fx?.stop());
 
 const entryOf = (queue: string, jobId: string): Promise<DeadLetter> =>
   waitFor(async () => (await listDeadLetters(queues, queue)).find((d) => d.entry.originalJobId === jobId), {

@@ -1,11 +1,9 @@
-import { createAlerter, createCatalog, createEnqueue, defineJob, listDeadLetters, QueueSet, redriveDeadLetters } from '@tickwork/runtime';
-import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
+import { createCatalog, createEnqueue, defineJob, listDeadLetters, redriveDeadLetters, type QueueSet } from '@tickwork/runtime';
+import { waitFor } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { createDeadLetterRouting } from './dead-letter.js';
-import { captureLogger } from './testing/capture-logger.js';
-import { startWorkerPool, type WorkerPool } from './worker-pool.js';
+import { startPoolFixture, type PoolFixture } from './testing/pool-fixture.js';
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 
@@ -38,35 +36,16 @@ const twoSteps = defineJob({
 });
 const catalog = createCatalog([twoSteps]);
 
-let server: RedisServerHandle;
+let fx: PoolFixture;
 let redis: Redis;
 let queues: QueueSet;
-let pool: WorkerPool;
 
 beforeAll(async () => {
-  server = await startRedisServer();
-  redis = server.client();
-  const { log } = captureLogger();
-  queues = new QueueSet(redis, 'tw', log);
-  const alerter = createAlerter({ log, redis, prefix: 'tw' });
-  pool = startWorkerPool({
-    catalog,
-    redis,
-    log,
-    enqueue: createEnqueue(catalog, queues),
-    redisUrl: server.url,
-    prefix: 'tw',
-    concurrency: 2,
-    deadLetter: createDeadLetterRouting({ queues, redis, catalog, log, alerter, sweepIntervalMs: 60_000 }),
-    queues: [Q],
-  });
+  fx = await startPoolFixture(catalog, [Q]);
+  ({ redis, queues } = fx);
 });
 
-afterAll(async () => {
-  await pool?.drain(2000);
-  await queues?.close();
-  await server?.stop();
-});
+afterAll(() => fx?.stop());
 
 it("each step's key is <run key>/step/<id>: the same across a retry and a re-drive, distinct per step", async () => {
   await redis.set(BROKEN, '1');
