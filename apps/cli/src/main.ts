@@ -5,6 +5,7 @@ import { commands } from './commands/index.js';
 import type { Command } from './commands/command.js';
 import { createContext, type Flags } from './context.js';
 import { loadCliEnv } from './env.js';
+import { joinDashValues } from './flags.js';
 import { UsageError } from './usage-error.js';
 
 function help(): string {
@@ -22,8 +23,9 @@ function parseFlags(command: Command, argv: string[]): { args: string[]; flags: 
   const options: Record<string, { type: 'string' | 'boolean' }> = { json: { type: 'boolean' } };
   for (const f of command.valueFlags ?? []) options[f] = { type: 'string' };
   for (const f of command.booleanFlags ?? []) options[f] = { type: 'boolean' };
+  const args = joinDashValues(argv, command.valueFlags ?? [], Object.keys(options));
   try {
-    const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+    const { values, positionals } = parseArgs({ args, options, allowPositionals: true, strict: true });
     return { args: positionals, flags: { ...values, json: values.json === true } };
   } catch (err) {
     throw new UsageError((err as Error).message);

@@ -13,6 +13,7 @@ let redis: Redis;
 let queue: Queue;
 const apps: AppProcess[] = [];
 
+/** A worker with the default WORKER_MAX_STALLED_COUNT (2). */
 const startWorker = async () => {
   const app = startApp(WORKER, {
     REDIS_URL: server.url,
@@ -58,6 +59,8 @@ it('kill -9 in the middle of billing.charge-monthly: recovered, every customer c
 
   const all = await charges();
   expect(all.every((c) => c.cycle === '2030-01')).toBe(true);
+  // Each charge carries its step's own key, the same one a repeat after a crash would carry.
+  expect(all.every((c) => c.idempotencyKey === `billing.charge-monthly#${job.id}/step/charge:${c.customerId}`)).toBe(true);
   const perCustomer = new Map<string, number>();
   for (const c of all) perCustomer.set(c.customerId, (perCustomer.get(c.customerId) ?? 0) + 1);
   expect([...perCustomer.keys()].sort()).toEqual(DEMO_CUSTOMERS.map((c) => c.id).sort());
@@ -70,3 +73,25 @@ it('kill -9 in the middle of billing.charge-monthly: recovered, every customer c
   expect(result.customers).toBe(DEMO_CUSTOMERS.length);
   expect(result.totalCents).toBe(DEMO_CUSTOMERS.reduce((s, c) => s + c.planCents, 0));
 }, 120_000);
+
+it('a run killed -9 three times, recording new steps each time, completes instead of being dead-lettered as stalled', async () => {
+  // Only this test's workers take the run.
+  await Promise.all(apps.map((a) => a.stop('SIGKILL')));
+  await redis.del(DEMO_KEYS.charges);
+  const job = await queue.add(billingChargeMonthly.name, { cycle: '2031-02', pauseMsPerCustomer: 250 }, jobOptions(billingChargeMonthly));
+  // Three deliveries each charge a few more customers, then their worker is killed: three stalls, one more
+  // than WORKER_MAX_STALLED_COUNT allows, but each after progress.
+  for (const chargedAtLeast of [3, 7, 11]) {
+    const worker = await startWorker();
+    await waitFor(async () => (await redis.llen(DEMO_KEYS.charges)) >= chargedAtLeast, { timeoutMs: 30_000, what: `${chargedAtLeast} charges` });
+    await worker.stop('SIGKILL');
+  }
+  const last = await startWorker();
+  await waitFor(async () => ['completed', 'failed', 'unknown'].includes(await job.getState()), { timeoutMs: 60_000, what: 'the run finished' });
+
+  // Not failed (and so not moved to billing.dlq): completed, every customer charged once.
+  expect(await job.getState()).toBe('completed');
+  expect((await charges()).map((c) => c.customerId).sort()).toEqual(DEMO_CUSTOMERS.map((c) => c.id).sort());
+  // The last delivery had stalled before, made progress, and so started its stall count again.
+  expect(last.logs().some((l) => l.msg === 'run made progress after stalling; its stall count starts again')).toBe(true);
+}, 180_000);

@@ -1,5 +1,6 @@
 import {
   deliveryOf,
+  moveFailedJob,
   moveToDeadLetter,
   noteFailedAttempt,
   registerQueues,
@@ -7,6 +8,7 @@ import {
   type Alerter,
   type Catalog,
   type Logger,
+  type MoveResult,
   type QueueSet,
 } from '@tickwork/runtime';
 import type { Job, Worker } from 'bullmq';
@@ -52,19 +54,23 @@ export function createDeadLetterRouting(opts: DeadLetterRoutingOptions): DeadLet
     return p;
   };
 
-  const move = async (job: Job): Promise<boolean> => {
-    const moved = await moveToDeadLetter({ job, queues: opts.queues, redis: opts.redis, catalog: opts.catalog });
+  /** Logs and alerts a move; returns whether the job left the failed set through it (or a racing move). */
+  const reported = async (moved: MoveResult | undefined): Promise<boolean> => {
     if (!moved) return false;
     const { dlqQueue, dlqJobId, entry } = moved.deadLetter;
     if (moved.claimed) {
-      opts.log.warn(
-        { queue: entry.originQueue, job: entry.jobName, jobId: entry.originalJobId, dlqQueue, dlqJobId, reason: entry.failureReason },
-        'job dead-lettered',
+      const fields = { queue: entry.originQueue, job: entry.jobName, jobId: entry.originalJobId, dlqQueue, dlqJobId, reason: entry.failureReason };
+      if (entry.unparsedReason) opts.log.error({ ...fields, unparsedReason: entry.unparsedReason }, 'job dead-lettered as a raw entry');
+      else opts.log.warn(fields, 'job dead-lettered');
+      // The entry is safe in the DLQ: an alert that cannot be sent must not make the move look failed.
+      await opts.alerter.deadLettered(moved.deadLetter).catch((err: Error) =>
+        opts.log.error({ err: { message: err.message }, dlqQueue, dlqJobId }, 'could not send the dead-letter alert'),
       );
-      await opts.alerter.deadLettered(moved.deadLetter);
     }
     return true;
   };
+  const move = async (job: Job): Promise<boolean> =>
+    reported(await moveToDeadLetter({ job, queues: opts.queues, redis: opts.redis, catalog: opts.catalog }));
 
   const onFailed = (job: Job | undefined) => {
     if (!job) return;
@@ -88,17 +94,39 @@ export function createDeadLetterRouting(opts: DeadLetterRoutingOptions): DeadLet
     );
   };
 
+  /**
+   * One queue's failed set, oldest first, by id. Each job's move is isolated: one that throws is logged
+   * and stays for the next round, and every other job of the queue is still moved. A moved job leaves the
+   * set and every other id counts as stuck, so the next page starts after the stuck ones and the loop ends.
+   */
+  const sweepQueue = async (queue: string): Promise<number> => {
+    let moved = 0;
+    let stuck = 0;
+    for (;;) {
+      const ids = await opts.queues.get(queue).getRanges(['failed'], stuck, stuck + SWEEP_BATCH - 1, true);
+      for (const jobId of ids) {
+        try {
+          const result = await moveFailedJob({ queue, jobId, queues: opts.queues, redis: opts.redis, catalog: opts.catalog });
+          // Not moved: gone meanwhile, or an id without a job hash; either way step over it this round.
+          if (await reported(result)) moved++;
+          else stuck++;
+        } catch (err) {
+          stuck++;
+          opts.log.error({ err: { message: (err as Error).message }, queue, jobId }, 'could not dead-letter a failed job; the next sweep retries it');
+        }
+      }
+      if (ids.length < SWEEP_BATCH) return moved;
+    }
+  };
+
   const sweepOnce = async (): Promise<number> => {
     let moved = 0;
     for (const queue of watched) {
-      // Each batch removes what it moved, so re-reading the head pages through the set; a job that
-      // cannot be moved ends the queue's sweep for this round instead of looping on it.
-      for (;;) {
-        const failed = (await opts.queues.get(queue).getFailed(0, SWEEP_BATCH - 1)).filter(Boolean);
-        let progress = 0;
-        for (const job of failed) if (await move(job)) progress++;
-        moved += progress;
-        if (failed.length < SWEEP_BATCH || progress < failed.length) break;
+      try {
+        moved += await sweepQueue(queue);
+      } catch (err) {
+        // One queue's failure (e.g. its failed set unreadable) does not stop the sweep of the others.
+        opts.log.warn({ err: { message: (err as Error).message }, queue }, 'dead-letter sweep of a queue failed; will retry');
       }
     }
     if (moved > 0) opts.log.info({ moved }, 'dead-letter sweep moved failed jobs');

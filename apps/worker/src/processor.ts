@@ -13,9 +13,12 @@ import {
   nominalTimeOf,
   PayloadValidationError,
   runRecorder,
-  deliveryOf,
+  checkedDeliveryOf,
+  InvalidJobOptionError,
   validatePayload,
+  describeIssues,
   type Catalog,
+  type Delivery,
   type Enqueue,
   type ExactlyOnceRun,
   type JobContext,
@@ -26,6 +29,7 @@ import type { Redis } from 'ioredis';
 import { WorkerShutdownError } from './errors.js';
 import { judgeLateOccurrence } from './late-occurrence.js';
 import { runHandler } from './run-handler.js';
+import { resetStallsOnProgress } from './stall-progress.js';
 
 export interface ProcessorDeps {
   catalog: Catalog;
@@ -65,16 +69,21 @@ export function createProcessor(deps: ProcessorDeps) {
       throw new UnrecoverableError('unknown job');
     }
     let data: unknown;
+    let delivery: Delivery;
     try {
+      delivery = checkedDeliveryOf(job);
       data = validatePayload(def, job.data);
     } catch (err) {
       if (err instanceof PayloadValidationError) {
         log.error({ issues: err.issues }, 'invalid payload');
-        throw new UnrecoverableError(`invalid payload: ${err.issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`);
+        throw new UnrecoverableError(`invalid payload: ${describeIssues(err.issues)}`);
+      }
+      if (err instanceof InvalidJobOptionError) {
+        log.error({ option: err.option, issues: err.issues }, 'invalid job option');
+        throw new UnrecoverableError(err.message);
       }
       throw err;
     }
-    const delivery = deliveryOf(job);
     const nominalTime = nominalTimeOf(delivery);
     const idempotencyKey = idempotencyKeyOf(def, delivery, data);
     const eo = deps.exactlyOnce;
@@ -93,7 +102,7 @@ export function createProcessor(deps: ProcessorDeps) {
       idempotencyKey,
       nominalTime,
       isCatchUp: isCatchUpOf(delivery) || lateCatchUp,
-      step: run.step,
+      step: resetStallsOnProgress(run.step, { job, token, redis: deps.redis, log }),
       lock: lockFn(deps.exactlyOnce.redis, deps.exactlyOnce.prefix, runSignal),
       enqueue: deps.enqueue,
       redis: deps.redis,

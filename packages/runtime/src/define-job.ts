@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type { z } from 'zod';
 import type { Logger } from './logger.js';
 import type { LockFn } from './locks/with-lock.js';
+import type { StepInfo } from './idempotency/steps.js';
 import type { OverlapPolicy } from './overlap/overlap-guard.js';
 
 /**
@@ -84,9 +85,10 @@ export interface JobContext<TData> {
   readonly isCatchUp: boolean;
   /**
    * Runs `fn` once per run across retries and redeliveries: a recorded step returns its recorded result.
-   * Results must be JSON values. See idempotency/steps.ts.
+   * Results must be JSON values. `fn` gets the step's own idempotency key, `s.key`
+   * (`<idempotencyKey>/step/<id>`), for the external API it calls. See idempotency/steps.ts.
    */
-  step<T>(id: string, fn: () => Promise<T>): Promise<T>;
+  step<T>(id: string, fn: (step: StepInfo) => Promise<T>): Promise<T>;
   /**
    * Runs `fn` under a fenced Redis lock, for work that must not overlap across jobs. `fn` gets the fencing
    * token to pass with its writes and a signal that aborts if the lock (or this run) is lost.

@@ -1,9 +1,26 @@
+import type { $ZodIssue } from 'zod/v4/core';
+
 /**
  * Named errors, so callers can branch on `instanceof` and operators get a message that says what is wrong
  * and how to fix it.
  */
 export class TickworkError extends Error {
   override name = 'TickworkError';
+}
+
+/** One bad field of a validated value: where (dotted path, '' for the root) and what is wrong. */
+export interface FieldIssue {
+  path: string;
+  message: string;
+}
+
+export function fieldIssues(issues: readonly $ZodIssue[]): FieldIssue[] {
+  return issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message }));
+}
+
+/** `a.b: message; (root): message`: one line naming every bad field. */
+export function describeIssues(issues: readonly FieldIssue[]): string {
+  return issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ');
 }
 
 /** An env variable is missing or malformed. The message names each variable. */
@@ -22,11 +39,24 @@ export class PayloadValidationError extends TickworkError {
   override name = 'PayloadValidationError';
   constructor(
     readonly jobName: string,
-    readonly issues: readonly { path: string; message: string }[],
+    readonly issues: readonly FieldIssue[],
   ) {
-    super(
-      `invalid payload for job "${jobName}": ${issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`,
-    );
+    super(`invalid payload for job "${jobName}": ${describeIssues(issues)}`);
+  }
+}
+
+/**
+ * One of tickwork's own job options (the occurrence marker, the re-drive meta) is malformed: a job
+ * added by hand or by another tool. Like an invalid payload it can never succeed, so the worker fails it
+ * for good and the DLQ entry's reason names the option and each bad field.
+ */
+export class InvalidJobOptionError extends TickworkError {
+  override name = 'InvalidJobOptionError';
+  constructor(
+    readonly option: string,
+    readonly issues: readonly FieldIssue[],
+  ) {
+    super(`invalid job option ${option}: ${describeIssues(issues)}`);
   }
 }
 

@@ -1,7 +1,6 @@
 import type { z } from 'zod';
-import type { $ZodIssue } from 'zod/v4/core';
 import type { AnyJob } from './define-job.js';
-import { PayloadTooLargeError, PayloadValidationError } from './errors.js';
+import { fieldIssues, PayloadTooLargeError, PayloadValidationError } from './errors.js';
 
 export const DEFAULT_MAX_PAYLOAD_BYTES = 512 * 1024;
 
@@ -9,10 +8,7 @@ export const DEFAULT_MAX_PAYLOAD_BYTES = 512 * 1024;
 export function validatePayload<J extends AnyJob>(job: J, data: unknown): z.output<J['schema']> {
   const result = job.schema.safeParse(data);
   if (result.success) return result.data;
-  throw new PayloadValidationError(
-    job.name,
-    result.error.issues.map((i: $ZodIssue) => ({ path: i.path.map(String).join('.'), message: i.message })),
-  );
+  throw new PayloadValidationError(job.name, fieldIssues(result.error.issues));
 }
 
 export function assertPayloadSize(jobName: string, data: unknown, limitBytes = DEFAULT_MAX_PAYLOAD_BYTES): void {

@@ -1,7 +1,10 @@
 import type { Job } from 'bullmq';
+import { z } from 'zod';
 import type { AnyJob } from './define-job.js';
+import { InvalidJobOptionError } from './errors.js';
+import { dateFromMs, epochMs, readJobOption, validOrUndefined } from './job-option.js';
 import { occurrenceKey } from './schedule/keys.js';
-import { redriveMetaOf, type RedriveMeta } from './dlq/entry.js';
+import { REDRIVE_OPTION, redriveMeta, type RedriveMeta } from './dlq/entry.js';
 import { idempotencyWindowMs } from './catalog.js';
 import type { RunRecordPlace } from './idempotency/ledger.js';
 import { policiesOf } from './schedule/policy.js';
@@ -36,23 +39,48 @@ export interface ScheduledRun {
  */
 export const SCHEDULED_RUN_OPTION = 'tickworkOccurrence';
 
+export const scheduledRun = z.object({
+  schedule: z.string().min(1),
+  nominal: epochMs,
+  catchUp: z.boolean().default(false),
+});
+
 /** Reads the scheduler's marker from a job's options; anything malformed counts as "not scheduled". */
 export function scheduledRunOf(opts: unknown): ScheduledRun | undefined {
-  const raw = (opts as Record<string, unknown> | undefined)?.[SCHEDULED_RUN_OPTION] as Partial<ScheduledRun> | undefined;
-  if (!raw || typeof raw.schedule !== 'string' || typeof raw.nominal !== 'number') return undefined;
-  return { schedule: raw.schedule, nominal: raw.nominal, catchUp: raw.catchUp === true };
+  return validOrUndefined(readJobOption(opts, SCHEDULED_RUN_OPTION, scheduledRun));
 }
 
-/** The delivery view of a BullMQ job: what the worker, the DLQ and the history need to identify its run. */
+/**
+ * The delivery view of a BullMQ job: what the worker, the DLQ and the history need to identify its run.
+ * Lenient: a malformed tickwork option counts as absent, so the DLQ can always describe the job.
+ */
 export function deliveryOf(job: Job): Delivery {
+  return readDelivery(job, false);
+}
+
+/**
+ * The delivery view the worker runs a job under. A tickwork option that is present but malformed throws
+ * InvalidJobOptionError naming it: running such a job as if it were on-demand would give it the wrong
+ * idempotency key, nominal time and schedule.
+ */
+export function checkedDeliveryOf(job: Job): Delivery {
+  return readDelivery(job, true);
+}
+
+function readDelivery(job: Job, strict: boolean): Delivery {
+  const scheduled = readJobOption(job.opts, SCHEDULED_RUN_OPTION, scheduledRun);
+  const redrive = readJobOption(job.opts, REDRIVE_OPTION, redriveMeta);
+  if (strict) {
+    for (const read of [scheduled, redrive]) if (read instanceof InvalidJobOptionError) throw read;
+  }
   return {
     id: String(job.id),
     name: job.name,
     data: job.data,
     repeatJobKey: job.repeatJobKey,
     prevMillis: job.opts.prevMillis,
-    scheduled: scheduledRunOf(job.opts),
-    redrive: redriveMetaOf(job.opts),
+    scheduled: validOrUndefined(scheduled),
+    redrive: validOrUndefined(redrive),
   };
 }
 
@@ -68,14 +96,15 @@ export function isCatchUpOf(delivery: Delivery): boolean {
 
 /** The time a scheduled occurrence was due, or undefined for on-demand jobs. */
 export function nominalTimeOf(delivery: Delivery): Date | undefined {
-  if (delivery.redrive) return delivery.redrive.nominalTime === undefined ? undefined : new Date(delivery.redrive.nominalTime);
-  if (delivery.scheduled) return new Date(delivery.scheduled.nominal);
-  if (delivery.repeatJobKey && typeof delivery.prevMillis === 'number') return new Date(delivery.prevMillis);
+  if (delivery.redrive) return dateFromMs(delivery.redrive.nominalTime);
+  if (delivery.scheduled) return dateFromMs(delivery.scheduled.nominal);
+  const prev = delivery.repeatJobKey ? dateFromMs(delivery.prevMillis) : undefined;
+  if (prev) return prev;
   // BullMQ 6.7 does not store prevMillis in the opts of scheduler-made jobs (checked: opts hold only
   // attempts/timestamp/jobId/repeat/delay); their id `repeat:<scheduler id>:<due ms>` carries the due time.
   if (delivery.repeatJobKey) {
     const due = delivery.id.startsWith(`repeat:${delivery.repeatJobKey}:`) ? Number(delivery.id.slice(delivery.repeatJobKey.length + 8)) : NaN;
-    if (Number.isSafeInteger(due)) return new Date(due);
+    return dateFromMs(due);
   }
   return undefined;
 }

@@ -1,25 +1,30 @@
 import { enqueueByName } from '@tickwork/runtime';
 import type { Command } from './command.js';
+import { integerFlag } from '../flags.js';
+import { readPayloadSource } from '../payload-source.js';
 import { UsageError } from '../usage-error.js';
 
 export const enqueueCommand: Command = {
   name: 'enqueue',
-  usage: "tickwork enqueue <job> '<json payload>' [--id <job id>] [--delay-ms <ms>] [--json]",
+  usage:
+    "tickwork enqueue <job> ['<json payload>' | @<file> | -] [--data '<json>' | @<file> | -] [--id <job id>] [--delay-ms <ms>] [--json]",
   summary: 'Validate a payload and enqueue a job.',
-  valueFlags: ['id', 'delay-ms'],
+  valueFlags: ['id', 'delay-ms', 'data'],
   async run(ctx) {
-    const [name, raw = '{}'] = ctx.args;
+    const [name, positional, extra] = ctx.args;
     if (!name) throw new UsageError('missing <job>; run `tickwork jobs` to list job names');
+    const dataFlag = ctx.flags.data;
+    if (extra !== undefined || (positional !== undefined && dataFlag !== undefined)) {
+      throw new UsageError('give the payload once: as one argument or with --data');
+    }
+    const delayMs = integerFlag(ctx.flags, 'delay-ms', { min: 0, unit: 'milliseconds' });
+    const source = typeof dataFlag === 'string' ? dataFlag : (positional ?? '{}');
+    const raw = await readPayloadSource(source);
     let data: unknown;
     try {
       data = JSON.parse(raw);
     } catch (err) {
       throw new UsageError(`payload is not valid JSON (${(err as Error).message}); quote it, e.g. '{"to":"a@b.c"}'`);
-    }
-    const delay = ctx.flags['delay-ms'];
-    const delayMs = typeof delay === 'string' ? Number(delay) : undefined;
-    if (delayMs !== undefined && !(Number.isInteger(delayMs) && delayMs >= 0)) {
-      throw new UsageError('--delay-ms must be a whole number of milliseconds');
     }
     const id = ctx.flags.id;
     const { id: jobId } = await enqueueByName(ctx.catalog, ctx.enqueue(), name, data, {

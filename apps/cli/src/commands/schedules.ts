@@ -1,5 +1,6 @@
 import { lastOutcomes, previewSchedule, scheduleRegistryKey, type SchedulePreview } from '@tickwork/runtime';
 import type { Command } from './command.js';
+import { integerFlag } from '../flags.js';
 import { table } from '../table.js';
 import { UsageError } from '../usage-error.js';
 
@@ -16,10 +17,7 @@ export const schedulesCommand: Command = {
   summary: 'List each schedule: pattern, tz, policies, next N fire times (tz and UTC, DST marked), registration.',
   valueFlags: ['count', 'from'],
   async run(ctx) {
-    const count = ctx.flags.count === undefined ? 5 : Number(ctx.flags.count);
-    if (!Number.isInteger(count) || count < 1 || count > 100) {
-      throw new UsageError(`--count must be an integer from 1 to 100, got ${JSON.stringify(ctx.flags.count)}`);
-    }
+    const count = integerFlag(ctx.flags, 'count', { min: 1, max: 100 }) ?? 5;
     const from = ctx.flags.from === undefined ? new Date() : new Date(String(ctx.flags.from));
     if (Number.isNaN(from.getTime())) {
       throw new UsageError(`--from must be an ISO date or time, e.g. 2026-03-07T00:00:00Z, got ${JSON.stringify(ctx.flags.from)}`);

@@ -3,7 +3,9 @@
  *
  * Idempotent because: each customer's charge is a step keyed `charge:<customer>` under the run's
  * idempotency key (`<schedule>@<nominal time>`), so a retry or a redelivery after a crash skips the
- * customers already charged and charges the rest. The cycle comes from the nominal fire time, not the
+ * customers already charged and charges the rest; each charge carries its step's own key
+ * (`<run key>/step/charge:<customer>`), with which the payment provider drops the repeat that a crash
+ * between a charge and its recording would send. The cycle comes from the nominal fire time, not the
  * wall clock, so a run that starts late still bills the right month.
  */
 import { defineJob } from '@tickwork/runtime';
@@ -30,12 +32,12 @@ export const billingChargeMonthly = defineJob({
     let totalCents = 0;
     for (const customer of DEMO_CUSTOMERS) {
       ctx.signal.throwIfAborted();
-      const record = await ctx.step(`charge:${customer.id}`, async () => {
+      const record = await ctx.step(`charge:${customer.id}`, async (step) => {
         const charge: ChargeRecord = {
           customerId: customer.id,
           cycle,
           amountCents: customer.planCents,
-          idempotencyKey: `${ctx.idempotencyKey}:${customer.id}`,
+          idempotencyKey: step.key,
           chargedAt: new Date().toISOString(),
         };
         await ctx.redis.rpush(DEMO_KEYS.charges, JSON.stringify(charge));

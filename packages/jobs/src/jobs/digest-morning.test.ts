@@ -4,6 +4,7 @@ import {
   occurrencesBetween,
   QueueSet,
   ruleOf,
+  stepKey,
   type Enqueue,
   type JobContext,
 } from '@tickwork/runtime';
@@ -28,10 +29,11 @@ afterAll(async () => {
 });
 
 function ctxAt(nominal: Date, enqueue: Enqueue): JobContext<Record<string, never>> {
+  const idempotencyKey = `digest.morning@${nominal.toISOString()}`;
   return {
     data: {}, log, jobId: 'x', jobName: digestMorning.name, queue: 'email', attempt: 1, maxAttempts: 1,
-    signal: new AbortController().signal, idempotencyKey: `digest.morning@${nominal.toISOString()}`, nominalTime: nominal,
-    isCatchUp: false, step: (_id, fn) => fn(), enqueue, redis: server.client(),
+    signal: new AbortController().signal, idempotencyKey, nominalTime: nominal,
+    isCatchUp: false, step: (id, fn) => fn({ id, key: stepKey(idempotencyKey, id) }), enqueue, redis: server.client(),
     lock: () => Promise.reject(new Error('digest.morning takes no locks')),
   };
 }

@@ -1,14 +1,15 @@
 import { z } from 'zod';
+import { epochMs, readJobOption, validOrUndefined } from '../job-option.js';
 
 /** One earlier trip through the DLQ, kept on the entry so a job that fails again shows its whole story. */
 export const deadLetterHistoryItem = z.object({
   jobId: z.string(),
   failureReason: z.string(),
-  attemptsMade: z.number(),
-  firstFailedAt: z.string(),
-  lastFailedAt: z.string(),
-  deadLetteredAt: z.string(),
-  redrivenAt: z.string(),
+  attemptsMade: z.number().int().nonnegative(),
+  firstFailedAt: z.iso.datetime(),
+  lastFailedAt: z.iso.datetime(),
+  deadLetteredAt: z.iso.datetime(),
+  redrivenAt: z.iso.datetime(),
 });
 export type DeadLetterHistoryItem = z.output<typeof deadLetterHistoryItem>;
 
@@ -18,9 +19,9 @@ export type DeadLetterHistoryItem = z.output<typeof deadLetterHistoryItem>;
  * fire time of a scheduled run (a billing run re-driven in March still bills February), and the history.
  */
 export const redriveMeta = z.object({
-  idempotencyKey: z.string(),
-  nominalTime: z.number().optional(),
-  scheduleId: z.string().optional(),
+  idempotencyKey: z.string().min(1),
+  nominalTime: epochMs.optional(),
+  scheduleId: z.string().min(1).optional(),
   redriveCount: z.number().int().positive(),
   /** DLQ job id of the first dead-lettering, the stem of every later re-drive id. */
   rootDlqJobId: z.string(),
@@ -34,13 +35,12 @@ export type RedriveMeta = z.output<typeof redriveMeta>;
  */
 export const REDRIVE_OPTION = 'tickworkRedrive';
 
-/** The re-drive meta of a job's options, or undefined for a job that was never re-driven (or malformed meta). */
+/**
+ * The re-drive meta of a job's options, or undefined for a job that was never re-driven or whose meta is
+ * malformed (the worker refuses such a job: see checkedDeliveryOf).
+ */
 export function redriveMetaOf(opts: unknown): RedriveMeta | undefined {
-  if (typeof opts !== 'object' || opts === null) return undefined;
-  const raw = (opts as Record<string, unknown>)[REDRIVE_OPTION];
-  if (raw === undefined) return undefined;
-  const parsed = redriveMeta.safeParse(raw);
-  return parsed.success ? parsed.data : undefined;
+  return validOrUndefined(readJobOption(opts, REDRIVE_OPTION, redriveMeta));
 }
 
 /** The data of a DLQ job: everything needed to understand the failure and to re-drive it. */
@@ -58,6 +58,11 @@ export interface DeadLetterEntry {
   originalOptions: Record<string, unknown>;
   idempotencyKey: string;
   failureReason: string;
+  /**
+   * Set only on an entry made from the job's raw Redis hash, because tickwork could not read the job
+   * normally: why (e.g. its data is not JSON). Its other fields hold what could be read.
+   */
+  unparsedReason?: string;
   /** Stack of the last attempt, when the thrown value had one. */
   stack: string | null;
   attemptsMade: number;

@@ -1,4 +1,4 @@
-import type { Job, Queue } from 'bullmq';
+import { Job, type Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { Catalog } from '../catalog.js';
@@ -7,6 +7,7 @@ import { validatePayload } from '../payload.js';
 import { dlqName, type QueueSet } from '../queues.js';
 import { deliveryOf, idempotencyKeyOf, nominalTimeOf, scheduleIdOf, SCHEDULED_RUN_OPTION, type Delivery } from '../run-identity.js';
 import { deadLetterJobId } from './ids.js';
+import { rawDeadLetterEntry } from './raw-entry.js';
 import { REDRIVE_OPTION, type DeadLetter, type DeadLetterEntry } from './entry.js';
 
 /** Job hash field where the worker notes the first failed attempt; BullMQ keeps only the last one. */
@@ -35,32 +36,91 @@ export interface MoveResult {
   claimed: boolean;
 }
 
+/** What a move needs besides the job. */
+export interface MoveOptions {
+  queues: QueueSet;
+  redis: Redis;
+  catalog: Catalog;
+  now?: Date;
+}
+
 /**
  * Copies a finally-failed job into `<queue>.dlq` and then removes it from the failed set.
  *
  * Crash-safe and idempotent: the DLQ id derives from the origin job (a repeated add is a no-op), the
  * origin is removed only after the entry exists, and anything left in the failed set by a crash in
  * between is picked up again by the sweep. Returns undefined when the job is not (or no longer) failed.
+ *
+ * A job that cannot be described normally (describing it throws) is moved as a raw entry (see
+ * rawDeadLetterEntry) rather than left to jam the sweep. Redis errors propagate: the sweep retries them.
  */
-export async function moveToDeadLetter(opts: {
-  job: Job;
-  queues: QueueSet;
-  redis: Redis;
-  catalog: Catalog;
-  now?: Date;
-}): Promise<MoveResult | undefined> {
-  const { job, queues, redis, catalog } = opts;
-  const origin = queues.get(job.queueName);
-  const state = await job.getState();
-  if (state !== 'failed') return undefined;
-  const firstFailedRaw = await redis.hget(origin.toKey(String(job.id)), FIRST_FAILED_FIELD);
-  const entry = buildEntry(job, catalog, firstFailedRaw === null ? undefined : Number(firstFailedRaw), opts.now ?? new Date());
-  const dlqQueue = dlqName(job.queueName);
-  const dlqJobId = deadLetterJobId({ id: String(job.id), timestamp: job.timestamp });
+export async function moveToDeadLetter(opts: MoveOptions & { job: Job }): Promise<MoveResult | undefined> {
+  const { job } = opts;
+  if ((await job.getState()) !== 'failed') return undefined;
+  const firstFailedOn = await firstFailedOf(opts, job.queueName, String(job.id));
+  const now = opts.now ?? new Date();
+  let entry: DeadLetterEntry;
+  try {
+    entry = buildEntry(job, opts.catalog, firstFailedOn, now);
+  } catch (err) {
+    const raw = await rawEntryOf(opts, job.queueName, String(job.id), firstFailedOn, describeFailure(err), now);
+    if (!raw) return undefined;
+    entry = raw;
+  }
+  return commit(opts, entry);
+}
+
+/**
+ * The sweep's move: reads the failed job by id, so even a job BullMQ cannot parse (its data or options are
+ * not JSON; `getFailed` would throw for the whole page) is moved, as a raw entry. Returns undefined when
+ * the job is not (or no longer) failed.
+ */
+export async function moveFailedJob(opts: MoveOptions & { queue: string; jobId: string }): Promise<MoveResult | undefined> {
+  const origin = opts.queues.get(opts.queue);
+  let job: Job | undefined;
+  try {
+    job = await Job.fromId(origin, opts.jobId);
+  } catch (err) {
+    // Decoding errors only; anything else (Redis down) is for the next sweep.
+    if (!(err instanceof SyntaxError || err instanceof TypeError || err instanceof RangeError)) throw err;
+    if ((await origin.getJobState(opts.jobId)) !== 'failed') return undefined;
+    const firstFailedOn = await firstFailedOf(opts, opts.queue, opts.jobId);
+    const raw = await rawEntryOf(opts, opts.queue, opts.jobId, firstFailedOn, describeFailure(err), opts.now ?? new Date());
+    return raw && commit(opts, raw);
+  }
+  return job && moveToDeadLetter({ ...opts, job });
+}
+
+async function firstFailedOf(opts: MoveOptions, queue: string, jobId: string): Promise<number | undefined> {
+  const raw = await opts.redis.hget(opts.queues.get(queue).toKey(jobId), FIRST_FAILED_FIELD);
+  return raw === null ? undefined : Number(raw);
+}
+
+async function rawEntryOf(
+  opts: MoveOptions,
+  queue: string,
+  jobId: string,
+  firstFailedOn: number | undefined,
+  reason: string,
+  now: Date,
+): Promise<DeadLetterEntry | undefined> {
+  const hash = await opts.redis.hgetall(opts.queues.get(queue).toKey(jobId));
+  if (Object.keys(hash).length === 0) return undefined;
+  return rawDeadLetterEntry({ queue, jobId, hash, firstFailedOn, reason: `tickwork could not read this job: ${reason}`, now });
+}
+
+function describeFailure(err: unknown): string {
+  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+}
+
+async function commit(opts: MoveOptions, entry: DeadLetterEntry): Promise<MoveResult> {
+  const { queues, redis } = opts;
+  const dlqQueue = dlqName(entry.originQueue);
+  const dlqJobId = deadLetterJobId({ id: entry.originalJobId, timestamp: entry.originalTimestamp });
   // No attempts/backoff/removeOn* options: nothing processes a DLQ and entries leave it only by re-drive or purge.
-  await queues.get(dlqQueue).add(job.name, entry, { jobId: dlqJobId });
+  await queues.get(dlqQueue).add(entry.jobName, entry, { jobId: dlqJobId });
   const claimed = (await redis.set(claimKey(queues.prefix, dlqQueue, dlqJobId), '1', 'EX', CLAIM_TTL_S, 'NX')) === 'OK';
-  await origin.remove(String(job.id));
+  await queues.get(entry.originQueue).remove(entry.originalJobId);
   return { deadLetter: { dlqQueue, dlqJobId, entry }, claimed };
 }
 
@@ -75,7 +135,13 @@ function buildEntry(job: Job, catalog: Catalog, firstFailedOn: number | undefine
   const delivery = deliveryOf(job);
   const redrive = delivery.redrive;
   const lastFailedOn = job.finishedOn ?? now.getTime();
-  const { [REDRIVE_OPTION]: _redrive, [SCHEDULED_RUN_OPTION]: _occurrence, ...originalOptions } = job.opts as Record<string, unknown>;
+  const { [REDRIVE_OPTION]: redriveRaw, [SCHEDULED_RUN_OPTION]: occurrenceRaw, ...rest } = job.opts as Record<string, unknown>;
+  // tickwork's own options leave the copy once their meaning is in the entry; malformed ones stay, as the record.
+  const originalOptions = {
+    ...rest,
+    ...(redriveRaw !== undefined && !redrive && { [REDRIVE_OPTION]: redriveRaw }),
+    ...(occurrenceRaw !== undefined && !delivery.scheduled && { [SCHEDULED_RUN_OPTION]: occurrenceRaw }),
+  };
   const nominal = nominalTimeOf(delivery);
   const stack = job.stacktrace?.at(-1) ?? null;
   return {

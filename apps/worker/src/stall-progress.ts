@@ -1,0 +1,44 @@
+import type { Logger, StepFn, StepInfo } from '@tickwork/runtime';
+import type { Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+
+/** Resets BullMQ's stall count (`stc` in the job hash) only while `token` still holds the job's lock. */
+const RESET_STALLS = `if redis.call('GET', KEYS[2]) == ARGV[1] and redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('HSET', KEYS[1], 'stc', 0)
+  return 1
+end
+return 0`;
+
+/**
+ * BullMQ counts each stall of a job (its worker died or froze past the lock) in the job hash and fails the
+ * job once the count passes `maxStalledCount`, however far each delivery got. A run that keeps making
+ * progress through a crash loop should not be dead-lettered for it, so the first step a delivery records
+ * (runs and records, not replays) resets the count: only stalls in a row without a new step count.
+ *
+ * Costs nothing for a job that never stalled (the step function is returned as is), and is fenced by the
+ * job's lock token, so a delivery that lost the job changes nothing.
+ */
+export function resetStallsOnProgress(step: StepFn, opts: { job: Job; token: string | undefined; redis: Redis; log: Logger }): StepFn {
+  const { job, token } = opts;
+  if (!(job.stalledCounter > 0) || !token) return step;
+  let reset: Promise<void> | undefined;
+  const resetOnce = async () => {
+    const jobKey = `${job.queueQualifiedName}:${String(job.id)}`;
+    try {
+      const done = await opts.redis.eval(RESET_STALLS, 2, jobKey, `${jobKey}:lock`, token);
+      if (done === 1) opts.log.info({ stalledCount: job.stalledCounter }, 'run made progress after stalling; its stall count starts again');
+    } catch (err) {
+      // Only the stall budget is at stake: the step itself is recorded.
+      opts.log.warn({ err: { message: (err as Error).message } }, 'could not reset the stall count after progress');
+    }
+  };
+  return async <T>(id: string, fn: (s: StepInfo) => Promise<T>): Promise<T> => {
+    let ran = false;
+    const value = await step(id, (s) => {
+      ran = true;
+      return fn(s);
+    });
+    if (ran) await (reset ??= resetOnce());
+    return value;
+  };
+}
