@@ -29,7 +29,7 @@ import type { Redis } from 'ioredis';
 import { WorkerShutdownError } from './errors.js';
 import { judgeLateOccurrence } from './late-occurrence.js';
 import { runHandler } from './run-handler.js';
-import { resetStallsOnProgress } from './stall-progress.js';
+import { stallResetOnProgress } from './stall-progress.js';
 
 export interface ProcessorDeps {
   catalog: Catalog;
@@ -102,7 +102,8 @@ export function createProcessor(deps: ProcessorDeps) {
       idempotencyKey,
       nominalTime,
       isCatchUp: isCatchUpOf(delivery) || lateCatchUp,
-      step: resetStallsOnProgress(run.step, { job, token, redis: deps.redis, log }),
+      step: run.step,
+      redisStep: run.redisStep,
       lock: lockFn(deps.exactlyOnce.redis, deps.exactlyOnce.prefix, runSignal),
       enqueue: deps.enqueue,
       redis: deps.redis,
@@ -140,7 +141,8 @@ export function createProcessor(deps: ProcessorDeps) {
         }
       : undefined;
     const ackConnection = await deps.ackConnectionOf?.(job.queueName);
-    const exactlyOnceOpts = { key: idempotencyKey, place, log, labels, signal, defer, overlap, onSkip, preempt, ackConnection };
+    const onStepRecorded = stallResetOnProgress({ job, token, redis: deps.redis, log });
+    const exactlyOnceOpts = { key: idempotencyKey, place, log, labels, signal, defer, overlap, onSkip, preempt, ackConnection, onStepRecorded };
     return runExactlyOnce(deps.exactlyOnce, exactlyOnceOpts, async (run) => {
       const stopTimer = jobDuration.startTimer(labels);
       await history?.started(attempt);

@@ -1,4 +1,4 @@
-import type { Logger, StepFn, StepInfo } from '@tickwork/runtime';
+import type { Logger } from '@tickwork/runtime';
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 
@@ -15,12 +15,12 @@ return 0`;
  * progress through a crash loop should not be dead-lettered for it, so the first step a delivery records
  * (runs and records, not replays) resets the count: only stalls in a row without a new step count.
  *
- * Costs nothing for a job that never stalled (the step function is returned as is), and is fenced by the
- * job's lock token, so a delivery that lost the job changes nothing.
+ * Returns the run's `onStepRecorded` hook, or undefined for a job that never stalled (it costs nothing
+ * then). The reset is fenced by the job's lock token, so a delivery that lost the job changes nothing.
  */
-export function resetStallsOnProgress(step: StepFn, opts: { job: Job; token: string | undefined; redis: Redis; log: Logger }): StepFn {
+export function stallResetOnProgress(opts: { job: Job; token: string | undefined; redis: Redis; log: Logger }): (() => Promise<void>) | undefined {
   const { job, token } = opts;
-  if (!(job.stalledCounter > 0) || !token) return step;
+  if (!(job.stalledCounter > 0) || !token) return undefined;
   let reset: Promise<void> | undefined;
   const resetOnce = async () => {
     const jobKey = `${job.queueQualifiedName}:${String(job.id)}`;
@@ -32,13 +32,5 @@ export function resetStallsOnProgress(step: StepFn, opts: { job: Job; token: str
       opts.log.warn({ err: { message: (err as Error).message } }, 'could not reset the stall count after progress');
     }
   };
-  return async <T>(id: string, fn: (s: StepInfo) => Promise<T>): Promise<T> => {
-    let ran = false;
-    const value = await step(id, (s) => {
-      ran = true;
-      return fn(s);
-    });
-    if (ran) await (reset ??= resetOnce());
-    return value;
-  };
+  return () => (reset ??= resetOnce());
 }

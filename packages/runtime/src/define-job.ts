@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import type { z } from 'zod';
 import type { Logger } from './logger.js';
 import type { LockFn } from './locks/with-lock.js';
-import type { StepInfo } from './idempotency/steps.js';
+import type { RedisStepFn, StepInfo } from './idempotency/steps.js';
 import type { OverlapPolicy } from './overlap/overlap-guard.js';
 
 /**
@@ -89,6 +89,13 @@ export interface JobContext<TData> {
    * (`<idempotencyKey>/step/<id>`), for the external API it calls. See idempotency/steps.ts.
    */
   step<T>(id: string, fn: (step: StepInfo) => Promise<T>): Promise<T>;
+  /**
+   * A step whose effect is Redis writes: record them on `tx` (`tx.hincrby(key, field, 1)`, `tx.rpush(...)`,
+   * `tx.call(command, key, ...args)`) and return the step's result; the writes and the step's record are
+   * committed together in one script, only while this run still owns its lease. A crash or a lost lease
+   * leaves neither, so the effect happens exactly once. See idempotency/redis-tx.ts.
+   */
+  redisStep: RedisStepFn;
   /**
    * Runs `fn` under a fenced Redis lock, for work that must not overlap across jobs. `fn` gets the fencing
    * token to pass with its writes and a signal that aborts if the lock (or this run) is lost.

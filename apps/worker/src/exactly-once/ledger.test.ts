@@ -6,7 +6,7 @@ import {
   LeaseLostError,
   StepError,
   createExactlyOnce,
-  createStep,
+  createSteps,
   duplicatesSuppressed,
   runExactlyOnce,
 } from '@tickwork/runtime';
@@ -90,7 +90,7 @@ describe('steps', () => {
     const attempt = async (owner: string, failAfter: number) => {
       const c = await ledger.claim(key, { kind: 'key' }, owner);
       if (c.kind !== 'claimed') throw new Error('expected a claim');
-      const step = createStep(c.run, () => new AbortController().signal);
+      const { step } = createSteps(c.run, () => new AbortController().signal);
       const results: number[] = [];
       try {
         for (let i = 0; i < 4; i++) {
@@ -119,7 +119,7 @@ describe('steps', () => {
     const ledger = new IdempotencyLedger(redis, { prefix: 'tw', leaseMs: 60_000 });
     const c = await ledger.claim(freshKey(), { kind: 'key' }, 'a');
     if (c.kind !== 'claimed') throw new Error('expected a claim');
-    const step = createStep(c.run, () => new AbortController().signal);
+    const { step } = createSteps(c.run, () => new AbortController().signal);
     await expect(step('', async () => 1)).rejects.toThrow(StepError);
     await expect(step('fn', async () => () => 1)).rejects.toThrow(/not JSON-serialisable/);
   });

@@ -1,12 +1,12 @@
 /**
  * billing.charge-monthly: charges every customer once per billing cycle (midnight UTC on the 1st).
  *
- * Idempotent because: each customer's charge is a step keyed `charge:<customer>` under the run's
- * idempotency key (`<schedule>@<nominal time>`), so a retry or a redelivery after a crash skips the
- * customers already charged and charges the rest; each charge carries its step's own key
- * (`<run key>/step/charge:<customer>`), with which the payment provider drops the repeat that a crash
- * between a charge and its recording would send. The cycle comes from the nominal fire time, not the
- * wall clock, so a run that starts late still bills the right month.
+ * Idempotent because: each customer's charge is a Redis step keyed `charge:<customer>` under the run's
+ * idempotency key (`<schedule>@<nominal time>`): the charge (a write to the demo ledger) and the step's
+ * record commit together in one script, only while the run owns its lease, so a retry or a redelivery
+ * after a crash skips exactly the customers already charged. Each charge also carries its step's own key
+ * (`<run key>/step/charge:<customer>`), as a real payment provider's call would. The cycle comes from the
+ * nominal fire time, not the wall clock, so a run that starts late still bills the right month.
  */
 import { defineJob } from '@tickwork/runtime';
 import { DateTime } from 'luxon';
@@ -32,7 +32,7 @@ export const billingChargeMonthly = defineJob({
     let totalCents = 0;
     for (const customer of DEMO_CUSTOMERS) {
       ctx.signal.throwIfAborted();
-      const record = await ctx.step(`charge:${customer.id}`, async (step) => {
+      const record = await ctx.redisStep(`charge:${customer.id}`, (tx, step) => {
         const charge: ChargeRecord = {
           customerId: customer.id,
           cycle,
@@ -40,7 +40,7 @@ export const billingChargeMonthly = defineJob({
           idempotencyKey: step.key,
           chargedAt: new Date().toISOString(),
         };
-        await ctx.redis.rpush(DEMO_KEYS.charges, JSON.stringify(charge));
+        tx.rpush(DEMO_KEYS.charges, JSON.stringify(charge));
         return charge;
       });
       totalCents += record.amountCents;

@@ -34,6 +34,7 @@ function ctxAt(nominal: Date, enqueue: Enqueue): JobContext<Record<string, never
     data: {}, log, jobId: 'x', jobName: digestMorning.name, queue: 'email', attempt: 1, maxAttempts: 1,
     signal: new AbortController().signal, idempotencyKey, nominalTime: nominal,
     isCatchUp: false, step: (id, fn) => fn({ id, key: stepKey(idempotencyKey, id) }), enqueue, redis: server.client(),
+    redisStep: () => Promise.reject(new Error('digest.morning takes no Redis steps')),
     lock: () => Promise.reject(new Error('digest.morning takes no locks')),
   };
 }

@@ -1,8 +1,9 @@
 /**
  * email.send: delivers one email (to the demo outbox).
  *
- * Idempotent because: the send is wrapped in a step keyed by the run's idempotency key, and producers
- * that fan out (digest.weekly) give each email a deterministic job id, so a duplicate enqueue is a no-op.
+ * Idempotent because: the send (a write to the demo outbox) is a Redis step, committed together with the
+ * step's record under the run's idempotency key, and producers that fan out (digest.weekly) give each
+ * email a deterministic job id, so a duplicate enqueue is a no-op.
  */
 import { defineJob } from '@tickwork/runtime';
 import { z } from 'zod';
@@ -19,11 +20,8 @@ export const emailSend = defineJob({
   }),
   retry: { attempts: 5, backoff: { type: 'exponential', delayMs: 2000 } },
   async handler(ctx) {
-    await ctx.step('send', async () => {
-      await ctx.redis.rpush(
-        DEMO_KEYS.outbox,
-        JSON.stringify({ ...ctx.data, idempotencyKey: ctx.idempotencyKey, sentAt: new Date().toISOString() }),
-      );
+    await ctx.redisStep('send', (tx) => {
+      tx.rpush(DEMO_KEYS.outbox, JSON.stringify({ ...ctx.data, idempotencyKey: ctx.idempotencyKey, sentAt: new Date().toISOString() }));
     });
     ctx.log.info({ to: ctx.data.to }, 'email sent');
     return { sent: true };

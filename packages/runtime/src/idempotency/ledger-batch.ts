@@ -73,6 +73,16 @@ function settle(batch: readonly Entry[], replies: Promise<LedgerReply[]>): Promi
 
 const LEDGER_SHA = createHash('sha1').update(LEDGER_LUA).digest('hex');
 
+/** EVALSHA, falling back to EVAL when the server does not know the script (a new or restarted Redis). */
+export async function evalCached(redis: Redis, lua: string, sha: string, keys: string[], argv: (string | number)[]): Promise<unknown> {
+  try {
+    return await redis.evalsha(sha, keys.length, ...keys, ...argv);
+  } catch (err) {
+    if (!(err instanceof Error) || !err.message.includes('NOSCRIPT')) throw err;
+    return redis.eval(lua, keys.length, ...keys, ...argv);
+  }
+}
+
 /** Sends ledger operations in batches on the ledger's connection, one batch in flight at a time. */
 export class LedgerBatcher {
   private queue: Entry[] = [];
@@ -106,14 +116,8 @@ export class LedgerBatcher {
     });
   }
 
-  /** EVALSHA, falling back to EVAL when the server does not know the script (a new or restarted Redis). */
   private async run(keys: string[], argv: (string | number)[]): Promise<LedgerReply[]> {
-    try {
-      return (await this.redis.evalsha(LEDGER_SHA, keys.length, ...keys, ...argv)) as LedgerReply[];
-    } catch (err) {
-      if (!(err instanceof Error) || !err.message.includes('NOSCRIPT')) throw err;
-      return (await this.redis.eval(LEDGER_LUA, keys.length, ...keys, ...argv)) as LedgerReply[];
-    }
+    return (await evalCached(this.redis, LEDGER_LUA, LEDGER_SHA, keys, argv)) as LedgerReply[];
   }
 }
 

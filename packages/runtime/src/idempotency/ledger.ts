@@ -1,8 +1,10 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { TickworkError } from '../errors.js';
-import { LedgerBatcher, type AheadOutcome, type CompletionWriter } from './ledger-batch.js';
-import { parseRecord } from './ledger-lua.js';
+import { evalCached, LedgerBatcher, type AheadOutcome, type CompletionWriter } from './ledger-batch.js';
+import { parseRecord, TX_STEP_LUA } from './ledger-lua.js';
+
+const TX_STEP_SHA = createHash('sha1').update(TX_STEP_LUA).digest('hex');
 
 /**
  * The idempotency ledger: one Redis record per logical run, holding its state (`running` | `idle` |
@@ -80,7 +82,8 @@ export class IdempotencyLedger {
   readonly leaseMs: number;
   readonly windowMs: number;
   readonly unfinishedTtlMs: number;
-  private readonly redis: Redis;
+  /** @internal the ledger's own connection, shared with its runs */
+  readonly redis: Redis;
   /** @internal shared with this ledger's runs */
   readonly batcher: LedgerBatcher;
 
@@ -180,6 +183,20 @@ export class LedgerRun {
   async recordStep(id: string, value: unknown): Promise<boolean> {
     const encoded = encodeValue(value);
     const ok = (await this.ledger.batcher.call('step', this.key, [this.at.mode, this.owner, id, encoded, this.at.steps, this.ledger.unfinishedTtlMs])) === 1;
+    if (ok) (this.steps ??= new Map()).set(id, encoded);
+    return ok;
+  }
+
+  /**
+   * Commits a Redis step: `commands` (each `[command, key, ...args]`) and the step's record in one script,
+   * only while this delivery owns the run. False when it does not: nothing was written.
+   */
+  async recordTxStep(id: string, value: unknown, commands: readonly (string | number)[][]): Promise<boolean> {
+    const encoded = encodeValue(value);
+    const keys = [this.key, this.at.steps, ...new Set(commands.map((c) => String(c[1])))];
+    const argv: (string | number)[] = [this.at.mode, this.owner, id, encoded, this.ledger.unfinishedTtlMs];
+    for (const c of commands) argv.push(c.length, ...c);
+    const ok = (await evalCached(this.ledger.redis, TX_STEP_LUA, TX_STEP_SHA, keys, argv)) === 1;
     if (ok) (this.steps ??= new Map()).set(id, encoded);
     return ok;
   }

@@ -6,7 +6,7 @@ import { IdempotencyLedger, type LedgerRun, type RunRecordPlace } from './ledger
 import { completionWriter } from './ledger-batch.js';
 import { duplicatesDeferred, duplicatesSuppressed, leasesLost, leaseTakeovers, overlapSkipped } from './metrics.js';
 import { LeaseKeeper } from './lease-keeper.js';
-import { createStep, type StepFn } from './steps.js';
+import { createSteps, type RedisStepFn, type StepFn, type Steps } from './steps.js';
 
 /** The exactly-once machinery one worker process shares across its jobs. */
 export interface ExactlyOnce {
@@ -34,6 +34,7 @@ export interface ExactlyOnceRun {
   /** Aborted when the worker aborts the job or the run's lease is lost. */
   signal: AbortSignal;
   step: StepFn;
+  redisStep: RedisStepFn;
 }
 
 export interface RunExactlyOnceOptions {
@@ -55,6 +56,8 @@ export interface RunExactlyOnceOptions {
    * trip less per run, and Redis still records the result before it acknowledges the job.
    */
   ackConnection?: Redis | undefined;
+  /** Told when a step of this run is newly recorded (the run made progress). */
+  onStepRecorded?: (() => Promise<void>) | undefined;
   /** Set for scheduled occurrences whose policy is not `allow`. */
   overlap?: { schedule: string; policy: OverlapPolicy; nominalTime: Date | undefined } | undefined;
   /** Called once when the overlap policy skips this occurrence (the schedule's history records it). */
@@ -133,14 +136,18 @@ export async function runExactlyOnce<T>(
   }
 
   const lease = keepLease(eo, run, opts);
-  let step: StepFn | undefined;
+  let steps: Steps | undefined;
+  const stepsOf = () => (steps ??= createSteps(run, () => lease.signal, opts.onStepRecorded));
   try {
     const result = await body({
       get signal() {
         return lease.signal;
       },
       get step() {
-        return (step ??= createStep(run, () => lease.signal));
+        return stepsOf().step;
+      },
+      get redisStep() {
+        return stepsOf().redisStep;
       },
     });
     lease.stop();

@@ -1,5 +1,6 @@
 import { LeaseLostError, StepError } from './errors.js';
 import type { LedgerRun } from './ledger.js';
+import { RedisTx } from './redis-tx.js';
 
 /** What a step's function gets. */
 export interface StepInfo {
@@ -14,45 +15,70 @@ export interface StepInfo {
 
 export type StepFn = <T>(id: string, fn: (step: StepInfo) => Promise<T>) => Promise<T>;
 
+/** `ctx.redisStep(id, (tx, s) => value)`: see createSteps. */
+export type RedisStepFn = <T>(id: string, fn: (tx: RedisTx, step: StepInfo) => T | Promise<T>) => Promise<T>;
+
 /** A step's idempotency key (see StepInfo.key): one rule for every place that names it. */
 export function stepKey(runKey: string, stepId: string): string {
   return `${runKey}/step/${stepId}`;
 }
 
+export interface Steps {
+  step: StepFn;
+  redisStep: RedisStepFn;
+}
+
 /**
- * `ctx.step(id, fn)`: runs `fn` once per run across retries and redeliveries. A step whose result was
- * recorded returns that result without running `fn` again. Results must be JSON values (they are
- * stored in Redis); a Date comes back as its ISO string.
+ * The two step forms of one run, sharing its recorded results and its ids:
  *
- * The gap that remains is between `fn`'s effect and the recording of its result: a crash exactly there
- * repeats the step. Close it by passing the step's key (`fn`'s argument, `s.key`) to the external API,
- * as the billing job does.
+ * - `ctx.step(id, fn)` runs `fn` once per run across retries and redeliveries: a recorded step returns its
+ *   recorded result without running `fn` again. The gap that remains is between `fn`'s effect and the
+ *   recording of its result: a crash exactly there repeats the step. Close it by passing the step's key
+ *   (`s.key`) to the external API, as the billing job does.
+ * - `ctx.redisStep(id, (tx, s) => value)`: the effect is a set of Redis writes recorded on `tx` and
+ *   committed in one script with the step's record, only while the run still owns its lease. No gap: the
+ *   writes and the record happen together or not at all (redis-tx.ts).
+ *
+ * Results must be JSON values (they are stored in Redis); a Date comes back as its ISO string.
+ * `onRecorded` is told when a step is newly recorded (progress), not when one is replayed.
  */
-export function createStep(run: LedgerRun, signalOf: () => AbortSignal): StepFn {
+export function createSteps(run: LedgerRun, signalOf: () => AbortSignal, onRecorded?: () => Promise<void>): Steps {
   let inFlight: Set<string> | undefined; // most runs have no steps: no Set for them
-  return async <T>(id: string, fn: (step: StepInfo) => Promise<T>): Promise<T> => {
+
+  const once = async <T>(id: string, execute: (info: StepInfo) => Promise<{ value: T; record: () => Promise<boolean> }>): Promise<T> => {
     if (typeof id !== 'string' || id.length === 0 || id.length > 512) {
       throw new StepError(String(id), 'the step id must be a non-empty string of at most 512 characters, e.g. "charge:cus_001"');
     }
     const recorded = run.recordedStep(id);
     if (recorded) return recorded.value as T;
-    if (inFlight?.has(id)) {
-      throw new StepError(id, 'is already running in this run; give concurrent steps distinct ids');
-    }
+    if (inFlight?.has(id)) throw new StepError(id, 'is already running in this run; give concurrent steps distinct ids');
     signalOf().throwIfAborted();
     (inFlight ??= new Set()).add(id);
     try {
-      const value = await fn({ id, key: stepKey(run.idempotencyKey, id) });
+      const { value, record } = await execute({ id, key: stepKey(run.idempotencyKey, id) });
       if (value !== undefined && JSON.stringify(value) === undefined) {
         throw new StepError(id, 'returned a value that is not JSON-serialisable; return plain data');
       }
-      if (!(await run.recordStep(id, value))) {
-        throw new LeaseLostError(run.idempotencyKey, `while recording step "${id}"`);
-      }
+      if (!(await record())) throw new LeaseLostError(run.idempotencyKey, `while recording step "${id}"`);
+      await onRecorded?.();
       // Return what a resumed run would see, so first runs and retries behave the same.
       return run.recordedStep(id)?.value as T;
     } finally {
       inFlight?.delete(id);
     }
+  };
+
+  return {
+    step: (id, fn) =>
+      once(id, async (info) => {
+        const value = await fn(info);
+        return { value, record: () => run.recordStep(id, value) };
+      }),
+    redisStep: (id, fn) =>
+      once(id, async (info) => {
+        const tx = new RedisTx();
+        const value = await fn(tx, info);
+        return { value, record: () => run.recordTxStep(id, value, tx.commands) };
+      }),
   };
 }
