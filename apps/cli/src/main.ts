@@ -68,4 +68,20 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-main(process.argv.slice(2)).then((code) => process.exit(code));
+/**
+ * Exits only once stdout has taken everything written to it: into a pipe, writes are asynchronous, and
+ * exiting at once would cut the output at the pipe's buffer (64 KiB) with exit code 0. A write that
+ * failed (the reader went away: EPIPE) makes the exit code non-zero, so a script sees partial output.
+ */
+async function exitAfterOutput(code: number): Promise<never> {
+  let writeError: Error | undefined;
+  process.stdout.on('error', (err) => (writeError ??= err));
+  await new Promise<void>((resolve) => process.stdout.write('', (err) => ((writeError ??= err ?? undefined), resolve())));
+  if (writeError) {
+    process.stderr.write(`tickwork: could not write the output: ${writeError.message}\n`);
+    process.exit(code === 0 ? 1 : code);
+  }
+  process.exit(code);
+}
+
+void main(process.argv.slice(2)).then(exitAfterOutput);
