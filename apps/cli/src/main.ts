@@ -42,6 +42,7 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   let close: (() => Promise<void>) | undefined;
+  let explain: (err: unknown) => unknown = (err) => err;
   let logLevel: string | undefined;
   try {
     const { args, flags } = parseFlags(command, rest);
@@ -49,9 +50,11 @@ async function main(argv: string[]): Promise<number> {
     logLevel = env.LOG_LEVEL;
     const ctx = await createContext(env, args, flags);
     close = ctx.close;
+    explain = ctx.explain;
     await command.run(ctx);
     return 0;
-  } catch (err) {
+  } catch (thrown) {
+    const err = explain(thrown);
     const json = rest.includes('--json');
     const message = err instanceof Error ? err.message : String(err);
     const kind = err instanceof Error ? err.name : 'Error';

@@ -2,6 +2,7 @@ export * from './errors.js';
 export * from './env.js';
 export * from './logger.js';
 export * from './connection.js';
+export * from './redis-startup.js';
 export * from './define-job.js';
 export * from './catalog.js';
 export * from './payload.js';
