@@ -41,6 +41,11 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`tickwork: unknown command "${name}"\n\n${help()}\n`);
     return 2;
   }
+  // `tickwork <command> --help` is a question, not a mistake: usage on stdout, exit 0.
+  if (rest.includes('--help') || rest.includes('-h')) {
+    process.stdout.write(`${command.summary}\nusage: ${command.usage}\n`);
+    return 0;
+  }
   let close: (() => Promise<void>) | undefined;
   let explain: (err: unknown) => unknown = (err) => err;
   let logLevel: string | undefined;

@@ -10,6 +10,8 @@ import { createDashboardApp } from './app.js';
 import { loadDashboardEnv } from './env.js';
 
 const boot = createLogger('dashboard');
+// Stacks in logs and dead letters name the TypeScript source (dist/ carries source maps).
+process.setSourceMapsEnabled(true);
 
 async function main(): Promise<void> {
   const env = loadDashboardEnv(process.env);

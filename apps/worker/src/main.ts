@@ -14,6 +14,8 @@ import { createDeadLetterRouting } from './dead-letter.js';
 import { startWorkerPool } from './worker-pool.js';
 
 const boot = createLogger('worker');
+// Stacks in logs and dead letters name the TypeScript source (dist/ carries source maps).
+process.setSourceMapsEnabled(true);
 
 async function main(): Promise<void> {
   const env = loadWorkerEnv(process.env);

@@ -70,7 +70,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     });
     worker.on('failed', (job, err) =>
       opts.log.warn(
-        { queue, job: job?.name, jobId: job?.id, attempt: job?.attemptsMade, err: { message: err.message } },
+        { queue, job: job?.name, jobId: job?.id, attempt: job?.attemptsMade, err },
         'job attempt failed',
       ),
     );

@@ -1,5 +1,5 @@
 import type { AnyJob } from './define-job.js';
-import { JobDefinitionError, UnknownJobError } from './errors.js';
+import { JobDefinitionError, PayloadValidationError, UnknownJobError } from './errors.js';
 import { validatePayload } from './payload.js';
 import { validateSchedule } from './schedule/validate.js';
 
@@ -28,7 +28,7 @@ export function createCatalog(jobs: readonly AnyJob[]): Catalog {
     if (byName.has(job.name)) throw new JobDefinitionError(job.name, 'defined twice in the catalog');
     if (job.schedule) {
       validateSchedule(job.name, job.schedule);
-      validatePayload(job, job.schedule.data ?? {});
+      validateScheduleData(job);
     }
     byName.set(job.name, job);
   }
@@ -44,4 +44,21 @@ export function createCatalog(jobs: readonly AnyJob[]): Catalog {
     },
     scheduled: () => jobs.filter((j) => j.schedule !== undefined),
   };
+}
+
+/**
+ * A schedule's runs get `schedule.data` as their data, so it must pass the job's schema. The error names
+ * `schedule.data` (not "payload"): that is what the job's author has to add or fix.
+ */
+function validateScheduleData(job: AnyJob): void {
+  try {
+    validatePayload(job, job.schedule?.data ?? {});
+  } catch (err) {
+    if (!(err instanceof PayloadValidationError)) throw err;
+    const issues = err.issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ');
+    throw new JobDefinitionError(
+      job.name,
+      `schedule.data does not match the job's schema (${issues}); every scheduled run gets schedule.data as its data: set it in the schedule, e.g. schedule: { ..., data: { ... } }`,
+    );
+  }
 }

@@ -1,4 +1,6 @@
 export * from './errors.js';
+/** Thrown by a handler: the job fails at once, without further attempts (BullMQ's own class, re-exported so jobs need no bullmq dependency). */
+export { UnrecoverableError } from 'bullmq';
 export * from './env.js';
 export * from './logger.js';
 export * from './connection.js';
