@@ -2,8 +2,10 @@ import {
   createEnqueue,
   createLogger,
   createRedis,
+  isRedisConnectionError,
   loadCatalog,
   QueueSet,
+  redisUnavailable,
   type Catalog,
   type Enqueue,
   type Logger,
@@ -24,6 +26,12 @@ export interface CommandContext {
   enqueue(): Enqueue;
 }
 
+export interface OpenContext extends CommandContext {
+  /** A command that failed because Redis could not be reached gets an error naming REDIS_URL instead. */
+  explain(err: unknown): unknown;
+  close(): Promise<void>;
+}
+
 export interface Flags {
   json: boolean;
   [name: string]: string | boolean | undefined;
@@ -35,12 +43,24 @@ export interface Output {
   line(text: string): void;
 }
 
-export async function createContext(env: CliEnv, args: string[], flags: Flags): Promise<CommandContext & { close(): Promise<void> }> {
+export async function createContext(env: CliEnv, args: string[], flags: Flags): Promise<OpenContext> {
   const log = createLogger('tickwork', env.LOG_LEVEL);
   const catalog = await loadCatalog(env.JOBS_MODULE, async () => (await import('@tickwork/jobs')).catalog);
   let redis: Redis | undefined;
   let queues: QueueSet | undefined;
-  const getRedis = () => (redis ??= createRedis(env.REDIS_URL, 'command'));
+  let lastRedisError: Error | undefined;
+  let redisErrors = 0;
+  const getRedis = () => {
+    if (!redis) {
+      redis = createRedis(env.REDIS_URL, 'command');
+      // Kept for the error message; without a listener ioredis prints every retry to stderr.
+      redis.on('error', (err) => {
+        lastRedisError = err;
+        redisErrors += 1;
+      });
+    }
+    return redis;
+  };
   const getQueues = () => (queues ??= new QueueSet(getRedis(), env.QUEUE_PREFIX, log));
   const out: Output = {
     result(data, text) {
@@ -60,6 +80,10 @@ export async function createContext(env: CliEnv, args: string[], flags: Flags): 
     redis: getRedis,
     queues: getQueues,
     enqueue: () => createEnqueue(catalog, getQueues()),
+    explain(err) {
+      if (!isRedisConnectionError(err) || !lastRedisError) return err;
+      return redisUnavailable(env.REDIS_URL, `tried ${redisErrors} time(s)`, lastRedisError);
+    },
     async close() {
       await queues?.close();
       redis?.disconnect();

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { catalog } from '@tickwork/jobs';
-import { createLogger, listDeadLetters, moveToDeadLetter, QueueSet } from '@tickwork/runtime';
+import { createLogger, listDeadLetters, moveToDeadLetter, QueueSet, redrivenJobId } from '@tickwork/runtime';
 import { startApp, startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -75,6 +75,35 @@ describe('tickwork dlq', () => {
     const purge = await tickwork('dlq', 'purge', '--queue', 'email', '--all', '--json');
     expect(purge.json()).toMatchObject({ purged: [{ dlqJobId: b, purged: true }] });
     expect(await listDeadLetters(queues, 'email')).toEqual([]);
+  });
+
+  it('a job something else put in a DLQ: listed as not a tickwork entry, skipped by redrive --all, purged by purge --all', async () => {
+    await redis.flushdb(); // the test above left a re-driven job waiting, which deadLetter() would take
+    const good = await deadLetter('mail-3');
+    const blank = String((await queues.get('email.dlq').add('', undefined)).id);
+
+    const list = await tickwork('dlq', 'list', '--json');
+    expect(list.code).toBe(0);
+    expect(list.json()).toEqual([
+      expect.objectContaining({ dlqJobId: good, tickwork: true }),
+      expect.objectContaining({ dlqJobId: blank, job: '', tickwork: false, reason: expect.stringMatching(/^not a tickwork dead letter \(/) }),
+    ]);
+    const text = await tickwork('dlq', 'list');
+    expect(text.code).toBe(0);
+    expect(text.out).toContain('not a tickwork dead letter');
+    const show = await tickwork('dlq', 'show', '--queue', 'email', '--job', blank, '--json');
+    expect(show.code).toBe(0);
+    expect(show.json()).toMatchObject({ dlqJobId: blank, entry: null, foreign: { name: '' } });
+
+    const redrive = await tickwork('dlq', 'redrive', '--queue', 'email', '--all');
+    expect(redrive.code).toBe(0);
+    expect(redrive.out).toContain(`skipped ${blank}: not a tickwork dead letter`);
+    expect(await queues.get('email').getJob(redrivenJobId(good, 1))).toBeTruthy();
+
+    const purge = await tickwork('dlq', 'purge', '--queue', 'email', '--all', '--json');
+    expect(purge.code).toBe(0);
+    expect(purge.json()).toMatchObject({ purged: [{ dlqJobId: blank, jobName: '', purged: true }] });
+    expect(await queues.get('email.dlq').getJobCountByTypes('waiting', 'delayed', 'prioritized')).toBe(0);
   });
 
   it('bad input: usage errors with exit code 2 and a message that says what to do', async () => {

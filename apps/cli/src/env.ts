@@ -1,4 +1,4 @@
-import { logLevel, parseEnv, queuePrefix, redisUrl } from '@tickwork/runtime';
+import { logLevel, parseEnv, port, queuePrefix, redisUrl } from '@tickwork/runtime';
 import { z } from 'zod';
 
 const schema = z.object({
@@ -8,6 +8,8 @@ const schema = z.object({
   JOBS_MODULE: z.string().optional(),
   /** Only read by `tickwork dev`, which passes it to the dashboard it starts. */
   DASHBOARD_PASSWORD: z.string().optional(),
+  /** Only read by `tickwork dev`: the dashboard's port (PORT would apply to every app it starts). */
+  DASHBOARD_PORT: port(3000),
 });
 
 export type CliEnv = z.output<typeof schema>;

@@ -43,7 +43,13 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`tickwork: unknown command "${name}"\n\n${help()}\n`);
     return 2;
   }
+  // `tickwork <command> --help` is a question, not a mistake: usage on stdout, exit 0.
+  if (rest.includes('--help') || rest.includes('-h')) {
+    process.stdout.write(`${command.summary}\nusage: ${command.usage}\n`);
+    return 0;
+  }
   let close: (() => Promise<void>) | undefined;
+  let explain: (err: unknown) => unknown = (err) => err;
   let logLevel: string | undefined;
   try {
     const { args, flags } = parseFlags(command, rest);
@@ -51,9 +57,11 @@ async function main(argv: string[]): Promise<number> {
     logLevel = env.LOG_LEVEL;
     const ctx = await createContext(env, args, flags);
     close = ctx.close;
+    explain = ctx.explain;
     await command.run(ctx);
     return 0;
-  } catch (err) {
+  } catch (thrown) {
+    const err = explain(thrown);
     const json = rest.includes('--json');
     const message = err instanceof Error ? err.message : String(err);
     const kind = err instanceof Error ? err.name : 'Error';
@@ -70,4 +78,20 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-main(process.argv.slice(2)).then((code) => process.exit(code));
+/**
+ * Exits only once stdout has taken everything written to it: into a pipe, writes are asynchronous, and
+ * exiting at once would cut the output at the pipe's buffer (64 KiB) with exit code 0. A write that
+ * failed (the reader went away: EPIPE) makes the exit code non-zero, so a script sees partial output.
+ */
+async function exitAfterOutput(code: number): Promise<never> {
+  let writeError: Error | undefined;
+  process.stdout.on('error', (err) => (writeError ??= err));
+  await new Promise<void>((resolve) => process.stdout.write('', (err) => ((writeError ??= err ?? undefined), resolve())));
+  if (writeError) {
+    process.stderr.write(`tickwork: could not write the output: ${writeError.message}\n`);
+    process.exit(code === 0 ? 1 : code);
+  }
+  process.exit(code);
+}
+
+void main(process.argv.slice(2)).then(exitAfterOutput);

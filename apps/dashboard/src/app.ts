@@ -5,10 +5,12 @@ import { dlqName, type Catalog, type Logger, type QueueSet } from '@tickwork/run
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Redis } from 'ioredis';
 import { basicAuth } from './basic-auth.js';
-import { createCsrf } from './csrf.js';
+import { createCsrf, sameOriginOnly } from './csrf.js';
 import { originQueues } from './data/dead-letters.js';
 import { deadLettersRouter } from './routes/dead-letters.js';
+import { createLoginThrottle, type LoginThrottleOptions } from './login-throttle.js';
 import { schedulesRouter } from './routes/schedules.js';
+import { quietExpress, securityHeaders } from './security-headers.js';
 
 export interface DashboardDeps {
   catalog: Catalog;
@@ -17,6 +19,8 @@ export interface DashboardDeps {
   log: Logger;
   user: string;
   password: string;
+  /** Login throttling; the defaults suit production, tests shorten the window. */
+  loginThrottle?: LoginThrottleOptions;
 }
 
 /** Origin queues (catalog and any seen before) and their dead-letter queues, sorted for a stable board. */
@@ -35,7 +39,7 @@ const BOARD_CSP =
   "connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'self'";
 
 function boardSecurityHeaders(_req: Request, res: Response, next: NextFunction): void {
-  res.set('Content-Security-Policy', BOARD_CSP).set('X-Content-Type-Options', 'nosniff');
+  res.set('Content-Security-Policy', BOARD_CSP);
   next();
 }
 
@@ -44,8 +48,7 @@ function boardSecurityHeaders(_req: Request, res: Response, next: NextFunction):
  * path sit behind HTTP Basic auth.
  */
 export async function createDashboardApp(deps: DashboardDeps): Promise<Express> {
-  const app = express();
-  app.disable('x-powered-by');
+  const app = quietExpress(express());
 
   app.get('/healthz', async (_req, res) => {
     try {
@@ -56,7 +59,9 @@ export async function createDashboardApp(deps: DashboardDeps): Promise<Express> 
     }
   });
 
-  app.use(basicAuth(deps.user, deps.password));
+  const throttle = createLoginThrottle(deps.loginThrottle);
+  app.use(throttle.gate, basicAuth(deps.user, deps.password, throttle.failed));
+  app.use(securityHeaders, sameOriginOnly);
 
   const serverAdapter = new ExpressAdapter().setBasePath('/queues');
   createBullBoard({
@@ -77,7 +82,7 @@ export async function createDashboardApp(deps: DashboardDeps): Promise<Express> 
       },
     },
   });
-  app.use('/queues', boardSecurityHeaders, serverAdapter.getRouter() as express.Router);
+  app.use('/queues', boardSecurityHeaders, quietExpress(serverAdapter.getRouter() as Express));
   app.use(schedulesRouter({ catalog: deps.catalog, redis: deps.redis, prefix: deps.queues.prefix }));
   app.use(deadLettersRouter(deps, createCsrf()));
   app.get('/', (_req, res) => res.redirect('/schedules'));
@@ -85,8 +90,18 @@ export async function createDashboardApp(deps: DashboardDeps): Promise<Express> 
   app.use((_req, res) => res.status(404).json({ error: 'not found' }));
   // Express's default handler would send the stack trace to the browser outside production.
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    // A client's mistake the body parser caught (a body over its limit: 413, malformed: 400) is answered
+    // as such, not logged as the dashboard's failure.
+    const status = clientErrorStatus(err);
+    if (status !== undefined) return void res.status(status).type('text/plain').send(`${(err as Error).message}\n`);
     deps.log.error({ err, path: req.path }, 'dashboard request failed');
     res.status(500).type('text/plain').send('internal error; the dashboard log has the details');
   });
   return app;
+}
+
+/** The 4xx status of an http-errors error (what body-parser throws), if it is one. */
+function clientErrorStatus(err: unknown): number | undefined {
+  const status = typeof err === 'object' && err !== null ? (err as { status?: unknown }).status : undefined;
+  return typeof status === 'number' && status >= 400 && status < 500 ? status : undefined;
 }

@@ -6,6 +6,7 @@
  */
 import { catalog } from '@tickwork/jobs';
 import { listDeadLetters, redrivenJobId } from '@tickwork/runtime';
+import { createServer, type Server } from 'node:http';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { launchChromium } from './testing/browser.js';
@@ -122,6 +123,35 @@ describe('the dashboard in a browser', () => {
     await page.close();
   });
 
+  it("a foreign page that auto-submits a text/plain form to Bull Board's add route adds nothing; the board's own calls work", async () => {
+    const attacker = await servePage(
+      `<form method="POST" enctype="text/plain" action="${d.base}/queues/api/queues/email/add"><input name='{"name":"x","data":{}}' value=""></form><script>document.forms[0].submit()</script>`,
+    );
+    try {
+      const { page } = await watchedPage(operator);
+      const answered = page.waitForResponse((r) => r.url() === `${d.base}/queues/api/queues/email/add` && r.status() !== 401);
+      await page.goto(attacker.url);
+      expect((await answered).status()).toBe(403);
+      expect(await d.queues.get('email').getJobCounts()).toEqual(expect.objectContaining({ waiting: 0, delayed: 0, prioritized: 0 }));
+
+      // Bull Board's page calls the same route with fetch from its own origin: the browser's Origin matches.
+      await page.goto(`${d.base}/queues/`);
+      const status = await page.evaluate(async () => {
+        const res = await fetch('/queues/api/queues/email/add', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ name: 'email.send', data: { to: 'a@example.com', subject: 's', body: 'b' } }),
+        });
+        return res.status;
+      });
+      expect(status).toBe(200);
+      expect((await d.queues.get('email').getWaiting()).map((j) => j.name)).toEqual(['email.send']);
+      await page.close();
+    } finally {
+      await attacker.close();
+    }
+  });
+
   it('renders Bull Board under /queues: its app loads under its CSP and lists the queues and their dead-letter queues', async () => {
     const { page, problems } = await watchedPage(operator);
     const thirdParty: { url: string; outcome: string }[] = [];
@@ -143,3 +173,14 @@ describe('the dashboard in a browser', () => {
     await page.close();
   });
 });
+
+/** Serves one HTML page from another origin (its own port), as a site the operator happens to open. */
+async function servePage(body: string): Promise<{ url: string; close(): Promise<void> }> {
+  const server: Server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(`<!doctype html><html><body>${body}</body></html>`));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const addr = server.address();
+  return {
+    url: `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}/`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}

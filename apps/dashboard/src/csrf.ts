@@ -31,6 +31,22 @@ export function createCsrf(token: string = randomBytes(32).toString('base64url')
   return { token, protect };
 }
 
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * The Origin half of the check, for every state-changing request the dashboard answers: Bull Board's
+ * `/queues/api/...` routes (add, retry, clean, promote, pause, empty, remove) included, which carry no
+ * token. Bull Board's own page calls them with fetch from this origin, so the browser sends a matching
+ * Origin; a form another site posts (even `enctype=text/plain`, which needs no preflight) carries that
+ * site's Origin and is refused before any route sees it.
+ */
+export const sameOriginOnly: RequestHandler = (req, res, next) => {
+  if (SAFE_METHODS.has(req.method)) return next();
+  const problem = originProblem(req);
+  if (!problem) return next();
+  res.status(403).type('text/plain').send(`forbidden: ${problem}; use the dashboard's own pages`);
+};
+
 function originProblem(req: Request): string | undefined {
   const source = req.get('origin') ?? req.get('referer');
   if (!source) return 'the request has neither an Origin nor a Referer header';

@@ -1,23 +1,24 @@
 import {
   createLogger,
   exitOnStartupError,
+  listen,
   openAppContext,
   onShutdown,
 } from '@tickwork/runtime';
+import { createServer } from 'node:http';
 import { createDashboardApp } from './app.js';
 import { loadDashboardEnv } from './env.js';
 
 const boot = createLogger('dashboard');
+// Stacks in logs and dead letters name the TypeScript source (dist/ carries source maps).
+process.setSourceMapsEnabled(true);
 
 async function main(): Promise<void> {
   const env = loadDashboardEnv(process.env);
   const { log, catalog, redis, queues, close } = await openAppContext('dashboard', env, async () => (await import('@tickwork/jobs')).catalog);
   const app = await createDashboardApp({ catalog, queues, redis, log, user: env.DASHBOARD_USER, password: env.DASHBOARD_PASSWORD });
-  const server = app.listen(env.PORT);
-  await new Promise<void>((resolve, reject) => {
-    server.once('listening', resolve);
-    server.once('error', reject);
-  });
+  const server = createServer(app);
+  await listen(server, env.PORT);
   // The user name is fine to log; the password never is.
   log.info({ port: env.PORT, user: env.DASHBOARD_USER }, 'dashboard ready');
 

@@ -125,6 +125,42 @@ describe('dead-letter pages', () => {
     expect(await d.queues.get('email').getJob('mail-8')).toBeUndefined();
   });
 
+  it('shows a job something else put in a DLQ, marked as not a tickwork entry, and purges it; re-drive-all skips it', async () => {
+    const good = await deadLetter('mail-9');
+    // What Bull Board's "add" wrote into a DLQ: an empty name and no data; and a job with unrelated data.
+    const blank = await d.queues.get('email.dlq').add('', undefined);
+    const odd = await d.queues.get('email.dlq').add('odd', { deadLetteredAt: 5, hello: XSS });
+    const list = await d.get('/dead-letters');
+    expect(list.status).toBe(200);
+    const page = await list.text();
+    expect(page.match(/not a tickwork entry<\/span>/g)).toHaveLength(2);
+    expect(page).toContain('(no name)');
+    expect(page).not.toContain('<script');
+    const api = (await (await d.get('/api/dead-letters')).json()) as { counts: { queue: string; count: number }[]; entries: { dlqJobId: string; tickwork: boolean; reason: string }[] };
+    expect(api.counts).toContainEqual({ queue: 'email', count: 3 });
+    expect(api.entries.map((e) => [e.dlqJobId, e.tickwork])).toEqual(
+      expect.arrayContaining([[good, true], [String(blank.id), false], [String(odd.id), false]]),
+    );
+    expect(api.entries.find((e) => e.dlqJobId === String(odd.id))?.reason).toMatch(/^not a tickwork dead letter \(/);
+    const detail = await d.get(deadLetterPath('email', String(odd.id)));
+    expect(detail.status).toBe(200);
+    const detailPage = await detail.text();
+    expect(detailPage).toContain('not a tickwork entry');
+    expect(detailPage).toContain('&quot;hello&quot;');
+    expect(detailPage).not.toContain('Re-drive');
+    expect((await d.get(deadLetterPath('email', String(blank.id)))).status).toBe(200);
+
+    const token = await csrfToken();
+    const all = await d.post('/dead-letters/email/redrive-all', { _csrf: token }, { origin: d.origin });
+    expect(all.headers.get('location')).toBe('/dead-letters?flash=redriven&n=1');
+    expect(await d.queues.get('email').getJob(redrivenJobId(good, 1))).toBeTruthy();
+    for (const id of [blank.id, odd.id]) {
+      const purge = await d.post(`${deadLetterPath('email', String(id))}/purge`, { _csrf: token }, { origin: d.origin });
+      expect(purge.headers.get('location')).toBe('/dead-letters?flash=purged&n=1');
+    }
+    expect(await d.queues.get('email.dlq').getJobCountByTypes('waiting', 'delayed', 'prioritized')).toBe(0);
+  });
+
   it('shows only fixed flash messages, whatever the query string says', async () => {
     const page = await (await d.get(`/dead-letters?flash=${encodeURIComponent(XSS)}&n=${encodeURIComponent(XSS)}`)).text();
     expect(page).not.toContain('class="flash');

@@ -1,14 +1,15 @@
-import { alertWebhookUrl, logLevel, parseEnv, port, positiveInt, queuePrefix, redisUrl } from '@tickwork/runtime';
+import { alertWebhookUrl, logLevel, nodeEnv, parseEnv, port, positiveInt, queuePrefix, redisStartupTimeoutMs, redisUrl } from '@tickwork/runtime';
 import { z } from 'zod';
 import { parseSpeedup } from './speedup.js';
 
 const schema = z
   .object({
     REDIS_URL: redisUrl,
+    REDIS_STARTUP_TIMEOUT_MS: redisStartupTimeoutMs,
     QUEUE_PREFIX: queuePrefix,
     PORT: port(3001),
     LOG_LEVEL: logLevel,
-    NODE_ENV: z.string().default('development'),
+    NODE_ENV: nodeEnv,
     /** How often registrations are reconciled again after start (catches a deleted registration, say). */
     RECONCILE_INTERVAL_MS: positiveInt(60_000),
     /** How often each schedule is checked for due and missed occurrences. */

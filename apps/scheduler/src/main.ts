@@ -14,6 +14,8 @@ import { tickSchedule } from './tick.js';
 import { watchSchedules } from './watchdog.js';
 
 const boot = createLogger('scheduler');
+// Stacks in logs and dead letters name the TypeScript source (dist/ carries source maps).
+process.setSourceMapsEnabled(true);
 
 async function main(): Promise<void> {
   const env = loadSchedulerEnv(process.env);

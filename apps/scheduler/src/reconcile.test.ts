@@ -12,6 +12,7 @@ import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { pino } from 'pino';
 import { reconcileSchedules } from './reconcile.js';
 
 const log = createLogger('test', 'silent');
@@ -81,5 +82,22 @@ describe('reconcileSchedules (real Redis)', () => {
     expect(second.removed).toEqual([]);
     expect(Object.keys(await registry())).toEqual(['a.job']);
     expect((await registry())['a.job']?.spec).toContain('30 * * * *');
+  });
+
+  it("logs 'schedule registered' at info only when a registration is new or changed", async () => {
+    const lines: { level: number; msg: string }[] = [];
+    const captured = pino({ level: 'debug' }, { write: (l: string) => void lines.push(JSON.parse(l) as { level: number; msg: string }) });
+    const reconcile = async (pattern: string) => {
+      const queues = new QueueSet(server.client(), 'tickwork', log);
+      try {
+        await reconcileSchedules({ catalog: createCatalog([scheduled('a.job', 'q1', pattern)]), queues, redis, log: captured });
+      } finally {
+        await queues.close();
+      }
+      return lines.splice(0).filter((l) => l.msg.startsWith('schedule ')).map((l) => [l.level, l.msg]);
+    };
+    expect(await reconcile('0 * * * *')).toEqual([[30, 'schedule registered']]);
+    expect(await reconcile('0 * * * *')).toEqual([[20, 'schedule unchanged']]);
+    expect(await reconcile('15 * * * *')).toEqual([[30, 'schedule registered']]);
   });
 });

@@ -47,6 +47,7 @@ export async function reconcileSchedules(opts: {
   await registerQueues(redis, prefix, catalog.queues);
   const registry = scheduleRegistryKey(prefix);
   const result: ReconcileResult = { registered: [], removed: [] };
+  const before = await redis.hgetall(registry);
 
   for (const job of catalog.scheduled()) {
     const spec = job.schedule;
@@ -58,7 +59,8 @@ export async function reconcileSchedules(opts: {
       policies: policiesOf(job.name, spec),
       speedupMs: opts.speedupMs ?? null,
     };
-    if ((await redis.hset(registry, job.name, JSON.stringify(registration))) === 1) {
+    const serialized = JSON.stringify(registration);
+    if ((await redis.hset(registry, job.name, serialized)) === 1) {
       // Registered (again): its state is kept for good, even if it was removed once and set to expire.
       const state = redis.pipeline();
       for (const key of Object.values(scheduleKeys(prefix, job.name))) state.persist(key);
@@ -66,7 +68,9 @@ export async function reconcileSchedules(opts: {
     }
     const next = nextOccurrences(effectiveRule(job, opts.speedupMs), new Date(), 1)[0]?.at;
     result.registered.push({ id: job.name, queue: job.queue, next });
-    log.info({ schedule: job.name, queue: job.queue, spec: registration.spec, next: next?.toISOString() }, 'schedule registered');
+    // Every reconcile re-registers every schedule: only a change is news; the steady state is debug.
+    const changed = before[job.name] !== serialized;
+    log[changed ? 'info' : 'debug']({ schedule: job.name, queue: job.queue, spec: registration.spec, next: next?.toISOString() }, changed ? 'schedule registered' : 'schedule unchanged');
   }
 
   const wanted = new Set(catalog.scheduled().map((j) => j.name));

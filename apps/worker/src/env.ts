@@ -1,12 +1,14 @@
-import { alertWebhookUrl, logLevel, parseEnv, port, positiveInt, queuePrefix, redisUrl } from '@tickwork/runtime';
+import { alertWebhookUrl, EnvError, logLevel, parseEnv, port, positiveInt, queuePrefix, redisStartupTimeoutMs, redisUrl, type Catalog } from '@tickwork/runtime';
 import { z } from 'zod';
 
 const schema = z.object({
   REDIS_URL: redisUrl,
+  REDIS_STARTUP_TIMEOUT_MS: redisStartupTimeoutMs,
   QUEUE_PREFIX: queuePrefix,
   PORT: port(3002),
   LOG_LEVEL: logLevel,
-  WORKER_CONCURRENCY: positiveInt(10),
+  /** Jobs run at once per queue; at most 1000 (each holds memory and a share of the event loop). */
+  WORKER_CONCURRENCY: positiveInt(10, 1000),
   /** How long SIGTERM waits for active jobs before aborting them. Keep below the orchestrator's grace period. */
   DRAIN_TIMEOUT_MS: positiveInt(25_000),
   /** Only run these queues (comma-separated); default all queues of the catalog. */
@@ -41,4 +43,18 @@ export type WorkerEnv = z.output<typeof schema>;
 
 export function loadWorkerEnv(env: Record<string, string | undefined>): WorkerEnv {
   return parseEnv('worker', schema, env);
+}
+
+/**
+ * The queues WORKER_QUEUES names (default: all of the catalog's). A name the catalog does not know is an
+ * error naming the known ones: a typo would otherwise leave the worker serving nothing, silently.
+ */
+export function selectedQueues(env: Pick<WorkerEnv, 'WORKER_QUEUES'>, catalog: Catalog): string[] {
+  const named = env.WORKER_QUEUES?.split(',').map((q) => q.trim()).filter(Boolean) ?? [];
+  if (named.length === 0) return [...catalog.queues];
+  const unknown = named.filter((q) => !catalog.queues.includes(q));
+  if (unknown.length > 0) {
+    throw new EnvError('worker', [`WORKER_QUEUES is invalid: no queue ${unknown.map((q) => `"${q}"`).join(', ')} in the catalog; known queues: ${catalog.queues.join(', ')}`]);
+  }
+  return named;
 }

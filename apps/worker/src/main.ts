@@ -9,15 +9,18 @@ import {
   redisPingCheck,
   startHealthServer,
 } from '@tickwork/runtime';
-import { loadWorkerEnv } from './env.js';
+import { loadWorkerEnv, selectedQueues } from './env.js';
 import { createDeadLetterRouting } from './dead-letter.js';
 import { startWorkerPool } from './worker-pool.js';
 
 const boot = createLogger('worker');
+// Stacks in logs and dead letters name the TypeScript source (dist/ carries source maps).
+process.setSourceMapsEnabled(true);
 
 async function main(): Promise<void> {
   const env = loadWorkerEnv(process.env);
-  const { log, catalog, redis, queues, close } = await openAppContext('worker', env, async () => (await import('@tickwork/jobs')).catalog);
+  const { log, catalog, redis, queues, outage, close } = await openAppContext('worker', env, async () => (await import('@tickwork/jobs')).catalog);
+  const selected = selectedQueues(env, catalog);
   const enqueue = createEnqueue(catalog, queues, { maxPayloadBytes: env.MAX_PAYLOAD_BYTES });
   const alerter = createAlerter({
     log,
@@ -27,7 +30,6 @@ async function main(): Promise<void> {
     ...(env.ALERT_WEBHOOK_URL && { webhook: { url: env.ALERT_WEBHOOK_URL, timeoutMs: env.ALERT_WEBHOOK_TIMEOUT_MS } }),
   });
   const deadLetter = createDeadLetterRouting({ queues, redis, catalog, log, alerter, sweepIntervalMs: env.DLQ_SWEEP_INTERVAL_MS });
-  const selected = env.WORKER_QUEUES?.split(',').map((q) => q.trim()).filter(Boolean);
   const pool = startWorkerPool({
     catalog,
     redis,
@@ -43,12 +45,20 @@ async function main(): Promise<void> {
     idempotencyWindowMs: env.IDEMPOTENCY_RETENTION_HOURS * 3600_000,
     unfinishedRunTtlMs: env.IDEMPOTENCY_UNFINISHED_RETENTION_HOURS * 3600_000,
     graceMs: env.SCHEDULE_GRACE_MS,
-    ...(selected && { queues: selected }),
+    queues: selected,
+    outage,
   });
   const health = await startHealthServer({ port: env.PORT, log, check: redisPingCheck(redis), routes: metricsRoute });
   log.info({ port: env.PORT, jobs: catalog.jobs.length }, 'worker ready');
 
   onShutdown(log, async () => {
+    if (outage.down) {
+      // Nothing can be acknowledged without Redis: waiting out the drain deadline would only delay the
+      // stop. Active jobs are aborted; BullMQ's stall check hands them to a worker once Redis is back.
+      log.warn('redis unreachable: stopping without draining');
+      pool.abort('worker shutting down during a Redis outage');
+      return;
+    }
     const { timedOut } = await pool.drain(env.DRAIN_TIMEOUT_MS);
     log.info({ timedOut }, 'workers drained');
     await alerter.settle(2000);

@@ -1,4 +1,4 @@
-import { createExactlyOnce, createRedis } from '@tickwork/runtime';
+import { createExactlyOnce, createRedis, type RedisOutageLog } from '@tickwork/runtime';
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { DeadLetterRouting } from './dead-letter.js';
@@ -13,6 +13,8 @@ export interface WorkerPoolOptions extends Omit<ProcessorDeps, 'redis' | 'exactl
   queues?: readonly string[];
   /** Moves final failures to the DLQ (dead-letter.ts). */
   deadLetter?: DeadLetterRouting;
+  /** The app's Redis outage log (app-context.ts); without it every connection error is logged. */
+  outage?: RedisOutageLog;
   /** Lock/stall tuning; tests shorten them to see stalls quickly. */
   /** Also the idempotency-ledger lease. */
   lockDurationMs?: number;
@@ -31,6 +33,8 @@ export interface WorkerPool {
    * force-closes. Aborted jobs are not lost: BullMQ's stalled check redelivers them to another worker.
    */
   drain(deadlineMs: number): Promise<{ timedOut: boolean }>;
+  /** Aborts every active job's signal at once (no waiting: for a stop while Redis is unreachable). */
+  abort(reason: string): void;
 }
 
 /** One BullMQ Worker per queue, each with its own blocking connection (BullMQ requires that). */
@@ -38,7 +42,8 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   // The ledger gets its own command connection, so its claims never queue behind demo/job traffic.
   // Auto-pipelining was measured (`pnpm bench`) to cost more Node CPU per job than it saved: off.
   const ledgerRedis = createRedis(opts.redisUrl, 'command');
-  ledgerRedis.on('error', (err) => opts.log.warn({ err: { message: err.message } }, 'ledger redis connection error'));
+  if (opts.outage) opts.outage.watch(ledgerRedis);
+  else ledgerRedis.on('error', (err) => opts.log.warn({ err: { message: err.message } }, 'ledger redis connection error'));
   const exactlyOnce = createExactlyOnce(ledgerRedis, {
     prefix: opts.prefix,
     leaseMs: opts.lockDurationMs ?? 30_000,
@@ -49,8 +54,10 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   const processor = createProcessor({ ...opts, exactlyOnce, ackConnectionOf: (queue) => ackConnectionOf(byQueue.get(queue)) });
   const queues = opts.queues ?? opts.catalog.queues;
   const workers = queues.map((queue) => {
+    const connection = createRedis(opts.redisUrl, 'blocking');
+    opts.outage?.watch(connection);
     const worker = new Worker(queue, processor, {
-      connection: createRedis(opts.redisUrl, 'blocking'),
+      connection,
       prefix: opts.prefix,
       concurrency: opts.concurrency,
       // A crashed worker's jobs are redelivered after the lock expires; handlers are idempotent.
@@ -60,10 +67,13 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     });
     byQueue.set(queue, worker);
     opts.deadLetter?.attach(worker);
-    worker.on('error', (err) => opts.log.error({ err, queue }, 'worker error'));
+    // Connection errors during an outage are the outage log's (once, then a summary), not one line each.
+    worker.on('error', (err) => {
+      if (!opts.outage?.note(err)) opts.log.error({ err, queue }, 'worker error');
+    });
     worker.on('failed', (job, err) =>
       opts.log.warn(
-        { queue, job: job?.name, jobId: job?.id, attempt: job?.attemptsMade, err: { message: err.message } },
+        { queue, job: job?.name, jobId: job?.id, attempt: job?.attemptsMade, err },
         'job attempt failed',
       ),
     );
@@ -73,6 +83,9 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
 
   return {
     workers,
+    abort(reason) {
+      for (const w of workers) w.cancelAllJobs(reason);
+    },
     async drain(deadlineMs) {
       let timer: NodeJS.Timeout | undefined;
       const deadline = new Promise<'timeout'>((resolve) => {

@@ -4,6 +4,7 @@ import { createRedis } from './connection.js';
 import { loadCatalog } from './load-catalog.js';
 import { createLogger, type Logger } from './logger.js';
 import { QueueSet } from './queues.js';
+import { createRedisOutageLog, waitForRedis, type RedisOutageLog } from './redis-startup.js';
 
 /** The env fields every app shares (see env.ts). */
 export interface CommonEnv {
@@ -11,6 +12,7 @@ export interface CommonEnv {
   QUEUE_PREFIX: string;
   LOG_LEVEL: string;
   JOBS_MODULE?: string | undefined;
+  REDIS_STARTUP_TIMEOUT_MS?: number | undefined;
 }
 
 export interface AppContext {
@@ -19,13 +21,16 @@ export interface AppContext {
   /** Command connection (see connection.ts); blocking connections are made per Worker. */
   redis: Redis;
   queues: QueueSet;
+  /** Logs a Redis outage once and its end; give it the app's other connections too. */
+  outage: RedisOutageLog;
   close(): Promise<void>;
 }
 
 /**
  * What every app opens at start, in the same order: its logger, the catalog (which validates every job,
- * so a bad definition stops start-up here), a command connection that logs instead of crashing on
- * connection errors, and the queues.
+ * so a bad definition stops start-up here), a command connection (a Redis that does not answer within
+ * REDIS_STARTUP_TIMEOUT_MS, or refuses the password, stops start-up too, naming REDIS_URL), whose later
+ * outages are logged once each, and the queues.
  */
 export async function openAppContext(
   app: string,
@@ -35,14 +40,24 @@ export async function openAppContext(
   const log = createLogger(app, env.LOG_LEVEL);
   const catalog = await loadCatalog(env.JOBS_MODULE, defaultCatalog);
   const redis = createRedis(env.REDIS_URL, 'command');
-  redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis connection error'));
-  const queues = new QueueSet(redis, env.QUEUE_PREFIX, log);
+  try {
+    await waitForRedis(redis, env.REDIS_URL, env.REDIS_STARTUP_TIMEOUT_MS ?? 10_000);
+  } catch (err) {
+    redis.disconnect();
+    throw err;
+  }
+  const outage = createRedisOutageLog(log, env.REDIS_URL);
+  outage.watch(redis);
+  const queues = new QueueSet(redis, env.QUEUE_PREFIX, log, outage.note);
   return {
     log,
     catalog,
     redis,
     queues,
+    outage,
     async close() {
+      // During an outage a graceful close would wait for a Redis that is not there: drop the connection.
+      if (outage.down) redis.disconnect();
       await queues.close();
       redis.disconnect();
     },

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createCatalog } from './catalog.js';
 import { defineJob, type ScheduleSpec } from './define-job.js';
-import { JobDefinitionError, PayloadValidationError, UnknownJobError } from './errors.js';
+import { JobDefinitionError, UnknownJobError } from './errors.js';
 
 const job = (name: string, schedule?: ScheduleSpec, schema: z.ZodObject = z.object({})) =>
   defineJob({ name, queue: 'q', schema, schedule, handler: async () => undefined });
@@ -50,8 +50,10 @@ describe('createCatalog', () => {
   it('validates static schedule data against the schema at start', () => {
     const schema = z.object({ region: z.enum(['eu', 'us']) });
     expect(() => createCatalog([job('data.bad', { every: { minutes: 1 }, tz: 'UTC', data: { region: 'mars' } }, schema)])).toThrow(
-      PayloadValidationError,
+      /^job "data\.bad": schedule\.data does not match the job's schema \(region: Invalid option/,
     );
+    // No data at all: the message says where it goes.
+    expect(() => createCatalog([job('data.none', { every: { minutes: 1 }, tz: 'UTC' }, schema)])).toThrow(/set it in the schedule, e\.g\. schedule: \{ \.\.\., data:/);
   });
 
   it('require() names the known jobs when a name is unknown', () => {

@@ -1,5 +1,5 @@
 import type { AnyJob } from './define-job.js';
-import { JobDefinitionError, UnknownJobError } from './errors.js';
+import { describeIssues, JobDefinitionError, PayloadValidationError, UnknownJobError } from './errors.js';
 import { validatePayload } from './payload.js';
 import { validateSchedule } from './schedule/validate.js';
 import { positiveDurationMs } from './schedule/policy.js';
@@ -30,7 +30,7 @@ export function createCatalog(jobs: readonly AnyJob[]): Catalog {
     if (job.idempotencyWindow !== undefined) idempotencyWindowMs(job);
     if (job.schedule) {
       validateSchedule(job.name, job.schedule);
-      validatePayload(job, job.schedule.data ?? {});
+      validateScheduleData(job);
     }
     byName.set(job.name, job);
   }
@@ -52,4 +52,21 @@ export function createCatalog(jobs: readonly AnyJob[]): Catalog {
 export function idempotencyWindowMs(job: AnyJob): number | undefined {
   if (job.idempotencyWindow === undefined) return undefined;
   return positiveDurationMs(job.name, 'idempotencyWindow', job.idempotencyWindow, '{ days: 3 }');
+}
+
+/**
+ * A schedule's runs get `schedule.data` as their data, so it must pass the job's schema. The error names
+ * `schedule.data` (not "payload"): that is what the job's author has to add or fix.
+ */
+function validateScheduleData(job: AnyJob): void {
+  try {
+    validatePayload(job, job.schedule?.data ?? {});
+  } catch (err) {
+    if (!(err instanceof PayloadValidationError)) throw err;
+    const issues = describeIssues(err.issues);
+    throw new JobDefinitionError(
+      job.name,
+      `schedule.data does not match the job's schema (${issues}); every scheduled run gets schedule.data as its data: set it in the schedule, e.g. schedule: { ..., data: { ... } }`,
+    );
+  }
 }

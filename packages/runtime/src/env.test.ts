@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { parseEnv, port, redisUrl } from './env.js';
+import { nodeEnv, parseEnv, port, positiveInt, redisUrl } from './env.js';
 import { EnvError } from './errors.js';
 
 const schema = z.object({ REDIS_URL: redisUrl, PORT: port(3001), SECRET: z.string().min(1) });
@@ -23,5 +23,23 @@ describe('parseEnv', () => {
     expect(message).toContain('REDIS_URL is invalid: must be a redis:// or rediss:// URL');
     expect(message).toContain('PORT is invalid');
     expect(message).toContain('SECRET is not set');
+  });
+});
+
+describe('shared env fields', () => {
+  const fields = z.object({ PORT: port(3001), N: positiveInt(10, 1000), NODE_ENV: nodeEnv });
+  it('a port set but empty is an error, not port 0; unset is the default', () => {
+    expect(() => parseEnv('app', fields, { PORT: '' })).toThrow(/PORT is set but empty/);
+    expect(() => parseEnv('app', fields, { PORT: '70000' })).toThrow(/PORT is invalid/);
+    expect(parseEnv('app', fields, {}).PORT).toBe(3001);
+    expect(parseEnv('app', fields, { PORT: ' 0 ' }).PORT).toBe(0);
+  });
+  it('a positive integer is digits, within its maximum', () => {
+    for (const bad of ['1e9', '1001', '0', '-1', '2.5', '', 'ten']) expect(() => parseEnv('app', fields, { N: bad }), bad).toThrow(/N is/);
+    expect(parseEnv('app', fields, { N: '1000' }).N).toBe(1000);
+  });
+  it('NODE_ENV is read whatever its case or surrounding spaces', () => {
+    expect(parseEnv('app', fields, { NODE_ENV: ' Production ' }).NODE_ENV).toBe('production');
+    expect(parseEnv('app', fields, {}).NODE_ENV).toBe('development');
   });
 });

@@ -15,7 +15,7 @@ export function parseEnv<S extends z.ZodObject>(
   const problems = result.error.issues.map((issue) => {
     const variable = issue.path.map(String).join('.') || '(env)';
     const value = env[variable];
-    const what = value === undefined || value === '' ? 'is not set' : 'is invalid';
+    const what = value === undefined ? 'is not set' : value.trim() === '' ? 'is set but empty' : 'is invalid';
     return `${variable} ${what}: ${issue.message}`;
   });
   throw new EnvError(app, problems);
@@ -27,8 +27,18 @@ export const redisUrl = z
   .default('redis://127.0.0.1:6379')
   .refine((v) => /^rediss?:\/\//.test(v), 'must be a redis:// or rediss:// URL, e.g. redis://127.0.0.1:6379');
 
+/**
+ * A TCP port. Unset means the default; set but empty is an error (it would otherwise coerce to 0, a
+ * random port nobody probes). 0 stays possible when asked for explicitly.
+ */
 export const port = (fallback: number) =>
-  z.coerce.number().int().min(0).max(65535).default(fallback);
+  z
+    .string()
+    .trim()
+    .regex(/^\d+$/, 'must be a port number from 0 to 65535')
+    .transform(Number)
+    .pipe(z.number().int().max(65535, 'must be a port number from 0 to 65535'))
+    .default(fallback);
 
 export const logLevel = z
   .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
@@ -39,7 +49,24 @@ export const queuePrefix = z
   .default('tickwork')
   .describe('Redis key prefix for every queue; use a {hash tag} such as {tickwork} on Redis Cluster');
 
-export const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+/** A positive integer, written as digits (`1e9` is refused), optionally at most `max`. */
+export const positiveInt = (fallback: number, max = Number.MAX_SAFE_INTEGER) =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d+$/, 'must be a positive integer, written as digits')
+    .transform(Number)
+    .pipe(z.number().int().positive('must be a positive integer').max(max, `must be at most ${max}`))
+    .default(fallback);
+
+/** How long an app waits for Redis at start before it gives up as misconfigured. */
+export const redisStartupTimeoutMs = positiveInt(10_000);
+
+/** NODE_ENV, read the way people write it: `Production` or `production ` count as production. */
+export const nodeEnv = z
+  .string()
+  .default('development')
+  .transform((v) => v.trim().toLowerCase());
 
 /** POST target for alerts. May carry a token: it is never logged in full. */
 export const alertWebhookUrl = z

@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { TickworkError } from './errors.js';
 import type { Logger } from './logger.js';
 
 export type HealthCheck = () => Promise<{ ok: boolean; detail?: Record<string, unknown> }>;
@@ -38,11 +39,24 @@ export async function startHealthServer(opts: {
       res.end();
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port, () => resolve());
-  });
+  await listen(server, opts.port);
   return server;
+}
+
+/** Another process holds the port: the message names the variable that moves it. */
+export class PortInUseError extends TickworkError {
+  override name = 'PortInUseError';
+  constructor(readonly port: number) {
+    super(`port ${port} is already in use (PORT=${port}); stop what listens there or set PORT to a free port`);
+  }
+}
+
+/** Starts `server` on `port`; resolves once it listens, rejects (PortInUseError for EADDRINUSE) if it cannot. */
+export function listen(server: Server, port: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) => reject(err.code === 'EADDRINUSE' ? new PortInUseError(port) : err));
+    server.listen(port, () => resolve());
+  });
 }
 
 /** Redis answers PING: the health signal the scheduler and worker share. */

@@ -1,7 +1,10 @@
 export * from './errors.js';
+/** Thrown by a handler: the job fails at once, without further attempts (BullMQ's own class, re-exported so jobs need no bullmq dependency). */
+export { UnrecoverableError } from 'bullmq';
 export * from './env.js';
 export * from './logger.js';
 export * from './connection.js';
+export * from './redis-startup.js';
 export * from './define-job.js';
 export * from './catalog.js';
 export * from './payload.js';

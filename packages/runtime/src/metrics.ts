@@ -5,7 +5,7 @@ import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client
  * are how operators (and tests of real worker processes) see suppressed duplicates, skips and dead letters.
  */
 export const metricsRegistry = new Registry();
-collectDefaultMetrics({ register: metricsRegistry, prefix: 'tickwork_process_' });
+collectDefaultMetrics({ register: metricsRegistry, prefix: 'tickwork_' });
 
 export const jobsCompleted = new Counter({
   name: 'tickwork_jobs_completed_total',

@@ -39,13 +39,17 @@ export class QueueSet {
     private readonly connection: Redis,
     readonly prefix: string,
     private readonly log: Logger,
+    /** Takes connection errors (an outage is logged once, see redis-startup.ts); true when it did. */
+    private readonly connectionError: (err: unknown) => boolean = () => false,
   ) {}
 
   get(name: string): Queue {
     let queue = this.queues.get(name);
     if (!queue) {
       queue = new Queue(name, { connection: this.connection, prefix: this.prefix, streams: { events: { maxLen: EVENTS_MAX_LEN } } });
-      queue.on('error', (err) => this.log.error({ err, queue: name }, 'queue error'));
+      queue.on('error', (err) => {
+        if (!this.connectionError(err)) this.log.error({ err, queue: name }, 'queue error');
+      });
       this.queues.set(name, queue);
     }
     return queue;

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { safeUrl } from '@tickwork/runtime';
+import { safeUrl, TickworkError } from '@tickwork/runtime';
 import { Redis } from 'ioredis';
 import type { Command } from './command.js';
 import { UsageError } from '../usage-error.js';
@@ -48,17 +48,19 @@ export const devCommand: Command = {
     }
 
     const password = ctx.env.DASHBOARD_PASSWORD ?? devPassword();
+    const dashboardPort = ctx.env.DASHBOARD_PORT;
     const children = APPS.map((app) =>
       spawn(process.execPath, [join(ROOT, 'apps', app, 'dist', 'main.js')], {
         stdio: 'inherit',
         // Own process group: a terminal's Ctrl-C reaches only us, and we forward one SIGTERM to each app.
         detached: true,
         // The apps parse their own env; pass ours through with the resolved Redis and password.
-        // PORT is dropped so each app takes its own default (dashboard 3000, scheduler 3001, worker 3002).
-        env: { ...process.env, PORT: undefined, REDIS_URL: redisUrl, DASHBOARD_PASSWORD: password },
+        // One PORT cannot serve three apps: the scheduler and worker take their defaults (3001, 3002) and
+        // the dashboard DASHBOARD_PORT (default 3000).
+        env: { ...process.env, PORT: app === 'dashboard' ? String(dashboardPort) : undefined, REDIS_URL: redisUrl, DASHBOARD_PASSWORD: password },
       }),
     );
-    ctx.out.line('tickwork: scheduler, worker and dashboard starting; dashboard at http://localhost:3000/queues');
+    ctx.out.line(`tickwork: scheduler, worker and dashboard starting; dashboard at http://localhost:${dashboardPort}/schedules`);
     if (!ctx.env.DASHBOARD_PASSWORD) {
       ctx.out.line(`tickwork: dashboard login is admin with the password in .tickwork/dashboard-password (set DASHBOARD_PASSWORD to choose one)`);
     }
@@ -71,7 +73,7 @@ export const devCommand: Command = {
     }
     ctx.out.line('tickwork: try `pnpm tickwork schedules` and `pnpm tickwork enqueue <job> <json>` in another terminal; Ctrl-C stops everything');
 
-    const exited = children.map((c) => new Promise<void>((r) => c.once('exit', () => r())));
+    const exited = children.map((c, i) => new Promise<{ app: string; code: number | null }>((r) => c.once('exit', (code) => r({ app: APPS[i] ?? '?', code }))));
     let stopping = false;
     const stop = () => {
       if (stopping) return;
@@ -80,11 +82,14 @@ export const devCommand: Command = {
     };
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
-    // If one app dies, stop the others: a half-running stack is more confusing than a stopped one.
-    await Promise.race(exited);
+    // If one app dies, stop the others (a half-running stack is more confusing than a stopped one) and
+    // fail: an app that stopped by itself (bad password, port taken) is an error, even after the others started.
+    const first = await Promise.race(exited);
+    const unasked = !stopping;
     stop();
     await Promise.all(exited);
     privateRedis?.kill('SIGTERM');
+    if (unasked) throw new AppStoppedError(first.app, first.code);
   },
 };
 
@@ -109,4 +114,12 @@ function devPassword(): string {
   const password = randomBytes(12).toString('base64url');
   writeFileSync(file, `${password}\n`, { mode: 0o600 });
   return password;
+}
+
+/** One of the apps `tickwork dev` runs stopped without being asked to (its own output says why). */
+export class AppStoppedError extends TickworkError {
+  override name = 'AppStoppedError';
+  constructor(app: string, code: number | null) {
+    super(`the ${app} stopped (exit code ${code ?? 'none'}), so everything was stopped; its output above says why`);
+  }
 }

@@ -1,8 +1,8 @@
 import {
   countDeadLetters,
-  getDeadLetter,
+  getDlqItem,
   knownQueues,
-  listDeadLetters,
+  listDlqItems,
   purgeDeadLetters,
   redriveDeadLetters,
   type DeadLetterSelector,
@@ -60,11 +60,18 @@ export const dlqCommand: Command = {
       case 'list': {
         const only = await requireQueue(ctx, false);
         const queues = only ? [only] : await allQueues(ctx);
-        const rows: { queue: string; dlqJobId: string; job: string; reason: string; attemptsMade: number; lastFailedAt: string; redriveCount: number }[] = [];
+        type Row = { queue: string; dlqJobId: string; job: string; reason: string; attemptsMade: number; lastFailedAt: string; redriveCount: number; tickwork: boolean };
+        const rows: Row[] = [];
         for (const queue of queues) {
           if ((await countDeadLetters(ctx.queues(), queue)) === 0) continue;
-          for (const { dlqJobId, entry } of await listDeadLetters(ctx.queues(), queue)) {
-            rows.push({ queue, dlqJobId, job: entry.jobName, reason: entry.failureReason, attemptsMade: entry.attemptsMade, lastFailedAt: entry.lastFailedAt, redriveCount: entry.redriveCount });
+          for (const d of await listDlqItems(ctx.queues(), queue)) {
+            // A job something else put in the DLQ is listed (so it can be purged), never an error.
+            const { dlqJobId } = d;
+            rows.push(
+              d.entry === null
+                ? { queue, dlqJobId, job: d.foreign.name, reason: d.foreign.problem, attemptsMade: 0, lastFailedAt: d.foreign.addedAt, redriveCount: 0, tickwork: false }
+                : { queue, dlqJobId, job: d.entry.jobName, reason: d.entry.failureReason, attemptsMade: d.entry.attemptsMade, lastFailedAt: d.entry.lastFailedAt, redriveCount: d.entry.redriveCount, tickwork: true },
+            );
           }
         }
         ctx.out.result(rows, () =>
@@ -81,7 +88,7 @@ export const dlqCommand: Command = {
         const queue = (await requireQueue(ctx, true)) ?? '';
         const id = ctx.flags.job;
         if (typeof id !== 'string' || id === '') throw new UsageError('--job <dlq id> is required; see `tickwork dlq list`');
-        const dl = await getDeadLetter(ctx.queues(), queue, id);
+        const dl = await getDlqItem(ctx.queues(), queue, id);
         ctx.out.result(dl, () => JSON.stringify(dl, null, 2));
         return;
       }
@@ -91,7 +98,13 @@ export const dlqCommand: Command = {
         ctx.out.result({ dryRun, redriven: outcomes }, () =>
           outcomes.length === 0
             ? 'nothing to re-drive'
-            : outcomes.map((o) => `${dryRun ? 'would re-drive' : 're-drove'} ${o.dlqJobId} (${o.jobName}) as ${o.newJobId}, key ${o.idempotencyKey}`).join('\n'),
+            : outcomes
+                .map((o) =>
+                  o.refused
+                    ? `skipped ${o.dlqJobId}: ${o.refused}`
+                    : `${dryRun ? 'would re-drive' : 're-drove'} ${o.dlqJobId} (${o.jobName}) as ${o.newJobId}, key ${o.idempotencyKey}`,
+                )
+                .join('\n'),
         );
         return;
       }

@@ -1,4 +1,4 @@
-import { countDeadLetters, knownQueues, listDeadLetters, type Catalog, type DeadLetter, type QueueSet } from '@tickwork/runtime';
+import { countDeadLetters, knownQueues, listDlqItems, type Catalog, type DlqItem, type QueueSet } from '@tickwork/runtime';
 import type { Redis } from 'ioredis';
 
 export interface DeadLetterSource {
@@ -17,6 +17,8 @@ export interface DeadLetterRow {
   attempts: number;
   lastFailedAt: string;
   nominalTime: string | null;
+  /** False for a job something else put in the DLQ: shown and purgeable, not re-drivable. */
+  tickwork: boolean;
 }
 
 export interface DeadLetterOverview {
@@ -34,12 +36,17 @@ export async function loadDeadLetters(src: DeadLetterSource): Promise<DeadLetter
   const entries: DeadLetterRow[] = [];
   for (const queue of await originQueues(src)) {
     counts.push({ queue, count: await countDeadLetters(src.queues, queue) });
-    entries.push(...(await listDeadLetters(src.queues, queue)).map((d) => toRow(queue, d)));
+    entries.push(...(await listDlqItems(src.queues, queue)).map((d) => toRow(queue, d)));
   }
   return { counts, entries };
 }
 
-function toRow(queue: string, { dlqJobId, entry }: DeadLetter): DeadLetterRow {
+function toRow(queue: string, d: DlqItem): DeadLetterRow {
+  const { dlqJobId, entry } = d;
+  if (!entry) {
+    const f = d.foreign;
+    return { queue, dlqJobId, job: f.name, originalJobId: '', reason: f.problem, attempts: 0, lastFailedAt: f.addedAt, nominalTime: null, tickwork: false };
+  }
   return {
     queue,
     dlqJobId,
@@ -49,5 +56,6 @@ function toRow(queue: string, { dlqJobId, entry }: DeadLetter): DeadLetterRow {
     attempts: entry.attemptsMade,
     lastFailedAt: entry.lastFailedAt,
     nominalTime: entry.nominalTime,
+    tickwork: true,
   };
 }

@@ -1,4 +1,4 @@
-import type { DeadLetter } from '@tickwork/runtime';
+import type { DlqItem, ForeignDlqJob } from '@tickwork/runtime';
 import { CSRF_FIELD } from '../csrf.js';
 import type { DeadLetterOverview, DeadLetterRow } from '../data/dead-letters.js';
 import { html, type SafeHtml } from '../html.js';
@@ -22,16 +22,19 @@ function purgeOne(queue: string, id: string, token: string): SafeHtml {
   return html`<details class="inline"><summary>Purge…</summary>${action(`${deadLetterPath(queue, id)}/purge`, 'Purge for good', token, true)}</details>`;
 }
 
+/** Marks a job that something other than tickwork put in the DLQ. */
+const FOREIGN = html`<span class="badge stale" title="something other than tickwork added this job to the dead-letter queue: it can be purged, not re-driven">not a tickwork entry</span>`;
+
 function entryRow(e: DeadLetterRow, token: string): SafeHtml {
   return html`<tr>
 <td>${e.queue}</td>
-<td><a href="${deadLetterPath(e.queue, e.dlqJobId)}">${e.job}</a><br><code class="muted">${e.dlqJobId}</code></td>
+<td><a href="${deadLetterPath(e.queue, e.dlqJobId)}">${e.job || '(no name)'}</a>${!e.tickwork && html` ${FOREIGN}`}<br><code class="muted">${e.dlqJobId}</code></td>
 <td><code>${e.originalJobId}</code></td>
 <td class="err wrap">${e.reason}</td>
 <td class="num">${e.attempts}</td>
 <td>${time(e.lastFailedAt)}</td>
 <td>${time(e.nominalTime)}</td>
-<td>${redriveOne(e.queue, e.dlqJobId, token)} ${purgeOne(e.queue, e.dlqJobId, token)}</td>
+<td>${e.tickwork && redriveOne(e.queue, e.dlqJobId, token)} ${purgeOne(e.queue, e.dlqJobId, token)}</td>
 </tr>`;
 }
 
@@ -68,7 +71,23 @@ function json(value: unknown): string {
   return JSON.stringify(value, null, 2) ?? 'undefined';
 }
 
-export function renderDeadLetterDetail(queue: string, d: DeadLetter, token: string): SafeHtml {
+function renderForeignDetail(queue: string, d: ForeignDlqJob, token: string): SafeHtml {
+  const f = d.foreign;
+  const body = html`<p><a href="/dead-letters">← Dead letters</a></p>
+<h1>${f.name || '(no name)'} <span class="muted">in</span> <code>${d.dlqQueue}</code> ${FOREIGN}</h1>
+<p>${purgeOne(queue, d.dlqJobId, token)}</p>
+<dl>
+<dt>DLQ id</dt><dd><code>${d.dlqJobId}</code></dd>
+<dt>Added</dt><dd>${time(f.addedAt)}</dd>
+<dt>Why it is not a tickwork entry</dt><dd class="err">${f.problem}</dd>
+</dl>
+<h2>Data</h2>
+<pre>${json(f.data)}</pre>`;
+  return layout({ title: 'Not a tickwork dead letter', section: 'dead-letters', body });
+}
+
+export function renderDeadLetterDetail(queue: string, d: DlqItem, token: string): SafeHtml {
+  if (d.entry === null) return renderForeignDetail(queue, d, token);
   const e = d.entry;
   const body = html`<p><a href="/dead-letters">← Dead letters</a></p>
 <h1>${e.jobName} <span class="muted">in</span> <code>${d.dlqQueue}</code></h1>

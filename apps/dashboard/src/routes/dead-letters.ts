@@ -1,4 +1,4 @@
-import { DeadLetterNotFoundError, getDeadLetter, purgeDeadLetters, redriveDeadLetters, type DeadLetterSelector, type Logger } from '@tickwork/runtime';
+import { DeadLetterNotFoundError, getDlqItem, purgeDeadLetters, redriveDeadLetters, type DeadLetterSelector, type Logger } from '@tickwork/runtime';
 import express, { Router, type Request, type Response } from 'express';
 import type { Csrf } from '../csrf.js';
 import { loadDeadLetters, originQueues, type DeadLetterSource } from '../data/dead-letters.js';
@@ -75,7 +75,7 @@ export function deadLettersRouter(src: DeadLetterSource & { log: Logger }, csrf:
     const queue = await knownQueue(req, res);
     if (!queue) return;
     try {
-      sendPage(res, renderDeadLetterDetail(queue, await getDeadLetter(src.queues, queue, String(req.params.id)), csrf.token));
+      sendPage(res, renderDeadLetterDetail(queue, await getDlqItem(src.queues, queue, String(req.params.id)), csrf.token));
     } catch (err) {
       if (!(err instanceof DeadLetterNotFoundError)) throw err;
       const body = html`<h1>No such dead letter</h1><p>${err.message}. <a href="/dead-letters">All dead letters</a></p>`;

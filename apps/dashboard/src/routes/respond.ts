@@ -9,5 +9,5 @@ import type { SafeHtml } from '../html.js';
 const CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 export function sendPage(res: Response, page: SafeHtml, status = 200): void {
-  res.status(status).set('Content-Security-Policy', CSP).set('X-Content-Type-Options', 'nosniff').type('html').send(page.value);
+  res.status(status).set('Content-Security-Policy', CSP).type('html').send(page.value);
 }

@@ -2,7 +2,7 @@ import type { Job, JobsOptions, JobType } from 'bullmq';
 import type { Catalog } from '../catalog.js';
 import { TickworkError } from '../errors.js';
 import { dlqName, jobOptions, type QueueSet } from '../queues.js';
-import { REDRIVE_OPTION, type DeadLetter, type DeadLetterEntry, type RedriveMeta } from './entry.js';
+import { deadLetterEntry, REDRIVE_OPTION, type DeadLetter, type DeadLetterEntry, type DlqItem, type RedriveMeta } from './entry.js';
 import { redrivenJobId } from './ids.js';
 
 /** Nothing processes a DLQ, so its entries stay in the states of jobs not yet started. */
@@ -19,36 +19,84 @@ export class DeadLetterNotFoundError extends TickworkError {
   }
 }
 
+/** The DLQ job exists but is not a tickwork entry (something else added it). */
+export class ForeignDlqJobError extends TickworkError {
+  override name = 'ForeignDlqJobError';
+  constructor(
+    readonly queue: string,
+    readonly dlqJobId: string,
+    problem: string,
+  ) {
+    super(`"${dlqJobId}" in ${dlqName(queue)} is ${problem}; purge it with \`tickwork dlq purge --queue ${queue} --job ${dlqJobId}\``);
+  }
+}
+
 /** Which entries an operation applies to: some ids, or every entry of the queue's DLQ. */
 export type DeadLetterSelector = { ids: readonly string[] } | { all: true };
 
-function toDeadLetter(job: Job): DeadLetter {
-  return { dlqQueue: job.queueName, dlqJobId: String(job.id), entry: job.data as DeadLetterEntry };
+/** Reads a DLQ job; anything that is not a well-formed entry comes back as foreign, never as an error. */
+function toDlqItem(job: Job): DlqItem {
+  const where = { dlqQueue: job.queueName, dlqJobId: String(job.id) };
+  const parsed = deadLetterEntry.safeParse(job.data);
+  if (parsed.success) return { ...where, entry: parsed.data };
+  const problem = parsed.error.issues
+    .slice(0, 3)
+    .map((i) => (i.path.length > 0 ? `${i.path.join('.')}: ${i.message}` : i.message))
+    .join('; ');
+  const addedAt = Number.isFinite(job.timestamp) ? new Date(job.timestamp).toISOString() : new Date(0).toISOString();
+  return { ...where, entry: null, foreign: { name: typeof job.name === 'string' ? job.name : '', data: job.data, addedAt, problem: `not a tickwork dead letter (${problem})` } };
+}
+
+/** When an item reached the DLQ: tickwork's own time, else the BullMQ job's. */
+function arrivedAt(d: DlqItem): string {
+  return d.entry ? d.entry.deadLetteredAt : d.foreign.addedAt;
+}
+
+/** The job name to show for an item; a foreign job may have none. */
+export function dlqItemJobName(d: DlqItem): string {
+  return d.entry ? d.entry.jobName : d.foreign.name;
 }
 
 export async function countDeadLetters(queues: QueueSet, queue: string): Promise<number> {
   return queues.get(dlqName(queue)).getJobCountByTypes(...DLQ_STATES);
 }
 
-/** Entries of one queue's DLQ, oldest dead-lettering first. */
-export async function listDeadLetters(queues: QueueSet, queue: string): Promise<DeadLetter[]> {
+/** Everything in one queue's DLQ, foreign jobs included, oldest first. */
+export async function listDlqItems(queues: QueueSet, queue: string): Promise<DlqItem[]> {
   const jobs = await queues.get(dlqName(queue)).getJobs(DLQ_STATES, 0, -1, true);
   return jobs
     .filter((j): j is Job => j !== undefined && j !== null)
-    .map(toDeadLetter)
-    .sort((a, b) => a.entry.deadLetteredAt.localeCompare(b.entry.deadLetteredAt) || a.dlqJobId.localeCompare(b.dlqJobId));
+    .map(toDlqItem)
+    .sort((a, b) => arrivedAt(a).localeCompare(arrivedAt(b)) || a.dlqJobId.localeCompare(b.dlqJobId));
 }
 
-export async function getDeadLetter(queues: QueueSet, queue: string, dlqJobId: string): Promise<DeadLetter> {
+/** tickwork's entries in one queue's DLQ (foreign jobs left out), oldest dead-lettering first. */
+export async function listDeadLetters(queues: QueueSet, queue: string): Promise<DeadLetter[]> {
+  return (await listDlqItems(queues, queue)).filter(isDeadLetter);
+}
+
+export function isDeadLetter(d: DlqItem): d is DeadLetter {
+  return d.entry !== null;
+}
+
+/** One item of a DLQ, whatever it holds. */
+export async function getDlqItem(queues: QueueSet, queue: string, dlqJobId: string): Promise<DlqItem> {
   const job = await queues.get(dlqName(queue)).getJob(dlqJobId);
   if (!job) throw new DeadLetterNotFoundError(queue, dlqJobId);
-  return toDeadLetter(job);
+  return toDlqItem(job);
 }
 
-async function select(queues: QueueSet, queue: string, selector: DeadLetterSelector): Promise<DeadLetter[]> {
-  if ('all' in selector) return listDeadLetters(queues, queue);
-  const found: DeadLetter[] = [];
-  for (const id of selector.ids) found.push(await getDeadLetter(queues, queue, id));
+/** One tickwork entry; a foreign job with that id is an error naming what is wrong with it. */
+export async function getDeadLetter(queues: QueueSet, queue: string, dlqJobId: string): Promise<DeadLetter> {
+  const item = await getDlqItem(queues, queue, dlqJobId);
+  if (!isDeadLetter(item)) throw new ForeignDlqJobError(queue, dlqJobId, item.foreign.problem);
+  return item;
+}
+
+async function select(queues: QueueSet, queue: string, selector: DeadLetterSelector): Promise<DlqItem[]> {
+  if ('all' in selector) return listDlqItems(queues, queue);
+  const found: DlqItem[] = [];
+  for (const id of selector.ids) found.push(await getDlqItem(queues, queue, id));
   return found;
 }
 
@@ -59,6 +107,8 @@ export interface RedriveOutcome {
   newJobId: string;
   idempotencyKey: string;
   redriven: boolean;
+  /** Set when the item is not a tickwork entry and so cannot be re-driven (purge it instead). */
+  refused?: string;
 }
 
 /**
@@ -80,7 +130,14 @@ export async function redriveDeadLetters(opts: {
   const { queues, queue } = opts;
   const now = opts.now ?? (() => new Date());
   const outcomes: RedriveOutcome[] = [];
-  for (const { dlqJobId, entry } of await select(queues, queue, opts.selector)) {
+  for (const item of await select(queues, queue, opts.selector)) {
+    const { dlqJobId, entry } = item;
+    if (!entry) {
+      // One foreign job never stops the others from being re-driven.
+      const refused = `${item.foreign.problem}; it cannot be re-driven, purge it`;
+      outcomes.push({ dlqJobId, jobName: item.foreign.name, newJobId: '', idempotencyKey: '', redriven: false, refused });
+      continue;
+    }
     const redriveCount = entry.redriveCount + 1;
     const newJobId = redrivenJobId(entry.rootDlqJobId, redriveCount);
     const outcome = { dlqJobId, jobName: entry.jobName, newJobId, idempotencyKey: entry.idempotencyKey, redriven: false };
@@ -125,9 +182,9 @@ export async function purgeDeadLetters(opts: {
 }): Promise<{ dlqJobId: string; jobName: string; purged: boolean }[]> {
   const dlq = opts.queues.get(dlqName(opts.queue));
   const out: { dlqJobId: string; jobName: string; purged: boolean }[] = [];
-  for (const { dlqJobId, entry } of await select(opts.queues, opts.queue, opts.selector)) {
-    const purged = opts.dryRun ? false : (await dlq.remove(dlqJobId)) === 1;
-    out.push({ dlqJobId, jobName: entry.jobName, purged });
+  for (const item of await select(opts.queues, opts.queue, opts.selector)) {
+    const purged = opts.dryRun ? false : (await dlq.remove(item.dlqJobId)) === 1;
+    out.push({ dlqJobId: item.dlqJobId, jobName: dlqItemJobName(item), purged });
   }
   return out;
 }

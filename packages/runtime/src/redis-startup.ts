@@ -1,0 +1,120 @@
+import type { Redis } from 'ioredis';
+import { TickworkError } from './errors.js';
+import type { Logger } from './logger.js';
+
+/** REDIS_URL with its password (and user name) replaced by `***`, fit for a log line or an error. */
+export function redactRedisUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    if (u.username) u.username = '***';
+    return u.toString();
+  } catch {
+    return '(REDIS_URL is not a URL)';
+  }
+}
+
+/** Redis could not be used at start: nothing answered, or it refused the credentials. A configuration error. */
+export class RedisUnavailableError extends TickworkError {
+  override name = 'RedisUnavailableError';
+}
+
+/** Redis answered but refused the credentials (a wrong password is not fixed by retrying). */
+export function isRedisAuthError(err: unknown): boolean {
+  return err instanceof Error && /WRONGPASS|NOAUTH|invalid password|ERR AUTH/i.test(err.message);
+}
+
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'EAI_AGAIN']);
+
+/** The error is about reaching Redis (network, closed connection, credentials), not about a command. */
+export function isRedisConnectionError(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  return (typeof code === 'string' && CONNECTION_CODES.has(code)) || isRedisAuthError(err) || /Connection is closed|max retries per request/i.test(err.message);
+}
+
+/** The message for a Redis that could not be used, naming REDIS_URL (redacted) and what was tried. */
+export function redisUnavailable(url: string, tried: string, last: unknown): RedisUnavailableError {
+  const where = `Redis at REDIS_URL=${redactRedisUrl(url)}`;
+  const lastMessage = last instanceof Error ? last.message : 'no answer';
+  if (isRedisAuthError(last)) {
+    return new RedisUnavailableError(`${where} refused the credentials (${lastMessage}); check the password (and user) in REDIS_URL`);
+  }
+  return new RedisUnavailableError(`cannot reach ${where}: ${tried}, last error: ${lastMessage}; check REDIS_URL and that Redis is running`);
+}
+
+/**
+ * Resolves once `redis` is ready; rejects with RedisUnavailableError when it refuses the credentials
+ * (at once: retrying will not fix a password) or has not answered within `timeoutMs`. A Redis that never
+ * answered at start is a configuration error, reported as such, not retried forever.
+ */
+export function waitForRedis(redis: Redis, url: string, timeoutMs: number): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    let attempts = 0;
+    let last: unknown;
+    const finish = (err?: Error) => {
+      clearTimeout(timer);
+      redis.off('ready', onReady);
+      redis.off('error', onError);
+      if (err) reject(err);
+      else resolve();
+    };
+    const onReady = () => finish();
+    const onError = (err: Error) => {
+      attempts += 1;
+      last = err;
+      if (isRedisAuthError(err)) finish(redisUnavailable(url, '', err));
+    };
+    const timer = setTimeout(() => finish(redisUnavailable(url, `tried ${attempts} time(s) in ${timeoutMs} ms (REDIS_STARTUP_TIMEOUT_MS)`, last)), timeoutMs);
+    redis.on('ready', onReady);
+    redis.on('error', onError);
+  });
+}
+
+export interface RedisOutageLog {
+  /** Follows a connection: its errors feed the outage, its `ready` ends it. */
+  watch(redis: Redis): void;
+  /** Counts a connection error (true) or leaves any other error to the caller (false). */
+  note(err: unknown): boolean;
+  /** Whether Redis is unreachable right now. */
+  readonly down: boolean;
+}
+
+/**
+ * After a successful start, an outage is logged once when it begins and once, with a summary, when Redis
+ * is back; the retries in between (ioredis reconnects with backoff, see connection.ts) are only counted.
+ * One log for all of a process's connections: they share a Redis, so they share its outages.
+ */
+export function createRedisOutageLog(log: Logger, url: string): RedisOutageLog {
+  let since: number | undefined;
+  let failures = 0;
+  const redis = redactRedisUrl(url);
+  const note = (err: unknown): boolean => {
+    if (!isRedisConnectionError(err)) return false;
+    failures += 1;
+    if (since === undefined) {
+      since = Date.now();
+      log.warn({ redis, err: { message: (err as Error).message } }, 'redis unreachable; reconnecting with backoff (a summary follows when it is back)');
+    }
+    return true;
+  };
+  const recovered = () => {
+    if (since === undefined) return;
+    log.info({ redis, downMs: Date.now() - since, failedAttempts: failures }, 'redis reachable again');
+    since = undefined;
+    failures = 0;
+  };
+  return {
+    watch(conn) {
+      conn.on('error', (err) => {
+        if (!note(err)) log.warn({ err: { message: err.message } }, 'redis connection error');
+      });
+      conn.on('ready', recovered);
+    },
+    note,
+    get down() {
+      return since !== undefined;
+    },
+  };
+}
