@@ -21,7 +21,9 @@ export interface RedisServerHandle {
  * A private redis-server per test file, on a free port, so tests that kill or restart Redis never
  * touch the machine's shared instance or each other. `hz 100` as every Redis tickwork runs.
  */
-export async function startRedisServer(opts: { appendonly?: boolean; password?: string } = {}): Promise<RedisServerHandle> {
+export async function startRedisServer(
+  opts: { appendonly?: boolean; password?: string; appendfsync?: 'always' | 'everysec' } = {},
+): Promise<RedisServerHandle> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'tickwork-redis-'));
   const args = [
@@ -30,7 +32,7 @@ export async function startRedisServer(opts: { appendonly?: boolean; password?: 
     '--dir', dir,
     '--save', '',
     '--appendonly', opts.appendonly ? 'yes' : 'no',
-    '--appendfsync', 'always',
+    '--appendfsync', opts.appendfsync ?? 'always',
     '--hz', '100',
     '--maxmemory-policy', 'noeviction',
     ...(opts.password ? ['--requirepass', opts.password] : []),

@@ -1,0 +1,33 @@
+/**
+ * Test-only catalog (loaded by real worker processes through JOBS_MODULE) for the Redis-step crash tests.
+ * `tx.bill` charges `customers` customers, each charge a Redis step whose function records the charge and
+ * then pauses before returning: a worker killed in that pause leaves neither the charge nor its record.
+ */
+import { createCatalog, defineJob } from '@tickwork/runtime';
+import { z } from 'zod';
+
+/** Hash per run: customer -> times charged. */
+export const chargesKey = (run: string) => `tx:charges:${run}`;
+
+/** Idempotent because: each charge is a Redis step, committed with its record (the property under test). */
+export const txBill = defineJob({
+  name: 'tx.bill',
+  queue: 'tx',
+  schema: z.object({ run: z.string(), customers: z.number().int().min(1), pauseMs: z.number().int().min(0) }),
+  idempotencyKey: (data) => data.run,
+  // Redis may be down for a few seconds in the crash tests: keep retrying instead of dead-lettering.
+  retry: { attempts: 50, backoff: { type: 'fixed', delayMs: 200 } },
+  async handler(ctx) {
+    for (let i = 0; i < ctx.data.customers; i++) {
+      await ctx.redisStep(`charge:${i}`, async (tx) => {
+        tx.hincrby(chargesKey(ctx.data.run), `c${i}`, 1);
+        // The window between the effect and its record, made wide on purpose.
+        await new Promise((r) => setTimeout(r, Math.floor(Math.random() * (ctx.data.pauseMs + 1))));
+        return i;
+      });
+    }
+    return { charged: ctx.data.customers };
+  },
+});
+
+export const catalog = createCatalog([txBill]);
