@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Catalog } from './catalog.js';
+import { warnOnRedisMemoryConfig } from './capacity/memory-info.js';
 import { createRedis } from './connection.js';
 import { loadCatalog } from './load-catalog.js';
 import { createLogger, type Logger } from './logger.js';
@@ -25,7 +26,8 @@ export interface AppContext {
 /**
  * What every app opens at start, in the same order: its logger, the catalog (which validates every job,
  * so a bad definition stops start-up here), a command connection that logs instead of crashing on
- * connection errors, and the queues.
+ * connection errors, and the queues. It also warns, without waiting, when Redis's memory settings put the
+ * queues at risk (no maxmemory, or a policy that evicts keys).
  */
 export async function openAppContext(
   app: string,
@@ -37,6 +39,7 @@ export async function openAppContext(
   const redis = createRedis(env.REDIS_URL, 'command');
   redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis connection error'));
   const queues = new QueueSet(redis, env.QUEUE_PREFIX, log);
+  void warnOnRedisMemoryConfig(redis, log);
   return {
     log,
     catalog,
