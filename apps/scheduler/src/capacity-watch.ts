@@ -7,7 +7,6 @@ import {
   type Alerter,
   type Catalog,
   type Logger,
-  type QueueSet,
   type RedisMemoryInfo,
 } from '@tickwork/runtime';
 import type { Redis } from 'ioredis';
@@ -39,7 +38,7 @@ export function judgeMemory(ratio: number | null, alertRatio: number): MemorySta
 
 export interface CapacityWatchDeps {
   redis: Redis;
-  queues: QueueSet;
+  prefix: string;
   catalog: Catalog;
   log: Logger;
   alerter: Pick<Alerter, 'redisMemory'>;
@@ -64,7 +63,7 @@ export function createCapacityWatch(deps: CapacityWatchDeps) {
       });
     let swapped: { changed: boolean; previous: string | null };
     try {
-      swapped = await swapStatus(deps.redis, capacityStatusKey(deps.queues.prefix), MEMORY_FIELD, status);
+      swapped = await swapStatus(deps.redis, capacityStatusKey(deps.prefix), MEMORY_FIELD, status);
     } catch (err) {
       if (status === 'high' && /^OOM/.test((err as Error).message) && !alertedUnrecorded) {
         alertedUnrecorded = true;

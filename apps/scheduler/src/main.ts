@@ -77,7 +77,7 @@ async function main(): Promise<void> {
   watch(); // a schedule that went stale while no scheduler ran is reported at once
   const watchdogTimer = setInterval(watch, env.SCHEDULE_WATCHDOG_INTERVAL_MS);
 
-  const capacity = createCapacityWatch({ redis, queues, catalog, log, alerter, alertRatio: env.REDIS_MEMORY_ALERT_RATIO });
+  const capacity = createCapacityWatch({ redis, prefix: env.QUEUE_PREFIX, catalog, log, alerter, alertRatio: env.REDIS_MEMORY_ALERT_RATIO });
   let measuring: Promise<void> | undefined;
   const measure = () => {
     measuring ??= capacity

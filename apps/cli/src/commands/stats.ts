@@ -26,7 +26,7 @@ export const statsCommand: Command = {
     if (!Number.isInteger(samples) || samples < 1 || samples > MAX_SAMPLES) {
       throw new UsageError(`--samples must be an integer from 1 to ${MAX_SAMPLES}, got ${JSON.stringify(raw)}`);
     }
-    const report = await capacityReport({ redis: ctx.redis(), queues: ctx.queues(), catalog: ctx.catalog }, { samples });
+    const report = await capacityReport({ redis: ctx.redis(), prefix: ctx.env.QUEUE_PREFIX, catalog: ctx.catalog }, { samples });
     ctx.out.result(report, () => render(report));
   },
 };
