@@ -65,12 +65,10 @@ export function createCapacityWatch(deps: CapacityWatchDeps) {
     try {
       swapped = await swapStatus(deps.redis, capacityStatusKey(deps.prefix), MEMORY_FIELD, status);
     } catch (err) {
-      if (status === 'high' && /^OOM/.test((err as Error).message) && !alertedUnrecorded) {
-        alertedUnrecorded = true;
-        high();
-        return;
-      }
-      throw err;
+      if (status !== 'high' || !/^OOM/.test((err as Error).message)) throw err;
+      if (!alertedUnrecorded) high();
+      alertedUnrecorded = true;
+      return;
     }
     alertedUnrecorded = false;
     if (!swapped.changed) return;
