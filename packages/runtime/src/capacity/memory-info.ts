@@ -57,7 +57,8 @@ export function memoryConfigProblems(info: Pick<RedisMemoryInfo, 'maxBytes' | 'p
 }
 
 /**
- * Logs one warn line per problem of Redis's memory settings. Every app calls it at start; it never throws
+ * Logs one warn line per problem of Redis's memory settings (or one info line that they are fine). Every
+ * app calls it at start; it never throws
  * (an app starts while Redis is down and this check then simply does not happen).
  */
 export async function warnOnRedisMemoryConfig(redis: Redis, log: Logger): Promise<string[]> {
@@ -65,6 +66,7 @@ export async function warnOnRedisMemoryConfig(redis: Redis, log: Logger): Promis
     const info = await readMemoryInfo(redis);
     const problems = memoryConfigProblems(info);
     for (const problem of problems) log.warn({ maxmemory: info.maxBytes, policy: info.policy }, problem);
+    if (problems.length === 0) log.info({ maxmemory: info.maxBytes, policy: info.policy }, 'redis memory settings ok');
     return problems;
   } catch (err) {
     log.debug({ err: { message: (err as Error).message } }, 'could not read Redis memory settings');
