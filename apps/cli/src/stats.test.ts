@@ -183,6 +183,18 @@ describe('tickwork stats on a Redis with a million keys', () => {
     expect(Math.abs((ledger?.keys ?? 0) - (truth.get('ledger')?.keys ?? 0)) / 200_010).toBeLessThan(0.05);
   });
 
+  it('warns, saying what to set, when Redis has no maxmemory', async () => {
+    await redis.config('SET', 'maxmemory', '0');
+    try {
+      const res = await stats();
+      expect(res.code).toBe(0);
+      expect(res.out).toContain('used with no maxmemory set, policy noeviction');
+      expect(res.out).toMatch(/^WARNING +Redis has no maxmemory: set `maxmemory <bytes>`/m);
+    } finally {
+      await redis.config('SET', 'maxmemory', String(4 * 1024 ** 3));
+    }
+  });
+
   it('refuses a bad --samples with exit code 2 and the usage', async () => {
     for (const bad of ['0', 'many', '1.5', '50001']) {
       const res = await stats('--samples', bad);
