@@ -30,14 +30,6 @@ export async function countDeadLetters(queues: QueueSet, queue: string): Promise
   return queues.get(dlqName(queue)).getJobCountByTypes(...DLQ_STATES);
 }
 
-/** When the oldest entry still in a queue's DLQ was dead-lettered (its DLQ job's creation), or null when empty. */
-export async function oldestDeadLetterAt(queues: QueueSet, queue: string): Promise<Date | null> {
-  // Per state, the first job in ascending order is that state's oldest; one job each, never the whole DLQ.
-  const jobs = await queues.get(dlqName(queue)).getJobs(DLQ_STATES, 0, 0, true);
-  const times = jobs.filter((j): j is Job => Boolean(j)).map((j) => j.timestamp);
-  return times.length > 0 ? new Date(Math.min(...times)) : null;
-}
-
 /** Entries of one queue's DLQ, oldest dead-lettering first. */
 export async function listDeadLetters(queues: QueueSet, queue: string): Promise<DeadLetter[]> {
   const jobs = await queues.get(dlqName(queue)).getJobs(DLQ_STATES, 0, -1, true);
