@@ -7,6 +7,7 @@ import type { Redis } from 'ioredis';
 import { basicAuth } from './basic-auth.js';
 import { createCsrf, sameOriginOnly } from './csrf.js';
 import { originQueues } from './data/dead-letters.js';
+import { capacityRouter } from './routes/capacity.js';
 import { deadLettersRouter } from './routes/dead-letters.js';
 import { createLoginThrottle, type LoginThrottleOptions } from './login-throttle.js';
 import { schedulesRouter } from './routes/schedules.js';
@@ -78,6 +79,7 @@ export async function createDashboardApp(deps: DashboardDeps): Promise<Express> 
         miscLinks: [
           { text: 'Schedules', url: '/schedules' },
           { text: 'Dead letters', url: '/dead-letters' },
+          { text: 'Capacity', url: '/capacity' },
         ],
       },
     },
@@ -85,6 +87,7 @@ export async function createDashboardApp(deps: DashboardDeps): Promise<Express> 
   app.use('/queues', boardSecurityHeaders, quietExpress(serverAdapter.getRouter() as Express));
   app.use(schedulesRouter({ catalog: deps.catalog, redis: deps.redis, prefix: deps.queues.prefix }));
   app.use(deadLettersRouter(deps, createCsrf()));
+  app.use(capacityRouter({ catalog: deps.catalog, redis: deps.redis, prefix: deps.queues.prefix }));
   app.get('/', (_req, res) => res.redirect('/schedules'));
 
   app.use((_req, res) => res.status(404).json({ error: 'not found' }));

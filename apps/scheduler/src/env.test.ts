@@ -33,3 +33,14 @@ describe('watchdog and alert settings', () => {
     expect(loadSchedulerEnv({}).SCHEDULE_WATCHDOG_INTERVAL_MS).toBe(30_000);
   });
 });
+
+describe('capacity settings', () => {
+  it('take a memory alert ratio between 0.1 and 0.99 (default 0.8) and a check interval (default 30 s)', () => {
+    expect(loadSchedulerEnv({})).toMatchObject({ REDIS_MEMORY_ALERT_RATIO: 0.8, CAPACITY_CHECK_INTERVAL_MS: 30_000 });
+    expect(loadSchedulerEnv({ REDIS_MEMORY_ALERT_RATIO: '0.9' }).REDIS_MEMORY_ALERT_RATIO).toBe(0.9);
+    for (const bad of ['80', '0', 'high', '1']) {
+      expect(() => loadSchedulerEnv({ REDIS_MEMORY_ALERT_RATIO: bad })).toThrow(/REDIS_MEMORY_ALERT_RATIO is invalid: must be a ratio between 0.1 and 0.99, e.g. 0.8/);
+    }
+    expect(() => loadSchedulerEnv({ CAPACITY_CHECK_INTERVAL_MS: '-5' })).toThrow(/CAPACITY_CHECK_INTERVAL_MS is invalid/);
+  });
+});

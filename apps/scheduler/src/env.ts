@@ -2,6 +2,8 @@ import { alertWebhookUrl, logLevel, nodeEnv, parseEnv, port, positiveInt, queueP
 import { z } from 'zod';
 import { parseSpeedup } from './speedup.js';
 
+const RATIO = 'must be a ratio between 0.1 and 0.99, e.g. 0.8';
+
 const schema = z
   .object({
     REDIS_URL: redisUrl,
@@ -37,6 +39,10 @@ const schema = z
     /** Where stale/recovered schedule alerts are POSTed (the worker posts dead letters to its own). */
     ALERT_WEBHOOK_URL: alertWebhookUrl,
     ALERT_WEBHOOK_TIMEOUT_MS: positiveInt(5000),
+    /** Share of Redis's maxmemory above which one redis_memory_high alert is raised. */
+    REDIS_MEMORY_ALERT_RATIO: z.coerce.number({ error: RATIO }).min(0.1, RATIO).max(0.99, RATIO).default(0.8),
+    /** How often Redis memory is checked and the capacity gauges of /metrics are refreshed. */
+    CAPACITY_CHECK_INTERVAL_MS: positiveInt(30_000),
   })
   .superRefine((env, ctx) => {
     if (env.SCHEDULE_SPEEDUP !== undefined && env.NODE_ENV === 'production') {

@@ -12,6 +12,7 @@ import { loadSchedulerEnv } from './env.js';
 import { reconcileSchedules } from './reconcile.js';
 import { tickSchedule } from './tick.js';
 import { watchSchedules } from './watchdog.js';
+import { createCapacityWatch } from './capacity-watch.js';
 
 const boot = createLogger('scheduler');
 // Stacks in logs and dead letters name the TypeScript source (dist/ carries source maps).
@@ -78,6 +79,19 @@ async function main(): Promise<void> {
   watch(); // a schedule that went stale while no scheduler ran is reported at once
   const watchdogTimer = setInterval(watch, env.SCHEDULE_WATCHDOG_INTERVAL_MS);
 
+  const capacity = createCapacityWatch({ redis, prefix: env.QUEUE_PREFIX, catalog, log, alerter, alertRatio: env.REDIS_MEMORY_ALERT_RATIO });
+  let measuring: Promise<void> | undefined;
+  const measure = () => {
+    measuring ??= capacity
+      .check()
+      .catch((err: unknown) => log.warn({ err: { message: (err as Error).message } }, 'capacity check failed; will retry'))
+      .finally(() => {
+        measuring = undefined;
+      });
+  };
+  measure();
+  const capacityTimer = setInterval(measure, env.CAPACITY_CHECK_INTERVAL_MS);
+
   const health = await startHealthServer({ port: env.PORT, log, check: redisPingCheck(redis), routes: metricsRoute });
   log.info({ port: env.PORT, schedules: catalog.scheduled().length }, 'scheduler ready');
 
@@ -85,8 +99,10 @@ async function main(): Promise<void> {
     clearInterval(tickTimer);
     clearInterval(reconcileTimer);
     clearInterval(watchdogTimer);
+    clearInterval(capacityTimer);
     await ticking;
     await watching;
+    await measuring;
     await alerter.settle(2000);
     health.close();
     await close();

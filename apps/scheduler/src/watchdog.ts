@@ -7,6 +7,7 @@ import {
   scheduleLastSuccess,
   scheduleSlowRuns,
   slowAfterMsOf,
+  swapStatus,
   type Alerter,
   type AnyJob,
   type Catalog,
@@ -30,14 +31,6 @@ import type { Redis } from 'ioredis';
  *
  * Each pass also sets the gauges `tickwork_schedule_slow_runs`, `tickwork_schedule_healthy` and `tickwork_schedule_last_success_timestamp_seconds`.
  */
-
-/** HSET only when the value changes; returns the previous value ('' if none) and whether this call changed it. */
-const SWAP = `
-local old = redis.call('HGET', KEYS[1], ARGV[1])
-if old == ARGV[2] then return {0, old} end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-return {1, old or ''}
-`;
 
 export const watchdogStatusKey = (prefix: string) => `${prefix}:meta:schedule-health`;
 const staleAlertedKey = (prefix: string) => `${prefix}:meta:schedule-stale-alerted`;
@@ -65,8 +58,8 @@ export async function watchSchedules(deps: WatchdogDeps, now = new Date()): Prom
       scheduleHealthy.set({ schedule: job.name }, health.status === 'stale' || health.status === 'failing' ? 0 : 1);
       scheduleLastSuccess.set({ schedule: job.name }, lastSuccessAt ? Date.parse(lastSuccessAt) / 1000 : 0);
 
-      const [changed, previous] = (await deps.redis.eval(SWAP, 1, watchdogStatusKey(deps.prefix), job.name, health.status)) as [number, string];
-      if (changed === 1) await alertTransition(deps, job, health, (previous || null) as HealthStatus | null, lastSuccessAt);
+      const { changed, previous } = await swapStatus(deps.redis, watchdogStatusKey(deps.prefix), job.name, health.status);
+      if (changed) await alertTransition(deps, job, health, previous as HealthStatus | null, lastSuccessAt);
       await watchSlowRuns(deps, job, health.intervalMs, now);
     } catch (err) {
       deps.log.warn({ err: { message: (err as Error).message }, schedule: job.name }, 'schedule watchdog could not judge the schedule; will retry');

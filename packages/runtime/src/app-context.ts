@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Catalog } from './catalog.js';
+import { warnOnRedisMemoryConfig } from './capacity/memory-info.js';
 import { createRedis } from './connection.js';
 import { loadCatalog } from './load-catalog.js';
 import { createLogger, type Logger } from './logger.js';
@@ -30,7 +31,8 @@ export interface AppContext {
  * What every app opens at start, in the same order: its logger, the catalog (which validates every job,
  * so a bad definition stops start-up here), a command connection (a Redis that does not answer within
  * REDIS_STARTUP_TIMEOUT_MS, or refuses the password, stops start-up too, naming REDIS_URL), whose later
- * outages are logged once each, and the queues.
+ * outages are logged once each, and the queues. It also warns, without waiting,
+ * when Redis's memory settings put the queues at risk (no maxmemory, or a policy that evicts keys).
  */
 export async function openAppContext(
   app: string,
@@ -49,6 +51,7 @@ export async function openAppContext(
   const outage = createRedisOutageLog(log, env.REDIS_URL);
   outage.watch(redis);
   const queues = new QueueSet(redis, env.QUEUE_PREFIX, log, outage.note);
+  void warnOnRedisMemoryConfig(redis, log);
   return {
     log,
     catalog,

@@ -53,12 +53,13 @@ describe('docker-compose.yml', () => {
     expect(Object.keys(compose.services).sort()).toEqual(['dashboard', 'redis', 'scheduler', 'worker']);
   });
 
-  it('runs Redis 7 (Debian) with AOF, noeviction and hz 100, data on a named volume', () => {
+  it('runs Redis 7 (Debian) with AOF, a maxmemory, noeviction and hz 100, data on a named volume', () => {
     const redis = service('redis');
     expect(redis.image).toBe('redis:7-bookworm');
     const args = (redis.command ?? []).join(' ');
     expect(args).toMatch(/--appendonly yes\b/);
     expect(args).toMatch(/--maxmemory-policy noeviction\b/);
+    expect(args).toMatch(/--maxmemory \$\{REDIS_MAXMEMORY:-1gb\}( |$)/); // a limit, overridable, never unset
     expect(args).toMatch(/--hz 100\b/);
     const volume = (redis.volumes ?? []).find((v) => v.split(':')[1] === '/data');
     expect(volume, 'redis mounts a volume on /data').toBeDefined();

@@ -32,12 +32,16 @@ describe('deploy/kubernetes', () => {
     }
   });
 
-  it('runs Redis as queues need it: AOF on a volume, noeviction, a password from the Secret', () => {
+  it('runs Redis as queues need it: AOF on a volume, a maxmemory with headroom, noeviction, a password from the Secret', () => {
     const redis = podSpecOf(manifest(all, 'StatefulSet', 'tickwork-redis')).containers[0];
     const args = redis?.args ?? [];
     const flag = (name: string) => args[args.indexOf(name) + 1];
     expect(flag('--appendonly')).toBe('yes');
     expect(flag('--maxmemory-policy')).toBe('noeviction');
+    // A maxmemory, with the container's memory at least a third above it (AOF rewrite fork, client buffers).
+    expect(flag('--maxmemory')).toBe('1gb');
+    expect(redis?.resources?.limits?.memory).toBe('1536Mi');
+    expect(redis?.resources?.requests?.memory).toBe('1536Mi'); // requests = limits: not evicted first under node memory pressure
     expect(flag('--requirepass')).toBe('$(REDIS_PASSWORD)');
     expect(redis?.env?.find((v) => v.name === 'REDIS_PASSWORD')?.valueFrom?.secretKeyRef).toEqual({ name: 'tickwork-secrets', key: 'redis-password' });
   });

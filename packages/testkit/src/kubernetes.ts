@@ -41,6 +41,7 @@ export interface Container {
   ports?: { name?: string; containerPort: number }[];
   readinessProbe?: { httpGet?: { path: string; port: string | number } };
   livenessProbe?: { httpGet?: { path: string; port: string | number } };
+  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
 }
 
 export interface PodSpec {

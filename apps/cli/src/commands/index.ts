@@ -4,6 +4,7 @@ import { dlqCommand } from './dlq.js';
 import { enqueueCommand } from './enqueue.js';
 import { jobsCommand } from './jobs.js';
 import { schedulesCommand } from './schedules.js';
+import { statsCommand } from './stats.js';
 
 /** Every CLI command. Add one: a file in this folder and a line here. */
-export const commands: readonly Command[] = [jobsCommand, enqueueCommand, schedulesCommand, devCommand, dlqCommand];
+export const commands: readonly Command[] = [jobsCommand, enqueueCommand, schedulesCommand, devCommand, dlqCommand, statsCommand];

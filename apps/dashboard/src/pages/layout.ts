@@ -1,6 +1,6 @@
 import { html, raw, type HtmlValue, type SafeHtml } from '../html.js';
 
-export type Section = 'schedules' | 'dead-letters';
+export type Section = 'schedules' | 'dead-letters' | 'capacity';
 
 export interface Flash {
   kind: 'ok' | 'error';
@@ -10,6 +10,7 @@ export interface Flash {
 const NAV: { href: string; label: string; section?: Section }[] = [
   { href: '/schedules', label: 'Schedules', section: 'schedules' },
   { href: '/dead-letters', label: 'Dead letters', section: 'dead-letters' },
+  { href: '/capacity', label: 'Capacity', section: 'capacity' },
   { href: '/queues', label: 'Queues' },
 ];
 
@@ -52,7 +53,7 @@ const STYLE = raw(`
   dd { margin: 0; }
 `);
 
-/** The page frame: nav (Schedules, Dead letters, Queues = Bull Board), an optional flash message, the body. */
+/** The page frame: nav (Schedules, Dead letters, Capacity, Queues = Bull Board), an optional flash message, the body. */
 export function layout(opts: { title: string; section?: Section; flash?: Flash | undefined; body: HtmlValue }): SafeHtml {
   return html`<!doctype html>
 <html lang="en">

@@ -60,13 +60,25 @@ export interface SlowRunAlert {
   message: string;
 }
 
-export type Alert = DeadLetterAlert | EscalationAlert | ScheduleHealthAlert | SlowRunAlert;
+/** Redis passed the memory alert ratio of its maxmemory (`redis_memory_high`), or fell back below it (`redis_memory_ok`). */
+export interface RedisMemoryAlert {
+  type: 'redis_memory_high' | 'redis_memory_ok';
+  usedBytes: number;
+  maxBytes: number;
+  ratio: number;
+  threshold: number;
+  message: string;
+}
+
+export type Alert = DeadLetterAlert | EscalationAlert | ScheduleHealthAlert | SlowRunAlert | RedisMemoryAlert;
 
 export interface Alerter {
   /** Call once per new DLQ entry. Never throws into the caller and never waits for the webhook. */
   deadLettered(dl: DeadLetter): Promise<void>;
   /** The scheduler's watchdog saw a schedule go stale, recover, or a run go slow (one call per event across replicas). */
   scheduleHealth(alert: ScheduleHealthAlert | SlowRunAlert): void;
+  /** The scheduler's memory check saw Redis cross the alert ratio (one call per transition across replicas). */
+  redisMemory(alert: RedisMemoryAlert): void;
   /** A scheduled run completed: its schedule's run of failures is over. */
   scheduledRunSucceeded(queue: string, scheduleId: string): Promise<void>;
   /** Waits for webhook deliveries in flight, at most `timeoutMs`. */
@@ -144,6 +156,7 @@ export function createAlerter(opts: AlerterOptions): Alerter {
       }
     },
     scheduleHealth: emit,
+    redisMemory: emit,
     async scheduledRunSucceeded(queue, scheduleId) {
       await opts.redis.del(counterKey(queue, scheduleId));
     },

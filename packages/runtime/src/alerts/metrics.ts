@@ -10,7 +10,7 @@ export const deadLettered = new Counter({
 
 export const alertsEmitted = new Counter({
   name: 'tickwork_alerts_total',
-  help: 'Alerts emitted (type dead_letter or escalation)',
+  help: 'Alerts emitted, by type (dead_letter, escalation, schedule_*, redis_memory_*)',
   labelNames: ['type'] as const,
   registers: [metricsRegistry],
 });

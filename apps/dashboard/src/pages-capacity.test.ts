@@ -1,0 +1,57 @@
+import { registerQueues, type CapacityReport } from '@tickwork/runtime';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { deadLetterEmail, startDashboard, type TestDashboard } from './testing/dashboard-server.js';
+
+let d: TestDashboard;
+beforeAll(async () => {
+  d = await startDashboard();
+});
+afterAll(async () => {
+  await d?.close();
+});
+beforeEach(async () => {
+  await d.redis.flushdb();
+  await d.redis.config('SET', 'maxmemory', String(256 * 1024 * 1024));
+});
+
+const XSS = '<script>alert("pwned")</script>';
+
+describe('capacity page', () => {
+  it('shows used memory against maxmemory, the sampled estimate per component and the DLQ per queue, escaped', async () => {
+    await deadLetterEmail(d, 'mail-1');
+    await d.redis.set(`${d.prefix}:ledger:email.send#1`, 'd|...');
+    await registerQueues(d.redis, d.prefix, [XSS]);
+
+    const res = await d.get('/capacity');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-security-policy')).toContain("default-src 'none'");
+    const page = await res.text();
+    expect(page).toContain('<a href="/capacity" class="active">Capacity</a>');
+    expect(page).toMatch(/<strong>[\d.]+ [KM]iB<\/strong> of 256\.0 MiB maxmemory \(<strong>[\d.]+%<\/strong>\)/);
+    expect(page).toContain('<code>noeviction</code>');
+    expect(page).toMatch(/Shares are estimates from \d+ randomly sampled keys of \d+ \(sizes extrapolated\), plus \d+ known large keys measured one by one\./);
+    expect(page).toMatch(/<tr><td>ledger<\/td><td class="num">[\d.]+ (B|KiB)<\/td>/);
+    expect(page).toMatch(/<tr><td>email<\/td>(<td class="num">\d+<\/td>){5}<td class="num">1<\/td><td><time datetime="[^"]+">/);
+    expect(page).toContain('&lt;script&gt;alert(&quot;pwned&quot;)&lt;/script&gt;');
+    expect(page).not.toContain('<script');
+    expect(page).not.toContain('role="alert"'); // settings are fine
+
+    const api = (await (await d.get('/api/capacity')).json()) as CapacityReport;
+    expect(api.memory).toMatchObject({ maxBytes: 256 * 1024 * 1024, policy: 'noeviction' });
+    expect(api.estimate.sampledKeys).toBeGreaterThan(0);
+    expect(api.estimate.components.map((c) => c.component)).toContain('ledger');
+    expect(api.queues.find((q) => q.queue === 'email')?.dlq).toMatchObject({ entries: 1, oldestAt: expect.any(String) });
+    expect(api.problems).toEqual([]);
+  });
+
+  it('says what to set when Redis has no maxmemory', async () => {
+    await d.redis.config('SET', 'maxmemory', '0');
+    const page = await (await d.get('/capacity')).text();
+    expect(page).toContain('no maxmemory set');
+    expect(page).toMatch(/<div class="flash error" role="alert">Redis has no maxmemory: set `maxmemory &lt;bytes&gt;`/);
+  });
+
+  it.each(['/capacity', '/api/capacity'])('requires credentials for %s', async (path) => {
+    expect((await fetch(`${d.base}${path}`)).status).toBe(401);
+  });
+});

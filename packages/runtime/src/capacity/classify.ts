@@ -1,0 +1,98 @@
+/**
+ * Which part of tickwork a Redis key belongs to, judged from its name alone (plus, for BullMQ job keys,
+ * whether the job has finished, which the caller looks up). Every key layout rule of the capacity estimate
+ * lives here, so a change of layout (the ledger's, say) is one edit.
+ */
+
+export const COMPONENTS = [
+  'ledger',
+  'schedule-history',
+  'schedules',
+  'overlap',
+  'dlq',
+  'jobs-pending',
+  'jobs-finished',
+  'queue-events',
+  'tickwork-other',
+  'not-tickwork',
+] as const;
+export type Component = (typeof COMPONENTS)[number];
+
+/** What each component is, for the CLI and the dashboard. */
+export const COMPONENT_HELP: Record<Component, string> = {
+  ledger: 'idempotency ledger records and step results',
+  'schedule-history': 'occurrence history per schedule',
+  schedules: 'schedule cursors, last success/failure, registrations, health',
+  overlap: 'overlap state and skip lists',
+  dlq: 'dead-letter queues (never trimmed)',
+  'jobs-pending': 'waiting, delayed and active jobs',
+  'jobs-finished': 'completed and failed jobs kept by removeOnComplete/removeOnFail',
+  'queue-events': 'BullMQ event streams',
+  'tickwork-other': 'other keys under the prefix (queue metadata, locks, alert state)',
+  'not-tickwork': 'keys outside the prefix',
+};
+
+/** BullMQ's per-queue keys that are not a job (queue-keys.ts of BullMQ), and where they count. */
+const QUEUE_STRUCTURES: Record<string, Component> = {
+  wait: 'jobs-pending',
+  paused: 'jobs-pending',
+  active: 'jobs-pending',
+  delayed: 'jobs-pending',
+  prioritized: 'jobs-pending',
+  'waiting-children': 'jobs-pending',
+  completed: 'jobs-finished',
+  failed: 'jobs-finished',
+  events: 'queue-events',
+  meta: 'tickwork-other',
+  id: 'tickwork-other',
+  'stalled-check': 'tickwork-other',
+  stalled: 'tickwork-other',
+  repeat: 'tickwork-other',
+  limiter: 'tickwork-other',
+  pc: 'tickwork-other',
+  marker: 'tickwork-other',
+};
+export const QUEUE_STRUCTURE_NAMES = Object.keys(QUEUE_STRUCTURES);
+
+/** The ledger's keys: `<prefix>:ledger:<idempotency key>` and its `...:steps`. */
+export function isLedgerKey(key: string, prefix: string): boolean {
+  return key.startsWith(`${prefix}:ledger:`);
+}
+
+/** A key's component, or the job hash whose state decides between pending and finished. */
+export type KeyClass = { component: Component } | { jobHash: string };
+
+export function classifyKey(key: string, prefix: string): KeyClass {
+  if (!key.startsWith(`${prefix}:`)) return { component: 'not-tickwork' };
+  if (isLedgerKey(key, prefix)) return { component: 'ledger' };
+  const rest = key.slice(prefix.length + 1);
+  const sep = rest.indexOf(':');
+  const head = sep < 0 ? rest : rest.slice(0, sep);
+  const tail = sep < 0 ? '' : rest.slice(sep + 1);
+  switch (head) {
+    case 'schedule':
+      return { component: /:(history|records)$/.test(tail) ? 'schedule-history' : 'schedules' };
+    case 'overlap':
+      return { component: 'overlap' };
+    case 'meta':
+      return { component: tail.startsWith('schedule') ? 'schedules' : 'tickwork-other' };
+    case 'lock':
+    case '':
+      return { component: 'tickwork-other' };
+  }
+  // Otherwise `<queue>:...`: a BullMQ queue (queue names cannot contain ':').
+  if (tail === '') return { component: 'tickwork-other' };
+  const dlq = head.endsWith('.dlq');
+  const structure = QUEUE_STRUCTURES[tail];
+  if (structure) return { component: dlq ? 'dlq' : structure };
+  if (tail.startsWith('de:')) return { component: 'tickwork-other' }; // deduplication ids
+  if (dlq) return { component: 'dlq' };
+  // `<id>`, `<id>:lock`, `<id>:logs`, `<id>:dependencies`...: the job's, pending or finished with it.
+  const idEnd = tail.indexOf(':');
+  return { jobHash: `${prefix}:${head}:${idEnd < 0 ? tail : tail.slice(0, idEnd)}` };
+}
+
+/** A job hash's component once its `finishedOn` field is known. */
+export function jobComponent(finished: boolean): Component {
+  return finished ? 'jobs-finished' : 'jobs-pending';
+}

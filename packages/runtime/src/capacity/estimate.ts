@@ -1,0 +1,137 @@
+import type { Redis } from 'ioredis';
+import { dlqName } from '../queues.js';
+import { scheduleKeys, scheduleRegistryKey } from '../schedule/keys.js';
+import { queueRegistryKey } from '../registry.js';
+import { classifyKey, COMPONENTS, jobComponent, QUEUE_STRUCTURE_NAMES, type Component } from './classify.js';
+
+export const DEFAULT_CAPACITY_SAMPLES = 2000;
+/** MEMORY USAGE looks at this many elements of a collection and extrapolates (Redis's own default). */
+const USAGE_SAMPLES = 5;
+
+export interface ComponentEstimate {
+  component: Component;
+  /** Estimated bytes (MEMORY USAGE: value, key name and Redis's per-key overhead). */
+  bytes: number;
+  /** Estimated number of keys. */
+  keys: number;
+}
+
+export interface CapacityEstimate {
+  /** DBSIZE: exact. */
+  dbKeys: number;
+  /** Keys drawn with RANDOMKEY and measured; their shares are extrapolated to the other keys. */
+  sampledKeys: number;
+  /** Large per-queue and per-schedule keys measured one by one instead of sampled (exact up to MEMORY USAGE's own sampling). */
+  measuredKeys: number;
+  /** Sum over components. */
+  totalBytes: number;
+  components: ComponentEstimate[];
+}
+
+export interface EstimateOptions {
+  prefix: string;
+  /** Origin queues; their DLQs are included. */
+  queues: readonly string[];
+  schedules: readonly string[];
+  samples?: number;
+}
+
+/**
+ * The few keys that are large and known by name (a queue's completed set, its event stream, a schedule's
+ * history): a random sample of a million keys would almost never draw one, so they are measured directly,
+ * and only the many small keys (job hashes, ledger records) are sampled. Stratified, the estimate of the
+ * whole stays unbiased and its error is that of the small keys only.
+ */
+function knownLargeKeys(opts: EstimateOptions): string[] {
+  const keys = new Set([scheduleRegistryKey(opts.prefix), queueRegistryKey(opts.prefix)]);
+  for (const queue of opts.queues) {
+    for (const name of [queue, dlqName(queue)]) for (const s of QUEUE_STRUCTURE_NAMES) keys.add(`${opts.prefix}:${name}:${s}`);
+  }
+  for (const schedule of opts.schedules) for (const key of Object.values(scheduleKeys(opts.prefix, schedule))) keys.add(key);
+  return [...keys];
+}
+
+/**
+ * One script call: DBSIZE, MEMORY USAGE of each known key (KEYS), then ARGV[1] random keys with theirs.
+ * Server-side, so a sample of thousands costs one round trip and a few milliseconds of Redis, not thousands
+ * of client commands. (Keys not named in KEYS: fine on one Redis; on a cluster RANDOMKEY sees one node.)
+ * Reply: dbsize, usage per KEYS entry (-1: no such key), then (key, usage) pairs.
+ */
+const SAMPLE = `
+local out = { redis.call('DBSIZE') }
+for _, key in ipairs(KEYS) do
+  out[#out + 1] = redis.call('MEMORY', 'USAGE', key, 'SAMPLES', ARGV[2]) or -1
+end
+for _ = 1, tonumber(ARGV[1]) do
+  local key = redis.call('RANDOMKEY')
+  if not key then break end
+  out[#out + 1] = key
+  out[#out + 1] = redis.call('MEMORY', 'USAGE', key, 'SAMPLES', ARGV[2]) or -1
+end
+return out`;
+
+/** Whether each job hash (KEYS) has finished: 1 when it has a `finishedOn`. */
+const FINISHED = `
+local out = {}
+for i, key in ipairs(KEYS) do out[i] = redis.call('HEXISTS', key, 'finishedOn') end
+return out`;
+
+/**
+ * Estimates tickwork's share of Redis by component from `samples` random keys plus the known large keys,
+ * in two round trips, never a scan: its cost does not grow with the number of keys.
+ */
+export async function estimateComponents(redis: Redis, opts: EstimateOptions): Promise<CapacityEstimate> {
+  const samples = opts.samples ?? DEFAULT_CAPACITY_SAMPLES;
+  const measured = knownLargeKeys(opts);
+  const reply = (await redis.eval(SAMPLE, measured.length, ...measured, samples, USAGE_SAMPLES)) as (string | number)[];
+  const dbKeys = Number(reply[0] ?? 0);
+
+  const bytes = new Map<Component, number>(COMPONENTS.map((c) => [c, 0]));
+  const keys = new Map<Component, number>(COMPONENTS.map((c) => [c, 0]));
+  const add = (c: Component, b: number, k: number) => {
+    bytes.set(c, (bytes.get(c) ?? 0) + b);
+    keys.set(c, (keys.get(c) ?? 0) + k);
+  };
+  const measuredSet = new Set<string>();
+  measured.forEach((key, i) => {
+    const usage = Number(reply[1 + i]);
+    if (usage < 0) return; // no such key
+    measuredSet.add(key);
+    const cls = classifyKey(key, opts.prefix);
+    add('component' in cls ? cls.component : 'tickwork-other', usage, 1);
+  });
+
+  // Draws that hit a measured key are dropped: the sample stands for the other keys only.
+  const drawn: { key: string; usage: number }[] = [];
+  for (let i = 1 + measured.length; i + 1 < reply.length; i += 2) {
+    const key = String(reply[i]);
+    const usage = Number(reply[i + 1]);
+    if (usage >= 0 && !measuredSet.has(key)) drawn.push({ key, usage });
+  }
+  // A job's keys count as pending or finished with the job: its hash says which (one more call for all).
+  const classes = drawn.map(({ key }) => classifyKey(key, opts.prefix));
+  const jobHashes = classes.flatMap((cls) => ('jobHash' in cls ? [cls.jobHash] : []));
+  const finished = jobHashes.length > 0 ? ((await redis.eval(FINISHED, jobHashes.length, ...jobHashes)) as number[]).map((v) => v === 1) : [];
+  let at = 0;
+  const sampled = drawn.map(({ usage }, i) => {
+    const cls = classes[i] ?? { component: 'tickwork-other' as const };
+    return { usage, component: 'component' in cls ? cls.component : jobComponent(finished[at++] ?? false) };
+  });
+
+  const population = Math.max(0, dbKeys - measuredSet.size);
+  const scale = sampled.length > 0 ? population / sampled.length : 0;
+  for (const s of sampled) add(s.component, s.usage * scale, scale);
+
+  const components = COMPONENTS.map((component) => ({
+    component,
+    bytes: Math.round(bytes.get(component) ?? 0),
+    keys: Math.round(keys.get(component) ?? 0),
+  }));
+  return {
+    dbKeys,
+    sampledKeys: sampled.length,
+    measuredKeys: measuredSet.size,
+    totalBytes: components.reduce((sum, c) => sum + c.bytes, 0),
+    components,
+  };
+}
