@@ -12,11 +12,10 @@
  * lasts. Target (issue 9): at most 1 GiB, with every duplicate window honoured.
  */
 import { appEntry, freePort, startApp, startRedisServer, waitFor } from '@tickwork/testkit';
-import { createEnqueue, createLogger, createRedis, QueueSet } from '@tickwork/runtime';
+import { classifyKey, createEnqueue, createLogger, createRedis, QueueSet, type Component } from '@tickwork/runtime';
 import type { Redis } from 'ioredis';
 import { fileURLToPath } from 'node:url';
 import { catalog, soakKeyed, soakNoop } from './soak-catalog.js';
-import { componentOf, type Component } from './soak-components.js';
 
 const RATE = Number(process.env.SOAK_RATE ?? 2000);
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 60);
@@ -108,7 +107,7 @@ async function phase(
   const keptBytes = (c: Map<Component, { bytes: number }>) => [...c.values()].reduce((a, b) => a + b.bytes, 0);
   const bytesPerRun = (keptBytes(end.components) - keptBytes(mid.components)) / Math.max(1, end.completed - mid.completed);
   // What does not grow with runs: everything but the per-run records, which the projection counts instead.
-  const perRun = (['ledger records', 'ledger step results'] as const).reduce((a, c) => a + (end.components.get(c)?.bytes ?? 0), 0);
+  const perRun = end.components.get('ledger')?.bytes ?? 0;
   const plateauBytes = (await usedMemory(redis)) - baseline - perRun;
   const projectedBytes = plateauBytes + Math.max(0, bytesPerRun) * PROJECTED_RATE * windowS;
   out(`  ${name}: added ${added}, completed ${end.completed} in ${seconds.toFixed(0)} s (${(end.completed / seconds).toFixed(0)} jobs/s with drains)\n`);
@@ -154,7 +153,9 @@ async function componentsNow(redis: Redis): Promise<Map<Component, { keys: numbe
     for (const key of keys) pipeline.memory('USAGE', key, 'SAMPLES', '0');
     const sizes = (await pipeline.exec()) ?? [];
     keys.forEach((key, i) => {
-      const c = componentOf(key);
+      // Measured once the backlog drained: every job left is a finished one.
+      const k = classifyKey(key, 'tickwork');
+      const c: Component = 'component' in k ? k.component : 'jobs-finished';
       const t = totals.get(c) ?? { keys: 0, bytes: 0 };
       t.keys++;
       t.bytes += Number(sizes[i]?.[1] ?? 0);

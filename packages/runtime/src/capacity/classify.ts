@@ -20,7 +20,7 @@ export type Component = (typeof COMPONENTS)[number];
 
 /** What each component is, for the CLI and the dashboard. */
 export const COMPONENT_HELP: Record<Component, string> = {
-  ledger: 'idempotency ledger records and step results',
+  ledger: 'idempotency ledger: records of runs with a key of their own, and step results (a run named by a generated job id keeps its record in its job)',
   'schedule-history': 'occurrence history per schedule',
   schedules: 'schedule cursors, last success/failure, registrations, health',
   overlap: 'overlap state and skip lists',
