@@ -40,3 +40,4 @@ export * from './app-context.js';
 export * from './schedule/effective-rule.js';
 export * from './schedule/health.js';
 export * from './schedule/health-metrics.js';
+export * from './pg/index.js';

@@ -19,6 +19,13 @@ export function stepKey(runKey: string, stepId: string): string {
   return `${runKey}/step/${stepId}`;
 }
 
+/** A step id is a non-empty string of at most 512 characters: one rule for every form of step. */
+export function assertStepId(id: unknown): asserts id is string {
+  if (typeof id !== 'string' || id.length === 0 || id.length > 512) {
+    throw new StepError(String(id), 'the step id must be a non-empty string of at most 512 characters, e.g. "charge:cus_001"');
+  }
+}
+
 /**
  * `ctx.step(id, fn)`: runs `fn` once per run across retries and redeliveries. A step whose result was
  * recorded returns that result without running `fn` again. Results must be JSON values (they are
@@ -31,9 +38,7 @@ export function stepKey(runKey: string, stepId: string): string {
 export function createStep(run: LedgerRun, signalOf: () => AbortSignal): StepFn {
   let inFlight: Set<string> | undefined; // most runs have no steps: no Set for them
   return async <T>(id: string, fn: (step: StepInfo) => Promise<T>): Promise<T> => {
-    if (typeof id !== 'string' || id.length === 0 || id.length > 512) {
-      throw new StepError(String(id), 'the step id must be a non-empty string of at most 512 characters, e.g. "charge:cus_001"');
-    }
+    assertStepId(id);
     const recorded = run.recordedStep(id);
     if (recorded) return recorded.value as T;
     if (inFlight?.has(id)) {
