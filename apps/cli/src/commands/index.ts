@@ -1,4 +1,5 @@
 import type { Command } from './command.js';
+import { dbCommand } from './db.js';
 import { devCommand } from './dev.js';
 import { dlqCommand } from './dlq.js';
 import { enqueueCommand } from './enqueue.js';
@@ -6,4 +7,4 @@ import { jobsCommand } from './jobs.js';
 import { schedulesCommand } from './schedules.js';
 
 /** Every CLI command. Add one: a file in this folder and a line here. */
-export const commands: readonly Command[] = [jobsCommand, enqueueCommand, schedulesCommand, devCommand, dlqCommand];
+export const commands: readonly Command[] = [jobsCommand, enqueueCommand, schedulesCommand, devCommand, dlqCommand, dbCommand];

@@ -9,7 +9,8 @@ import { safeUrl } from '../logger.js';
  * parameters and so the password, on the error object).
  */
 export function createPgPool(url: string, log: Logger, opts: { max?: number } = {}): Pool {
-  const pool = new Pool({ connectionString: url, max: opts.max ?? 5 });
+  // A connection timeout: pg waits forever by default, and an unreachable host would hang a CLI or a pass.
+  const pool = new Pool({ connectionString: url, max: opts.max ?? 5, connectionTimeoutMillis: 10_000 });
   pool.on('error', (err: Error & { code?: string }) =>
     log.warn({ database: safeUrl(url), code: err.code, reason: err.message }, 'idle PostgreSQL connection lost'),
   );
