@@ -69,9 +69,9 @@ async function eligibleRows(client: PoolClient, rows: Row[]): Promise<Row[]> {
 }
 
 /**
- * Moves committed `tickwork_outbox` rows to BullMQ, exactly once per row. One pass is one transaction:
- * lock up to `batchSize` pending rows in id order (`FOR UPDATE SKIP LOCKED`: relays in other processes
- * take other rows), add each row's job to its queue under a deterministic id, delete the rows, commit.
+ * One relay pass, one transaction: lock up to `batchSize` pending rows in id order (`FOR UPDATE SKIP
+ * LOCKED`: relays in other processes take other rows), add each eligible row's job to its queue under a
+ * deterministic id, delete those rows, commit.
  *
  * Exactly once: if the relay dies after adding and before its COMMIT, PostgreSQL aborts its transaction
  * (the connection closes), the rows are unlocked and still there, and the next pass adds them again
@@ -82,9 +82,8 @@ async function eligibleRows(client: PoolClient, rows: Row[]): Promise<Row[]> {
  * validation: written by an older producer or by hand) is set aside with `failed_at` and
  * `failed_reason` in the same transaction and logged; it does not block the rows behind it.
  */
-export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
+export function relayOutboxOnce(opts: Omit<OutboxRelayOptions, 'intervalMs'>): Promise<RelayPass> {
   const { pool, queues, catalog, log } = opts;
-  const intervalMs = opts.intervalMs ?? 1000;
   const batchSize = opts.batchSize ?? 100;
 
   const relayRow = async (client: PoolClient, row: Row): Promise<string | undefined> => {
@@ -106,31 +105,41 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
     return jobId;
   };
 
-  const relayOnce = () =>
-    inTransaction(pool, async (client): Promise<RelayPass> => {
-      const { rows } = await client.query<Row>(
-        `SELECT id, job_name, payload, job_id, opts, ordering_key,
-                (extract(epoch FROM now() - created_at) * 1000)::bigint AS age_ms
-         FROM tickwork_outbox WHERE failed_at IS NULL
-         ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
-        [batchSize],
-      );
-      if (rows.length === 0) return { taken: 0, relayed: 0, setAside: 0 };
-      const relayed: string[] = [];
-      const jobIds: string[] = [];
-      let setAside = 0;
-      for (const row of await eligibleRows(client, rows)) {
-        const jobId = await relayRow(client, row);
-        if (jobId === undefined) setAside++;
-        else {
-          relayed.push(row.id);
-          jobIds.push(jobId);
-        }
+  return inTransaction(pool, async (client): Promise<RelayPass> => {
+    const { rows } = await client.query<Row>(
+      `SELECT id, job_name, payload, job_id, opts, ordering_key,
+              (extract(epoch FROM now() - created_at) * 1000)::bigint AS age_ms
+       FROM tickwork_outbox WHERE failed_at IS NULL
+       ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
+      [batchSize],
+    );
+    if (rows.length === 0) return { taken: 0, relayed: 0, setAside: 0 };
+    const relayed: string[] = [];
+    const jobIds: string[] = [];
+    let setAside = 0;
+    for (const row of await eligibleRows(client, rows)) {
+      const jobId = await relayRow(client, row);
+      if (jobId === undefined) setAside++;
+      else {
+        relayed.push(row.id);
+        jobIds.push(jobId);
       }
-      await opts.afterAdd?.(jobIds);
-      if (relayed.length > 0) await client.query('DELETE FROM tickwork_outbox WHERE id = ANY($1::bigint[])', [relayed]);
-      return { taken: rows.length, relayed: relayed.length, setAside };
-    });
+    }
+    await opts.afterAdd?.(jobIds);
+    if (relayed.length > 0) await client.query('DELETE FROM tickwork_outbox WHERE id = ANY($1::bigint[])', [relayed]);
+    return { taken: rows.length, relayed: relayed.length, setAside };
+  });
+}
+
+/**
+ * Relays the outbox until stopped: a pass right after one that filled its batch, else every `intervalMs`.
+ * A failed pass (PostgreSQL or Redis unreachable) rolls back whole, is logged, and is tried again later.
+ */
+export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
+  const { log } = opts;
+  const intervalMs = opts.intervalMs ?? 1000;
+  const batchSize = opts.batchSize ?? 100;
+  const relayOnce = () => relayOutboxOnce(opts);
 
   let stopped = false;
   let wake: (() => void) | undefined;
