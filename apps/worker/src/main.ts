@@ -50,7 +50,9 @@ async function main(): Promise<void> {
   });
   // The transactional-enqueue relay: every worker given the database runs one; they share the rows.
   const outboxPool = env.OUTBOX_DATABASE_URL ? createPgPool(env.OUTBOX_DATABASE_URL, log) : undefined;
-  const relay = outboxPool && startOutboxRelay({ pool: outboxPool, queues, catalog, log, intervalMs: env.OUTBOX_RELAY_INTERVAL_MS, maxPayloadBytes: env.MAX_PAYLOAD_BYTES });
+  const relay =
+    outboxPool &&
+    startOutboxRelay({ pool: outboxPool, queues, catalog, log, intervalMs: env.OUTBOX_RELAY_INTERVAL_MS, maxPayloadBytes: env.MAX_PAYLOAD_BYTES });
   if (relay) log.info({ database: safeUrl(env.OUTBOX_DATABASE_URL ?? '') }, 'outbox relay started');
   const health = await startHealthServer({ port: env.PORT, log, check: redisPingCheck(redis), routes: metricsRoute });
   log.info({ port: env.PORT, jobs: catalog.jobs.length }, 'worker ready');

@@ -29,7 +29,8 @@ let queues: QueueSet;
 const relays: OutboxRelay[] = [];
 const silent = createLogger('test', 'silent');
 
-const pending = async () => (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM tickwork_outbox WHERE failed_at IS NULL')).rows[0]?.n;
+const pending = async () =>
+  (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM tickwork_outbox WHERE failed_at IS NULL')).rows[0]?.n ?? 0;
 const queued = () => queues.get('pgfx').getJobs(['waiting'], 0, -1, true);
 /** One relay pass, driven by the test. */
 const relayPass = (log: Logger = silent, p = pool, batchSize?: number) => relayOutboxOnce({ pool: p, queues, catalog, log, ...(batchSize && { batchSize }) });
