@@ -4,25 +4,17 @@
  * taking over. Every committed row must become exactly one job that runs exactly once.
  */
 import { fileURLToPath } from 'node:url';
-import { createLogger, createPgPool, enqueueInTransaction, inTransaction, migrateTickworkTables, QueueSet, type Pool } from '@tickwork/runtime';
-import {
-  appEntry,
-  freePort,
-  startApp,
-  startPostgresServer,
-  startRedisServer,
-  waitFor,
-  type AppProcess,
-  type PostgresServerHandle,
-  type RedisServerHandle,
-} from '@tickwork/testkit';
+import { createLogger, enqueueInTransaction, inTransaction, QueueSet, type Pool } from '@tickwork/runtime';
+import { appEntry, freePort, startApp, waitFor, type AppProcess, type PostgresServerHandle, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { catalog, PG_FX_KEYS, pgNote } from '../testing/pg-fixtures.js';
+import { startPgServers, type PgServers } from '../testing/pg-servers.js';
 
 const FIXTURES = fileURLToPath(new URL('../../dist/testing/pg-fixtures.js', import.meta.url));
 const RELAY_PROCESS = fileURLToPath(new URL('../../dist/testing/outbox-relay-process.js', import.meta.url));
 
+let servers: PgServers;
 let pgServer: PostgresServerHandle;
 let redisServer: RedisServerHandle;
 let pool: Pool;
@@ -31,17 +23,15 @@ let queues: QueueSet;
 const apps: AppProcess[] = [];
 
 beforeAll(async () => {
-  [pgServer, redisServer] = await Promise.all([startPostgresServer(), startRedisServer()]);
-  pool = createPgPool(pgServer.url, createLogger('test', 'silent'));
-  await migrateTickworkTables(pool);
+  servers = await startPgServers();
+  ({ pg: pgServer, redis: redisServer, pool } = servers);
   redis = redisServer.client();
   queues = new QueueSet(redis, 'tickwork', createLogger('test', 'silent'));
 }, 60_000);
 afterAll(async () => {
   await Promise.all(apps.map((a) => a.stop('SIGKILL')));
   await queues?.close();
-  await pool?.end();
-  await Promise.all([pgServer?.stop(), redisServer?.stop()]);
+  await servers?.stop();
 });
 
 it('a relay killed -9 between adding its jobs and deleting their rows: the next relay re-adds nothing, each job runs once', async () => {

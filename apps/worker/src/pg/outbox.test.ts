@@ -7,7 +7,6 @@ import {
   createPgPool,
   enqueueInTransaction,
   inTransaction,
-  migrateTickworkTables,
   QueueSet,
   relayOutboxOnce,
   startOutboxRelay,
@@ -15,14 +14,15 @@ import {
   type OutboxRelay,
   type Pool,
 } from '@tickwork/runtime';
-import { startPostgresServer, startRedisServer, waitFor, type PostgresServerHandle, type RedisServerHandle } from '@tickwork/testkit';
+import { waitFor, type PostgresServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { captureLogger } from '../testing/capture-logger.js';
 import { catalog, pgNote } from '../testing/pg-fixtures.js';
+import { startPgServers, type PgServers } from '../testing/pg-servers.js';
 
+let servers: PgServers;
 let pgServer: PostgresServerHandle;
-let redisServer: RedisServerHandle;
 let pool: Pool;
 let redis: Redis;
 let queues: QueueSet;
@@ -36,17 +36,15 @@ const queued = () => queues.get('pgfx').getJobs(['waiting'], 0, -1, true);
 const relayPass = (log: Logger = silent, p = pool, batchSize?: number) => relayOutboxOnce({ pool: p, queues, catalog, log, ...(batchSize && { batchSize }) });
 
 beforeAll(async () => {
-  [pgServer, redisServer] = await Promise.all([startPostgresServer(), startRedisServer()]);
-  pool = createPgPool(pgServer.url, silent, { max: 10 });
-  await migrateTickworkTables(pool);
+  servers = await startPgServers();
+  ({ pg: pgServer, pool } = servers);
   await pool.query('CREATE TABLE orders (id bigserial PRIMARY KEY, customer text NOT NULL)');
-  redis = redisServer.client();
+  redis = servers.redis.client();
   queues = new QueueSet(redis, 'tickwork', silent);
 }, 60_000);
 afterAll(async () => {
   await queues?.close();
-  await pool?.end();
-  await Promise.all([pgServer?.stop(), redisServer?.stop()]);
+  await servers?.stop();
 });
 beforeEach(async () => {
   await pool.query('TRUNCATE orders, tickwork_outbox');

@@ -4,27 +4,19 @@
  * while runs are in flight, then every customer of every run must be charged exactly once.
  */
 import { fileURLToPath } from 'node:url';
-import { createLogger, createPgPool, createRedis, jobOptions, migrateTickworkTables, type Pool } from '@tickwork/runtime';
-import {
-  appEntry,
-  freePort,
-  startApp,
-  startPostgresServer,
-  startRedisServer,
-  waitFor,
-  type AppProcess,
-  type PostgresServerHandle,
-  type RedisServerHandle,
-} from '@tickwork/testkit';
+import { createRedis, jobOptions, type Pool } from '@tickwork/runtime';
+import { appEntry, freePort, startApp, waitFor, type AppProcess, type PostgresServerHandle, type RedisServerHandle } from '@tickwork/testkit';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { pgBill, PG_FX_SCHEMA } from '../testing/pg-fixtures.js';
+import { pgBill } from '../testing/pg-fixtures.js';
+import { startPgServers, type PgServers } from '../testing/pg-servers.js';
 
 const FIXTURES = fileURLToPath(new URL('../../dist/testing/pg-fixtures.js', import.meta.url));
 const KILLS = 40;
 const CUSTOMERS = 40;
 const IN_FLIGHT = 10;
 
+let servers: PgServers;
 let redisServer: RedisServerHandle;
 let pgServer: PostgresServerHandle;
 let pool: Pool;
@@ -56,10 +48,8 @@ async function startWorker(): Promise<AppProcess & { ready?: boolean }> {
 }
 
 beforeAll(async () => {
-  [redisServer, pgServer] = await Promise.all([startRedisServer(), startPostgresServer()]);
-  pool = createPgPool(pgServer.url, createLogger('test', 'silent'));
-  await migrateTickworkTables(pool);
-  await pool.query(PG_FX_SCHEMA);
+  servers = await startPgServers();
+  ({ pg: pgServer, redis: redisServer, pool } = servers);
   connection = createRedis(redisServer.url, 'command');
   queue = new Queue('pgbill', { connection, prefix: 'tickwork' });
 }, 60_000);
@@ -68,8 +58,7 @@ afterAll(async () => {
   await Promise.all(everyWorker.map((w) => w.stop('SIGKILL')));
   await queue?.close();
   connection?.disconnect();
-  await pool?.end();
-  await Promise.all([redisServer?.stop(), pgServer?.stop()]);
+  await servers?.stop();
 });
 
 it(`${KILLS} kill -9s of 3 workers mid-billing (charge in a pgStep, pause after the effect): 0 customers charged twice, none lost`, async () => {
