@@ -6,6 +6,8 @@ const schema = z.object({
   QUEUE_PREFIX: queuePrefix,
   LOG_LEVEL: logLevel.default('warn'),
   JOBS_MODULE: z.string().optional(),
+  /** Only read by `tickwork db`: the PostgreSQL to migrate (`--url` overrides it). */
+  DATABASE_URL: z.string().optional(),
   /** Only read by `tickwork dev`, which passes it to the dashboard it starts. */
   DASHBOARD_PASSWORD: z.string().optional(),
   /** Only read by `tickwork dev`: the dashboard's port (PORT would apply to every app it starts). */

@@ -1,4 +1,4 @@
-import { alertWebhookUrl, EnvError, logLevel, parseEnv, port, positiveInt, queuePrefix, redisStartupTimeoutMs, redisUrl, type Catalog } from '@tickwork/runtime';
+import { alertWebhookUrl, databaseUrl, EnvError, logLevel, parseEnv, port, positiveInt, queuePrefix, redisStartupTimeoutMs, redisUrl, type Catalog } from '@tickwork/runtime';
 import { z } from 'zod';
 
 const schema = z.object({
@@ -37,6 +37,10 @@ const schema = z.object({
    * (workers were down) is judged by its schedule's missed-run policy instead of simply run.
    */
   SCHEDULE_GRACE_MS: positiveInt(60_000),
+  /** PostgreSQL holding tickwork_outbox: when set, this worker relays committed outbox rows to BullMQ. */
+  OUTBOX_DATABASE_URL: databaseUrl.optional(),
+  /** How often the outbox relay looks for rows when the last pass found none. */
+  OUTBOX_RELAY_INTERVAL_MS: positiveInt(1000),
 });
 
 export type WorkerEnv = z.output<typeof schema>;

@@ -2,12 +2,15 @@ import {
   createAlerter,
   createEnqueue,
   createLogger,
+  createPgPool,
   exitOnStartupError,
   openAppContext,
   metricsRoute,
   onShutdown,
   redisPingCheck,
+  safeUrl,
   startHealthServer,
+  startOutboxRelay,
 } from '@tickwork/runtime';
 import { loadWorkerEnv, selectedQueues } from './env.js';
 import { createDeadLetterRouting } from './dead-letter.js';
@@ -48,6 +51,12 @@ async function main(): Promise<void> {
     queues: selected,
     outage,
   });
+  // The transactional-enqueue relay: every worker given the database runs one; they share the rows.
+  const outboxPool = env.OUTBOX_DATABASE_URL ? createPgPool(env.OUTBOX_DATABASE_URL, log) : undefined;
+  const relay =
+    outboxPool &&
+    startOutboxRelay({ pool: outboxPool, queues, catalog, log, intervalMs: env.OUTBOX_RELAY_INTERVAL_MS, maxPayloadBytes: env.MAX_PAYLOAD_BYTES });
+  if (relay) log.info({ database: safeUrl(env.OUTBOX_DATABASE_URL ?? '') }, 'outbox relay started');
   const health = await startHealthServer({ port: env.PORT, log, check: redisPingCheck(redis), routes: metricsRoute });
   log.info({ port: env.PORT, jobs: catalog.jobs.length }, 'worker ready');
 
@@ -59,6 +68,8 @@ async function main(): Promise<void> {
       pool.abort('worker shutting down during a Redis outage');
       return;
     }
+    await relay?.stop();
+    await outboxPool?.end();
     const { timedOut } = await pool.drain(env.DRAIN_TIMEOUT_MS);
     log.info({ timedOut }, 'workers drained');
     await alerter.settle(2000);

@@ -27,6 +27,11 @@ export const redisUrl = z
   .default('redis://127.0.0.1:6379')
   .refine((v) => /^rediss?:\/\//.test(v), 'must be a redis:// or rediss:// URL, e.g. redis://127.0.0.1:6379');
 
+/** A PostgreSQL URL (may carry a password: log it only through safeUrl). */
+export const databaseUrl = z
+  .string()
+  .refine((v) => /^postgres(ql)?:\/\//.test(v), 'must be a postgres:// or postgresql:// URL, e.g. postgres://app:secret@db:5432/app');
+
 /**
  * A TCP port. Unset means the default; set but empty is an error (it would otherwise coerce to 0, a
  * random port nobody probes). 0 stays possible when asked for explicitly.

@@ -45,3 +45,4 @@ export * from './schedule/effective-rule.js';
 export * from './schedule/health.js';
 export * from './schedule/health-metrics.js';
 export * from './capacity/index.js';
+export * from './pg/index.js';

@@ -1,4 +1,5 @@
 import type { Command } from './command.js';
+import { dbCommand } from './db.js';
 import { devCommand } from './dev.js';
 import { dlqCommand } from './dlq.js';
 import { enqueueCommand } from './enqueue.js';
@@ -7,4 +8,4 @@ import { schedulesCommand } from './schedules.js';
 import { statsCommand } from './stats.js';
 
 /** Every CLI command. Add one: a file in this folder and a line here. */
-export const commands: readonly Command[] = [jobsCommand, enqueueCommand, schedulesCommand, devCommand, dlqCommand, statsCommand];
+export const commands: readonly Command[] = [jobsCommand, enqueueCommand, schedulesCommand, devCommand, dlqCommand, statsCommand, dbCommand];

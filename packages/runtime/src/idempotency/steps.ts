@@ -23,6 +23,13 @@ export function stepKey(runKey: string, stepId: string): string {
   return `${runKey}/step/${stepId}`;
 }
 
+/** A step id is a non-empty string of at most 512 characters: one rule for every form of step. */
+export function assertStepId(id: unknown): asserts id is string {
+  if (typeof id !== 'string' || id.length === 0 || id.length > 512) {
+    throw new StepError(String(id), 'the step id must be a non-empty string of at most 512 characters, e.g. "charge:cus_001"');
+  }
+}
+
 export interface Steps {
   step: StepFn;
   redisStep: RedisStepFn;
@@ -46,9 +53,7 @@ export function createSteps(run: LedgerRun, signalOf: () => AbortSignal, onRecor
   let inFlight: Set<string> | undefined; // most runs have no steps: no Set for them
 
   const once = async <T>(id: string, execute: (info: StepInfo) => Promise<{ value: T; record: () => Promise<boolean> }>): Promise<T> => {
-    if (typeof id !== 'string' || id.length === 0 || id.length > 512) {
-      throw new StepError(String(id), 'the step id must be a non-empty string of at most 512 characters, e.g. "charge:cus_001"');
-    }
+    assertStepId(id);
     const recorded = run.recordedStep(id);
     if (recorded) return recorded.value as T;
     if (inFlight?.has(id)) throw new StepError(id, 'is already running in this run; give concurrent steps distinct ids');
