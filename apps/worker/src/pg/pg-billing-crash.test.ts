@@ -12,7 +12,7 @@ import { pgBill } from '../testing/pg-fixtures.js';
 import { startPgServers, type PgServers } from '../testing/pg-servers.js';
 
 const FIXTURES = fileURLToPath(new URL('../../dist/testing/pg-fixtures.js', import.meta.url));
-const KILLS = 40;
+const KILLS = 100;
 const CUSTOMERS = 40;
 const IN_FLIGHT = 10;
 
@@ -109,6 +109,6 @@ it(`${KILLS} kill -9s of 3 workers mid-billing (charge in a pgStep, pause after 
   const stats = await pool.query<{ rollbacks: number }>(
     'SELECT xact_rollback::int AS rollbacks FROM pg_stat_database WHERE datname = current_database()',
   );
-  // (Measured: 40 kills, 28 runs, 109 takeovers, 74 rolled-back transactions.)
+  // (Measured with 40 kills: 28 runs, 109 takeovers, 74 rolled-back transactions.)
   expect(stats.rows[0]?.rollbacks).toBeGreaterThanOrEqual(KILLS / 4);
-}, 150_000);
+}, 360_000);
