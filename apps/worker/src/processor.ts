@@ -5,6 +5,7 @@ import {
   jobRecordKey,
   runRecordPlaceOf,
   lockFn,
+  onStepRecordedFor,
   runExactlyOnce,
   type ExactlyOnce,
   jobDuration,
@@ -90,24 +91,29 @@ export function createProcessor(deps: ProcessorDeps) {
     const place = runRecordPlaceOf(def, delivery, jobRecordKey(eo.prefix, job.queueName, String(job.id)), eo.ledger.windowMs);
     /** Set when a late occurrence is allowed to run by its missed-run policy. */
     let lateCatchUp = false;
-    const makeContext = (runSignal: AbortSignal, run: ExactlyOnceRun): JobContext<unknown> => ({
-      data,
-      log,
-      jobId: String(job.id),
-      jobName: job.name,
-      queue: job.queueName,
-      attempt,
-      maxAttempts: job.opts.attempts ?? 1,
-      signal: runSignal,
-      idempotencyKey,
-      nominalTime,
-      isCatchUp: isCatchUpOf(delivery) || lateCatchUp,
-      step: run.step,
-      redisStep: run.redisStep,
-      lock: lockFn(deps.exactlyOnce.redis, deps.exactlyOnce.prefix, runSignal),
-      enqueue: deps.enqueue,
-      redis: deps.redis,
-    });
+    const onStepRecorded = stallResetOnProgress({ job, token, redis: deps.redis, log });
+    const makeContext = (runSignal: AbortSignal, run: ExactlyOnceRun): JobContext<unknown> => {
+      const ctx: JobContext<unknown> = {
+        data,
+        log,
+        jobId: String(job.id),
+        jobName: job.name,
+        queue: job.queueName,
+        attempt,
+        maxAttempts: job.opts.attempts ?? 1,
+        signal: runSignal,
+        idempotencyKey,
+        nominalTime,
+        isCatchUp: isCatchUpOf(delivery) || lateCatchUp,
+        step: run.step,
+        redisStep: run.redisStep,
+        lock: lockFn(deps.exactlyOnce.redis, deps.exactlyOnce.prefix, runSignal),
+        enqueue: deps.enqueue,
+        redis: deps.redis,
+      };
+      onStepRecordedFor(ctx, onStepRecorded); // pgStep's progress, recorded outside the ledger
+      return ctx;
+    };
     log.debug({ idempotencyKey }, 'job started');
     const labels = { queue: job.queueName, job: job.name };
     const history = runRecorder(deps.redis, deps.exactlyOnce.prefix, def, delivery, log);
@@ -141,7 +147,6 @@ export function createProcessor(deps: ProcessorDeps) {
         }
       : undefined;
     const ackConnection = await deps.ackConnectionOf?.(job.queueName);
-    const onStepRecorded = stallResetOnProgress({ job, token, redis: deps.redis, log });
     const exactlyOnceOpts = { key: idempotencyKey, place, log, labels, signal, defer, overlap, onSkip, preempt, ackConnection, onStepRecorded };
     return runExactlyOnce(deps.exactlyOnce, exactlyOnceOpts, async (run) => {
       const stopTimer = jobDuration.startTimer(labels);

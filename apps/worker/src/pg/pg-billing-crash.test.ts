@@ -33,8 +33,9 @@ async function startWorker(): Promise<AppProcess & { ready?: boolean }> {
     WORKER_QUEUES: 'pgbill',
     PORT: String(await freePort()),
     WORKER_CONCURRENCY: '4',
-    // Crashed runs are taken over within ~3 s. pgStep's progress does not reset BullMQ's stall count
-    // (only ctx.step's does), so the crash loop gets a stall budget it cannot exhaust.
+    // Crashed runs are taken over within ~3 s. A delivery killed before its first new step makes no
+    // progress, and a run can be that unlucky several times in a row under 100 kills: a stall budget the
+    // crash loop cannot exhaust keeps this test about double charges, not about the stall limit.
     WORKER_LOCK_DURATION_MS: '2000',
     WORKER_STALLED_INTERVAL_MS: '1000',
     WORKER_MAX_STALLED_COUNT: '1000',

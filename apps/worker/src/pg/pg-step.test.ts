@@ -1,5 +1,5 @@
 /** pgStep against a private PostgreSQL: the effect and its record commit, roll back and race together. */
-import { createLogger, createPgPool, LeaseLostError, migrateTickworkTables, pgStep, pruneSteps, type Pool } from '@tickwork/runtime';
+import { createLogger, createPgPool, LeaseLostError, migrateTickworkTables, onStepRecordedFor, pgStep, pruneSteps, type Pool } from '@tickwork/runtime';
 import { startPostgresServer, waitFor, type PostgresServerHandle } from '@tickwork/testkit';
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
 
@@ -39,6 +39,16 @@ it('commits the effect and the record together, and a replay returns the record 
   });
   expect(replay).toEqual(value);
   expect(await orders('r1')).toBe(1);
+});
+
+it("tells the run's progress hook (which restarts a stalled job's count) when it commits a step, not when it replays one", async () => {
+  const ctx = run('progress');
+  let told = 0;
+  onStepRecordedFor(ctx, async () => void told++);
+  await pgStep(ctx, pool, 'charge', async (client) => void (await client.query('INSERT INTO orders (run_key, total) VALUES ($1, 1)', ['progress'])));
+  expect(told).toBe(1);
+  await pgStep(ctx, pool, 'charge', async () => undefined);
+  expect(told).toBe(1);
 });
 
 it('a throwing step rolls back its effect and records nothing; the retry runs it', async () => {

@@ -30,6 +30,24 @@ export function assertStepId(id: unknown): asserts id is string {
   }
 }
 
+/**
+ * Steps recorded outside the ledger (pgStep) report progress through the handler's context: the worker
+ * registers the run's `onStepRecorded` for the context it builds, and such a step calls
+ * `stepRecordedBy(ctx)` after it commits. A WeakMap, so nothing outlives the context and the public
+ * context type stays free of plumbing.
+ */
+const progressHooks = new WeakMap<object, () => Promise<void>>();
+
+/** @internal the worker: `hook` is told of steps `ctx`'s run records outside the ledger. */
+export function onStepRecordedFor(ctx: object, hook: (() => Promise<void>) | undefined): void {
+  if (hook) progressHooks.set(ctx, hook);
+}
+
+/** @internal a step form outside the ledger: the run of `ctx` recorded a new step. */
+export async function stepRecordedBy(ctx: object): Promise<void> {
+  await progressHooks.get(ctx)?.();
+}
+
 export interface Steps {
   step: StepFn;
   redisStep: RedisStepFn;

@@ -1,6 +1,6 @@
 import type { Pool, PoolClient } from 'pg';
 import { LeaseLostError, StepError } from '../idempotency/errors.js';
-import { assertStepId, stepKey, type StepInfo } from '../idempotency/steps.js';
+import { assertStepId, stepKey, stepRecordedBy, type StepInfo } from '../idempotency/steps.js';
 import { inTransaction } from './pool.js';
 
 /** What `pgStep` needs of the job's context (`ctx` fits). */
@@ -62,7 +62,10 @@ export async function pgStep<T>(
     if (run.signal.aborted) throw new LeaseLostError(run.idempotencyKey, `before committing PostgreSQL step "${id}"`);
     return { ran: true as const, json };
   });
-  if (outcome.ran) return (outcome.json === null ? undefined : JSON.parse(outcome.json)) as T;
+  if (outcome.ran) {
+    await stepRecordedBy(run); // progress: a run in a crash loop that keeps committing steps is not stalled
+    return (outcome.json === null ? undefined : JSON.parse(outcome.json)) as T;
+  }
   const winner = await recordedStep(pool, run.idempotencyKey, id);
   if (!winner) throw new StepError(id, 'was committed by another delivery but its record is gone (pruned?)');
   return winner.value as T;
