@@ -110,6 +110,7 @@ export function createProcessor(deps: ProcessorDeps) {
         lock: lockFn(deps.exactlyOnce.redis, deps.exactlyOnce.prefix, runSignal),
         enqueue: deps.enqueue,
         redis: deps.redis,
+        progress: (value) => job.updateProgress(value),
       };
       onStepRecordedFor(ctx, onStepRecorded); // pgStep's progress, recorded outside the ledger
       return ctx;

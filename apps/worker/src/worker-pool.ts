@@ -64,6 +64,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
       maxStalledCount: opts.maxStalledCount ?? 2,
       ...(opts.lockDurationMs !== undefined && { lockDuration: opts.lockDurationMs }),
       ...(opts.stalledIntervalMs !== undefined && { stalledInterval: opts.stalledIntervalMs }),
+      ...limiterOf(opts.catalog.rateLimitOf(queue)),
     });
     byQueue.set(queue, worker);
     opts.deadLetter?.attach(worker);
@@ -115,4 +116,9 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
  */
 export function ackConnectionOf(worker: Worker | undefined): Promise<Redis> | undefined {
   return worker?.getBackend().client as Promise<unknown> as Promise<Redis> | undefined;
+}
+
+/** BullMQ's limiter for a queue whose jobs set a rate limit (catalog.rateLimitOf). */
+function limiterOf(limit: { max: number; durationMs: number } | undefined): { limiter?: { max: number; duration: number } } {
+  return limit ? { limiter: { max: limit.max, duration: limit.durationMs } } : {};
 }

@@ -14,6 +14,8 @@ export interface Catalog {
   /** Like get, but throws UnknownJobError listing the known names. */
   require(name: string): AnyJob;
   scheduled(): AnyJob[];
+  /** The rate limit of `queue` (BullMQ's limiter: at most `max` runs start per `durationMs`), if its jobs set one. */
+  rateLimitOf(queue: string): { max: number; durationMs: number } | undefined;
 }
 
 /** Checks every definition up front so a bad catalog fails at start, not at the first occurrence. */
@@ -28,6 +30,7 @@ export function createCatalog(jobs: readonly AnyJob[]): Catalog {
     }
     if (byName.has(job.name)) throw new JobDefinitionError(job.name, 'defined twice in the catalog');
     if (job.idempotencyWindow !== undefined) idempotencyWindowMs(job);
+    validatePriority(job);
     if (job.schedule) {
       validateSchedule(job.name, job.schedule);
       validateScheduleData(job);
@@ -35,6 +38,7 @@ export function createCatalog(jobs: readonly AnyJob[]): Catalog {
     byName.set(job.name, job);
   }
   const queues = [...new Set(jobs.map((j) => j.queue))].sort();
+  const rateLimits = queueRateLimits(jobs);
   return {
     jobs: [...jobs],
     queues,
@@ -45,6 +49,7 @@ export function createCatalog(jobs: readonly AnyJob[]): Catalog {
       return job;
     },
     scheduled: () => jobs.filter((j) => j.schedule !== undefined),
+    rateLimitOf: (queue) => rateLimits.get(queue),
   };
 }
 
@@ -69,4 +74,37 @@ function validateScheduleData(job: AnyJob): void {
       `schedule.data does not match the job's schema (${issues}); every scheduled run gets schedule.data as its data: set it in the schedule, e.g. schedule: { ..., data: { ... } }`,
     );
   }
+}
+
+/** BullMQ's priority range: 1 (highest) to 2,097,152. */
+export const MAX_PRIORITY = 2_097_152;
+
+function validatePriority(job: AnyJob): void {
+  const p = job.priority;
+  if (p !== undefined && (!Number.isInteger(p) || p < 1 || p > MAX_PRIORITY)) {
+    throw new JobDefinitionError(job.name, `priority ${JSON.stringify(p)} must be an integer from 1 (highest) to ${MAX_PRIORITY}`);
+  }
+}
+
+/**
+ * A rate limit belongs to a queue (BullMQ's limiter counts every run a queue starts), so the jobs of a queue
+ * that set one must agree: a definition that disagrees stops the catalog rather than one silently winning.
+ */
+function queueRateLimits(jobs: readonly AnyJob[]): Map<string, { max: number; durationMs: number }> {
+  const limits = new Map<string, { max: number; durationMs: number; from: string }>();
+  for (const job of jobs) {
+    if (!job.rateLimit) continue;
+    const { max } = job.rateLimit;
+    if (!Number.isInteger(max) || max < 1) throw new JobDefinitionError(job.name, `rateLimit.max ${JSON.stringify(max)} must be a positive integer`);
+    const durationMs = positiveDurationMs(job.name, 'rateLimit.duration', job.rateLimit.duration, '{ seconds: 1 }');
+    const seen = limits.get(job.queue);
+    if (seen && (seen.max !== max || seen.durationMs !== durationMs)) {
+      throw new JobDefinitionError(
+        job.name,
+        `rateLimit { max: ${max}, ${durationMs} ms } differs from ${seen.from}'s { max: ${seen.max}, ${seen.durationMs} ms } on queue "${job.queue}": a rate limit is the queue's, so its jobs must agree`,
+      );
+    }
+    limits.set(job.queue, { max, durationMs, from: seen?.from ?? job.name });
+  }
+  return new Map([...limits].map(([q, { max, durationMs }]) => [q, { max, durationMs }]));
 }

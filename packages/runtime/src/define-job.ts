@@ -101,6 +101,11 @@ export interface JobContext<TData> {
    * token to pass with its writes and a signal that aborts if the lock (or this run) is lost.
    */
   lock: LockFn;
+  /**
+   * Reports progress (a number such as a percentage, or a small JSON object), shown in Bull Board and kept
+   * on the job; it does not touch the run's record.
+   */
+  progress(value: number | Record<string, unknown>): Promise<void>;
   /** Enqueue another catalog job (validated). */
   enqueue: Enqueue;
   /** The platform's Redis command connection, for job-owned state (the demo jobs keep their ledgers here). */
@@ -125,6 +130,17 @@ export interface JobDefinition<S extends z.ZodObject = z.ZodObject, R = unknown>
   /** A run taking longer than this is aborted and counted as a failed attempt. Default 5 minutes. */
   readonly timeoutMs?: number;
   readonly description?: string;
+  /**
+   * BullMQ priority of this job's runs: 1 is the highest, up to 2,097,152; unset runs before none of them
+   * (BullMQ runs unprioritised jobs first, then prioritised ones by priority). `enqueue(..., { priority })`
+   * overrides it per run.
+   */
+  readonly priority?: number;
+  /**
+   * At most `max` runs of this job's queue start per `duration` across every worker (BullMQ's queue rate
+   * limiter). It limits the whole queue, so every job of a queue that sets it must set the same.
+   */
+  readonly rateLimit?: { max: number; duration: DurationLike };
 }
 
 // `any` here is deliberate: a catalog holds jobs of different payload types, and variance on the

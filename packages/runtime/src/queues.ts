@@ -28,6 +28,7 @@ export function jobOptions(job: AnyJob): JobsOptions {
     removeOnComplete: { age: 24 * 3600, count: 5000 },
     // Failed jobs are copied to the DLQ on their final failure, so the failed set can be trimmed.
     removeOnFail: { age: 7 * 24 * 3600, count: 10000 },
+    ...(job.priority !== undefined && { priority: job.priority }),
   };
 }
 

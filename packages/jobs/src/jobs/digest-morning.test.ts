@@ -35,6 +35,7 @@ function ctxAt(nominal: Date, enqueue: Enqueue): JobContext<Record<string, never
     signal: new AbortController().signal, idempotencyKey, nominalTime: nominal,
     isCatchUp: false, step: (id, fn) => fn({ id, key: stepKey(idempotencyKey, id) }), enqueue, redis: server.client(),
     redisStep: () => Promise.reject(new Error('digest.morning takes no Redis steps')),
+    progress: async () => undefined,
     lock: () => Promise.reject(new Error('digest.morning takes no locks')),
   };
 }
