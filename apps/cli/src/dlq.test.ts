@@ -13,12 +13,13 @@ let redisServer: RedisServerHandle;
 let redis: Redis;
 let queues: QueueSet;
 
-/** Runs `tickwork <args>` as a real process; resolves with exit code and stdout lines. */
+/** Runs `tickwork <args>` as a real process; resolves with exit code, all output lines, and stdout as JSON. */
 async function tickwork(...args: string[]): Promise<{ code: number | null; out: string; json: () => unknown }> {
   const app = startApp(CLI, { REDIS_URL: redisServer.url, QUEUE_PREFIX: 'tw', LOG_LEVEL: 'silent' }, args);
+  let stdout = '';
+  app.proc.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
   const code = await app.exited;
-  const out = app.lines.join('\n');
-  return { code, out, json: () => JSON.parse(out.split('\nusage:')[0] ?? '') as unknown };
+  return { code, out: app.lines.join('\n'), json: () => JSON.parse(stdout) as unknown };
 }
 
 /** Puts one failed email.send job into the email DLQ, as a worker would. */
@@ -49,8 +50,8 @@ describe('tickwork dlq', () => {
 
     const list = await tickwork('dlq', 'list', '--json');
     expect(list.code).toBe(0);
-    expect(list.json()).toEqual([
-      expect.objectContaining({ queue: 'email', dlqJobId: a, job: 'email.send', reason: 'smtp down', attemptsMade: 1 }),
+    expect((list.json() as { entries: unknown }).entries).toEqual([
+      expect.objectContaining({ queue: 'email', dlqJobId: a, job: 'email.send', reason: 'smtp down', attempts: 1 }),
       expect.objectContaining({ queue: 'email', dlqJobId: b }),
     ]);
     const text = await tickwork('dlq', 'list', '--queue', 'email');
@@ -61,7 +62,7 @@ describe('tickwork dlq', () => {
     expect(show.json()).toMatchObject({ dlqQueue: 'email.dlq', dlqJobId: a, entry: { originalJobId: 'mail-1', idempotencyKey: 'email.send#mail-1', payload: { body: 'mail-1' } } });
 
     const dry = await tickwork('dlq', 'redrive', '--queue', 'email', '--all', '--dry-run', '--json');
-    expect(dry.json()).toMatchObject({ dryRun: true, redriven: [{ redriven: false }, { redriven: false }] });
+    expect(dry.json()).toMatchObject({ dryRun: true, done: 0, skipped: 2, total: 2, remaining: 2, finished: true });
     expect(await listDeadLetters(queues, 'email')).toHaveLength(2);
 
     const one = await tickwork('dlq', 'redrive', '--queue', 'email', '--job', a, '--json');
@@ -73,7 +74,7 @@ describe('tickwork dlq', () => {
     expect((await listDeadLetters(queues, 'email')).map((d) => d.dlqJobId)).toEqual([b]);
 
     const purge = await tickwork('dlq', 'purge', '--queue', 'email', '--all', '--json');
-    expect(purge.json()).toMatchObject({ purged: [{ dlqJobId: b, purged: true }] });
+    expect(purge.json()).toMatchObject({ done: 1, total: 1, remaining: 0, finished: true });
     expect(await listDeadLetters(queues, 'email')).toEqual([]);
   });
 
@@ -84,7 +85,7 @@ describe('tickwork dlq', () => {
 
     const list = await tickwork('dlq', 'list', '--json');
     expect(list.code).toBe(0);
-    expect(list.json()).toEqual([
+    expect((list.json() as { entries: unknown }).entries).toEqual([
       expect.objectContaining({ dlqJobId: good, tickwork: true }),
       expect.objectContaining({ dlqJobId: blank, job: '', tickwork: false, reason: expect.stringMatching(/^not a tickwork dead letter \(/) }),
     ]);
@@ -102,7 +103,7 @@ describe('tickwork dlq', () => {
 
     const purge = await tickwork('dlq', 'purge', '--queue', 'email', '--all', '--json');
     expect(purge.code).toBe(0);
-    expect(purge.json()).toMatchObject({ purged: [{ dlqJobId: blank, jobName: '', purged: true }] });
+    expect(purge.json()).toMatchObject({ done: 1, remaining: 0 });
     expect(await queues.get('email.dlq').getJobCountByTypes('waiting', 'delayed', 'prioritized')).toBe(0);
   });
 

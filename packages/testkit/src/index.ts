@@ -4,3 +4,4 @@ export * from './redis-server.js';
 export * from './app-process.js';
 export * from './paths.js';
 export * from './kubernetes.js';
+export * from './dlq-fill.js';
