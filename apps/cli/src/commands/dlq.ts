@@ -17,12 +17,13 @@ import type { CommandContext } from '../context.js';
 import type { Command } from './command.js';
 import { table } from '../table.js';
 import { UsageError } from '../usage-error.js';
+import { integerFlag } from '../flags.js';
 
 const USAGE = [
   'tickwork dlq list [--queue <q>] [--name <job>] [--reason <text>] [--since <iso>] [--until <iso>] [--limit <n>] [--cursor <c>] [--json]',
   '       tickwork dlq show --queue <q> --job <dlq id> [--json]',
-  '       tickwork dlq redrive --queue <q> (--job <dlq id>[,<dlq id>...] | --all) [--dry-run] [--json]',
-  '       tickwork dlq purge --queue <q> (--job <dlq id>[,<dlq id>...] | --all) [--dry-run] [--json]',
+  '       tickwork dlq redrive --queue <q> (--job <dlq id>[,<dlq id>...] | --all [--batches <n>]) [--dry-run] [--json]',
+  '       tickwork dlq purge --queue <q> (--job <dlq id>[,<dlq id>...] | --all [--batches <n>]) [--dry-run] [--json]',
 ].join('\n');
 
 /** Queues the platform knows: the catalog's and every queue ever registered in Redis (jobs since removed). */
@@ -42,12 +43,19 @@ async function requireQueue(ctx: CommandContext, required: boolean): Promise<str
   return queue;
 }
 
+/** --all works in batches of DLQ_BATCH_SIZE; --batches stops after that many (run again to continue). */
+function bulkOptions(ctx: CommandContext, queue: string, dryRun: boolean, verb: string) {
+  const maxBatches = integerFlag(ctx.flags, 'batches', { min: 1 });
+  return { queues: ctx.queues(), queue, dryRun, onBatch: progressLine(dryRun ? 'examined' : verb), ...(maxBatches !== undefined && { maxBatches }) };
+}
+
 /** The ids of --job, or 'all' for --all. */
 function selector(ctx: CommandContext): { ids: string[] } | 'all' {
   const job = ctx.flags.job;
   const all = ctx.flags.all === true;
   if (all && job !== undefined) throw new UsageError('give either --job or --all, not both');
   if (all) return 'all';
+  if (ctx.flags.batches !== undefined) throw new UsageError('--batches goes with --all');
   if (typeof job !== 'string' || job.trim() === '') {
     throw new UsageError('say which entries: --job <dlq id> (see `tickwork dlq list`) or --all');
   }
@@ -81,6 +89,7 @@ function bulkText(verb: string, dryRun: boolean, o: BulkOutcome): string {
   const notable = o.skippedItems.filter((s) => s.reason !== DRY_RUN);
   for (const s of notable) lines.push(`skipped ${s.dlqJobId}: ${s.reason}`);
   if (!dryRun && o.skipped > notable.length) lines.push(`... and ${o.skipped - notable.length} more skipped`);
+  if (!o.finished) lines.push('stopped after --batches: run the same command again to continue');
   return lines.join('\n');
 }
 
@@ -88,7 +97,7 @@ export const dlqCommand: Command = {
   name: 'dlq',
   usage: USAGE,
   summary: 'Dead-letter queues: list, show, redrive or purge failed jobs.',
-  valueFlags: ['queue', 'job', 'name', 'reason', 'since', 'until', 'limit', 'cursor'],
+  valueFlags: ['queue', 'job', 'batches', 'name', 'reason', 'since', 'until', 'limit', 'cursor'],
   booleanFlags: ['all', 'dry-run'],
   async run(ctx) {
     const [sub] = ctx.args;
@@ -121,7 +130,7 @@ export const dlqCommand: Command = {
         const queue = (await requireQueue(ctx, true)) ?? '';
         const which = selector(ctx);
         if (which === 'all') {
-          const out = await redriveAllDeadLetters({ queues: ctx.queues(), queue, catalog: ctx.catalog, dryRun, onBatch: progressLine(dryRun ? 'examined' : 're-drove') });
+          const out = await redriveAllDeadLetters({ ...bulkOptions(ctx, queue, dryRun, 're-drove'), catalog: ctx.catalog });
           ctx.out.result({ dryRun, ...out }, () => bulkText('re-drove', dryRun, out));
           return;
         }
@@ -143,7 +152,7 @@ export const dlqCommand: Command = {
         const queue = (await requireQueue(ctx, true)) ?? '';
         const which = selector(ctx);
         if (which === 'all') {
-          const out = await purgeAllDeadLetters({ queues: ctx.queues(), queue, dryRun, onBatch: progressLine(dryRun ? 'examined' : 'purged') });
+          const out = await purgeAllDeadLetters(bulkOptions(ctx, queue, dryRun, 'purged'));
           ctx.out.result({ dryRun, ...out }, () => bulkText('purged', dryRun, out));
           return;
         }
