@@ -24,15 +24,26 @@ export function dlqItemFromJob(job: Job): DlqItem {
   return itemOf({ dlqQueue: job.queueName, dlqJobId: String(job.id) }, { name: job.name, data: { value: job.data }, timestamp: job.timestamp });
 }
 
-/** From the fields of a job's hash as stored (what a page reads, without BullMQ decoding the whole job). */
-export function dlqItemFromHash(dlqQueue: string, dlqJobId: string, hash: { name: string | null; data: string | null; timestamp: string | null }): DlqItem {
-  let data: { value: unknown } | { unreadable: string };
+/** A job hash's fields as a page reads them (not the whole job). */
+export interface DlqJobHash {
+  name: string | null;
+  data: string | null;
+  timestamp: string | null;
+}
+
+export type ParsedDlqData = { value: unknown } | { unreadable: string };
+
+export function parseDlqData(raw: string | null): ParsedDlqData {
   try {
     // An empty field reads as {}, as BullMQ's Job.fromJSON reads it.
-    data = { value: JSON.parse(hash.data || '{}') as unknown };
+    return { value: JSON.parse(raw || '{}') as unknown };
   } catch {
-    data = { unreadable: hash.data ?? '' };
+    return { unreadable: raw ?? '' };
   }
+}
+
+/** From the fields of a job's hash as stored (what a page reads, without BullMQ decoding the whole job). */
+export function dlqItemFromHash(dlqQueue: string, dlqJobId: string, hash: DlqJobHash, data: ParsedDlqData = parseDlqData(hash.data)): DlqItem {
   return itemOf({ dlqQueue, dlqJobId }, { name: hash.name, data, timestamp: Number(hash.timestamp) });
 }
 

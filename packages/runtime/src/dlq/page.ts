@@ -1,6 +1,6 @@
 import { TickworkError } from '../errors.js';
 import { dlqName, type QueueSet } from '../queues.js';
-import { dlqItemFromHash, dlqItemArrivedAt, dlqItemJobName } from './item.js';
+import { dlqItemFromHash, dlqItemArrivedAt, dlqItemJobName, parseDlqData, type DlqJobHash, type ParsedDlqData } from './item.js';
 import type { DlqItem } from './entry.js';
 
 /**
@@ -88,6 +88,21 @@ function matches(item: DlqItem, f: DlqFilter): boolean {
   return true;
 }
 
+/**
+ * A cheap first look at a stored entry: false when its plain JSON already shows it cannot match, so a
+ * filtered scan validates (zod) only the few entries that might. Anything not shaped like tickwork's entry
+ * goes on to the full check.
+ */
+function mightMatch(data: ParsedDlqData, f: DlqFilter): boolean {
+  if (!('value' in data) || typeof data.value !== 'object' || data.value === null) return true;
+  const e = data.value as Record<string, unknown>;
+  if (e.v !== 1 || typeof e.jobName !== 'string' || typeof e.failureReason !== 'string' || typeof e.deadLetteredAt !== 'string') return true;
+  if (f.name !== undefined && e.jobName !== f.name) return false;
+  if (f.reason !== undefined && !e.failureReason.toLowerCase().includes(f.reason.toLowerCase())) return false;
+  const at = Date.parse(e.deadLetteredAt);
+  return !((f.since !== undefined && at < f.since.getTime()) || (f.until !== undefined && at >= f.until.getTime()));
+}
+
 const isFiltered = (f: DlqFilter) => Object.values(f).some((v) => v !== undefined);
 
 /**
@@ -121,10 +136,14 @@ export async function readDlqPage(opts: {
       pos = advance(names, pos);
       continue;
     }
-    for (const { id, item } of chunk) {
+    for (const { id, hash } of chunk) {
       scanned += 1;
       pos = { q: pos.q, s: pos.s, o: pos.o + 1, a: id };
-      if (item && matches(item, filter)) items.push({ queue: pos.q, item });
+      if (!hash) continue;
+      const data = parseDlqData(hash.data);
+      if (!mightMatch(data, filter)) continue;
+      const item = dlqItemFromHash(dlqName(pos.q), id, hash, data);
+      if (matches(item, filter)) items.push({ queue: pos.q, item });
       if (items.length >= opts.limit || scanned >= window) break;
     }
   }
@@ -164,8 +183,8 @@ export async function readOldestDlqItems(queues: QueueSet, queue: string, skip: 
       rest -= size;
       continue;
     }
-    for (const { item } of await readChunk(queues, { q: queue, s, o: rest }, n - items.length - vanished)) {
-      if (item) items.push(item);
+    for (const { id, hash } of await readChunk(queues, { q: queue, s, o: rest }, n - items.length - vanished)) {
+      if (hash) items.push(dlqItemFromHash(dlqName(queue), id, hash));
       else vanished += 1;
     }
     rest = 0;
@@ -174,11 +193,11 @@ export async function readOldestDlqItems(queues: QueueSet, queue: string, skip: 
 }
 
 /**
- * Up to `n` entries after position `p`, oldest first, each with its item (undefined when its hash is gone:
+ * Up to `n` entries after position `p`, oldest first, each with its hash's fields (undefined when it is gone:
  * removed between the two reads). Moves `p.o` back when entries before it were removed since the cursor
  * was made (found by the id it names).
  */
-async function readChunk(queues: QueueSet, p: Position, n: number): Promise<{ id: string; item: DlqItem | undefined }[]> {
+async function readChunk(queues: QueueSet, p: Position, n: number): Promise<{ id: string; hash: DlqJobHash | undefined }[]> {
   const queue = queues.get(dlqName(p.q));
   const client = queues.redis;
   const key = queue.toKey(SEGMENTS[p.s] ?? 'wait');
@@ -207,8 +226,7 @@ async function readChunk(queues: QueueSet, p: Position, n: number): Promise<{ id
     const [err, fields] = hashes[i] ?? [null, null];
     if (err) throw err;
     const [name = null, data = null, timestamp = null] = (fields ?? []) as (string | null)[];
-    const item = data === null && name === null ? undefined : dlqItemFromHash(queue.name, id, { name, data, timestamp });
-    return { id, item };
+    return { id, hash: data === null && name === null ? undefined : { name, data, timestamp } };
   });
 }
 
