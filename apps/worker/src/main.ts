@@ -6,6 +6,7 @@ import {
   openAppContext,
   metricsRoute,
   onShutdown,
+  allReady,
   redisPingCheck,
   startHealthServer,
 } from '@tickwork/runtime';
@@ -48,7 +49,7 @@ async function main(): Promise<void> {
     queues: selected,
     outage,
   });
-  const health = await startHealthServer({ port: env.PORT, log, check: redisPingCheck(redis), routes: metricsRoute });
+  const health = await startHealthServer({ port: env.PORT, log, ready: allReady(redisPingCheck(redis), pool.readiness), routes: metricsRoute, routesToken: env.METRICS_TOKEN });
   log.info({ port: env.PORT, jobs: catalog.jobs.length }, 'worker ready');
 
   onShutdown(log, async () => {
