@@ -76,7 +76,7 @@ describe('health, readiness and metrics of the real apps', () => {
     expect(await (await get('worker', '/readyz')).json()).toEqual({ status: 'ready', workers: 'running' });
 
     for (const app of ['scheduler', 'worker'] as const) {
-      for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: `Bearer ${TOKEN}x` }, { authorization: TOKEN }, { authorization: `Basic ${TOKEN}` }]) {
+      for (const headers of [{} as Record<string, string>, { authorization: 'Bearer wrong' }, { authorization: `Bearer ${TOKEN}x` }, { authorization: TOKEN }, { authorization: `Basic ${TOKEN}` }]) {
         const res = await get(app, '/metrics', headers);
         expect(res.status, `${app} ${JSON.stringify(headers)}`).toBe(401);
         expect(res.headers['www-authenticate']).toBe('Bearer');
