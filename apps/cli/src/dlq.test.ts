@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { catalog } from '@tickwork/jobs';
 import { createLogger, listDeadLetters, moveToDeadLetter, QueueSet, redrivenJobId } from '@tickwork/runtime';
-import { startApp, startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
+import { fillDeadLetters, filledEntryOf, startApp, startRedisServer, waitFor, type FillOptions, type RedisServerHandle } from '@tickwork/testkit';
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -13,12 +13,13 @@ let redisServer: RedisServerHandle;
 let redis: Redis;
 let queues: QueueSet;
 
-/** Runs `tickwork <args>` as a real process; resolves with exit code and stdout lines. */
+/** Runs `tickwork <args>` as a real process; resolves with exit code, all output lines, and stdout as JSON. */
 async function tickwork(...args: string[]): Promise<{ code: number | null; out: string; json: () => unknown }> {
   const app = startApp(CLI, { REDIS_URL: redisServer.url, QUEUE_PREFIX: 'tw', LOG_LEVEL: 'silent' }, args);
+  let stdout = '';
+  app.proc.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
   const code = await app.exited;
-  const out = app.lines.join('\n');
-  return { code, out, json: () => JSON.parse(out.split('\nusage:')[0] ?? '') as unknown };
+  return { code, out: app.lines.join('\n'), json: () => JSON.parse(stdout) as unknown };
 }
 
 /** Puts one failed email.send job into the email DLQ, as a worker would. */
@@ -49,8 +50,8 @@ describe('tickwork dlq', () => {
 
     const list = await tickwork('dlq', 'list', '--json');
     expect(list.code).toBe(0);
-    expect(list.json()).toEqual([
-      expect.objectContaining({ queue: 'email', dlqJobId: a, job: 'email.send', reason: 'smtp down', attemptsMade: 1 }),
+    expect((list.json() as { entries: unknown }).entries).toEqual([
+      expect.objectContaining({ queue: 'email', dlqJobId: a, job: 'email.send', reason: 'smtp down', attempts: 1 }),
       expect.objectContaining({ queue: 'email', dlqJobId: b }),
     ]);
     const text = await tickwork('dlq', 'list', '--queue', 'email');
@@ -61,7 +62,7 @@ describe('tickwork dlq', () => {
     expect(show.json()).toMatchObject({ dlqQueue: 'email.dlq', dlqJobId: a, entry: { originalJobId: 'mail-1', idempotencyKey: 'email.send#mail-1', payload: { body: 'mail-1' } } });
 
     const dry = await tickwork('dlq', 'redrive', '--queue', 'email', '--all', '--dry-run', '--json');
-    expect(dry.json()).toMatchObject({ dryRun: true, redriven: [{ redriven: false }, { redriven: false }] });
+    expect(dry.json()).toMatchObject({ dryRun: true, done: 0, skipped: 2, total: 2, remaining: 2, finished: true });
     expect(await listDeadLetters(queues, 'email')).toHaveLength(2);
 
     const one = await tickwork('dlq', 'redrive', '--queue', 'email', '--job', a, '--json');
@@ -73,7 +74,7 @@ describe('tickwork dlq', () => {
     expect((await listDeadLetters(queues, 'email')).map((d) => d.dlqJobId)).toEqual([b]);
 
     const purge = await tickwork('dlq', 'purge', '--queue', 'email', '--all', '--json');
-    expect(purge.json()).toMatchObject({ purged: [{ dlqJobId: b, purged: true }] });
+    expect(purge.json()).toMatchObject({ done: 1, total: 1, remaining: 0, finished: true });
     expect(await listDeadLetters(queues, 'email')).toEqual([]);
   });
 
@@ -84,7 +85,7 @@ describe('tickwork dlq', () => {
 
     const list = await tickwork('dlq', 'list', '--json');
     expect(list.code).toBe(0);
-    expect(list.json()).toEqual([
+    expect((list.json() as { entries: unknown }).entries).toEqual([
       expect.objectContaining({ dlqJobId: good, tickwork: true }),
       expect.objectContaining({ dlqJobId: blank, job: '', tickwork: false, reason: expect.stringMatching(/^not a tickwork dead letter \(/) }),
     ]);
@@ -102,7 +103,7 @@ describe('tickwork dlq', () => {
 
     const purge = await tickwork('dlq', 'purge', '--queue', 'email', '--all', '--json');
     expect(purge.code).toBe(0);
-    expect(purge.json()).toMatchObject({ purged: [{ dlqJobId: blank, jobName: '', purged: true }] });
+    expect(purge.json()).toMatchObject({ done: 1, remaining: 0 });
     expect(await queues.get('email.dlq').getJobCountByTypes('waiting', 'delayed', 'prioritized')).toBe(0);
   });
 
@@ -131,5 +132,74 @@ describe('tickwork dlq', () => {
     const missing = await tickwork('dlq', 'show', '--queue', 'email', '--job', 'does-not-exist');
     expect(missing.code).toBe(1);
     expect(missing.out).toContain('no DLQ entry "does-not-exist" in email.dlq');
+  });
+});
+
+describe('tickwork dlq with thousands of entries', () => {
+  const N = 2_500;
+  const fill: FillOptions = { prefix: 'tw', queue: 'email', count: N, jobNames: ['email.send', 'digest.weekly'] };
+  const expected = Array.from({ length: N }, (_, i) => filledEntryOf(fill, i));
+
+  it('list pages with --limit and --cursor (every entry once), filters with --name/--reason/--since/--until; bad values are usage errors', async () => {
+    await redis.flushdb();
+    await fillDeadLetters(redis, fill);
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let calls = 0;
+    do {
+      const page = await tickwork('dlq', 'list', '--queue', 'email', '--limit', '500', ...(cursor ? ['--cursor', cursor] : []), '--json');
+      expect(page.code).toBe(0);
+      const body = page.json() as { entries: { dlqJobId: string }[]; next: string | null; counts: { queue: string; count: number }[] };
+      expect(body.counts).toContainEqual({ queue: 'email', count: N });
+      seen.push(...body.entries.map((e) => e.dlqJobId));
+      cursor = body.next;
+      calls += 1;
+    } while (cursor && calls < 10);
+    expect(calls).toBe(5);
+    expect(seen).toEqual(expected.map((e) => e.dlqJobId));
+
+    const filtered = await tickwork('dlq', 'list', '--name', 'email.send', '--reason', 'TimeOut', '--since', expected[100]?.deadLetteredAt ?? '', '--until', '2024-05-01T00:05:00Z', '--json');
+    expect(filtered.code).toBe(0);
+    // Entries 100..299 (from 00:01:40 to five minutes past midnight); every 10th is a timeout of email.send.
+    const want = expected.slice(100, 300).filter((_, i) => i % 10 === 0).map((e) => e.dlqJobId);
+    expect(want).toHaveLength(20);
+    expect((filtered.json() as { entries: { dlqJobId: string }[] }).entries.map((e) => e.dlqJobId)).toEqual(want);
+    const timeouts = await tickwork('dlq', 'list', '--name', 'email.send', '--reason', 'timeout', '--limit', '3');
+    expect(timeouts.out).toContain('fill-0');
+    expect(timeouts.out).toContain('fill-20');
+    expect(timeouts.out).not.toContain('fill-30@');
+    expect(timeouts.out).toMatch(/more: add --cursor \S+/);
+
+    for (const [args, message] of [
+      [['--limit', '0'], 'limit must be an integer from 1 to 500'],
+      [['--since', 'last week'], 'since must be an ISO date'],
+      [['--cursor', 'nonsense'], 'invalid cursor'],
+      [['--queue', 'nope'], 'unknown queue "nope"'],
+    ] as const) {
+      const bad = await tickwork('dlq', 'list', ...args);
+      expect(bad.code, args.join(' ')).toBe(2);
+      expect(bad.out).toContain(message);
+    }
+  });
+
+  it('redrive --all in batches with progress; stopped by --batches and run again, it finishes and enqueues each entry once', async () => {
+    await redis.flushdb();
+    await fillDeadLetters(redis, fill);
+    const first = await tickwork('dlq', 'redrive', '--queue', 'email', '--all', '--batches', '1');
+    expect(first.code).toBe(0);
+    expect(first.out).toContain(`re-drove 500 of ${N} in email.dlq`);
+    expect(first.out).toContain('run the same command again to continue');
+    expect(await queues.get('email').getJobCountByTypes('waiting')).toBe(500);
+
+    const rest = await tickwork('dlq', 'redrive', '--queue', 'email', '--all', '--json');
+    expect(rest.code).toBe(0);
+    expect(rest.out).toContain(`re-drove 2000 of ${N - 500} in email.dlq`); // the last progress line
+    expect(rest.json()).toMatchObject({ done: N - 500, skipped: 0, remaining: 0, finished: true });
+    expect(await queues.get('email').getJobCountByTypes('waiting')).toBe(N);
+    for (const e of [expected[0], expected[1_234], expected[N - 1]]) expect(await queues.get('email').getJob(redrivenJobId(e?.dlqJobId ?? '', 1))).toBeTruthy();
+
+    const usage = await tickwork('dlq', 'purge', '--queue', 'email', '--job', 'x', '--batches', '2');
+    expect(usage.code).toBe(2);
+    expect(usage.out).toContain('--batches goes with --all');
   });
 });

@@ -1,7 +1,7 @@
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
-import { dlqName, type Catalog, type Logger, type QueueSet } from '@tickwork/runtime';
+import { dlqName, LIVE_BODY, readiness, redisPingCheck, type Catalog, type Logger, type QueueSet } from '@tickwork/runtime';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Redis } from 'ioredis';
 import { basicAuth } from './basic-auth.js';
@@ -45,19 +45,17 @@ function boardSecurityHeaders(_req: Request, res: Response, next: NextFunction):
 }
 
 /**
- * `GET /healthz` is the only open route; Bull Board (which can retry and delete jobs) and every other
+ * `GET /healthz` and `GET /readyz` are the only open routes; Bull Board (which can retry and delete jobs) and every other
  * path sit behind HTTP Basic auth.
  */
 export async function createDashboardApp(deps: DashboardDeps): Promise<Express> {
   const app = quietExpress(express());
 
-  app.get('/healthz', async (_req, res) => {
-    try {
-      await deps.redis.ping();
-      res.json({ status: 'ok' });
-    } catch (err) {
-      res.status(503).json({ status: 'unhealthy', redis: (err as Error).message });
-    }
+  // Liveness (the process serves HTTP) and readiness (Redis answers), as every app answers them.
+  app.get('/healthz', (_req, res) => void res.type('json').send(LIVE_BODY));
+  app.get('/readyz', async (_req, res) => {
+    const { status, body } = await readiness(redisPingCheck(deps.redis));
+    res.status(status).type('json').send(body);
   });
 
   const throttle = createLoginThrottle(deps.loginThrottle);

@@ -13,6 +13,8 @@ describe('the dashboard in deploy/kubernetes', () => {
     expect(env.DASHBOARD_PASSWORD).toBe('correct horse battery');
     expect(container.env?.find((v) => v.name === 'DASHBOARD_PASSWORD')?.valueFrom?.secretKeyRef).toEqual({ name: 'tickwork-secrets', key: 'dashboard-password' });
     expect(container.ports?.find((p) => p.name === 'http')?.containerPort).toBe(env.PORT);
+    expect(container.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'http' });
+    expect(container.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
   });
 
   it('is not exposed outside the cluster by the manifests (it can retry and delete jobs)', () => {

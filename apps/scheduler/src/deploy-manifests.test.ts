@@ -16,8 +16,12 @@ describe('the scheduler in deploy/kubernetes', () => {
     expect(env.ALERT_WEBHOOK_URL).toBeUndefined();
     const withHook = { 'tickwork-secrets': { ...secrets['tickwork-secrets'], 'alert-webhook-url': 'https://hooks.example.com/T0/x' } };
     expect(loadSchedulerEnv(containerEnv(all, container, withHook)).ALERT_WEBHOOK_URL).toBe('https://hooks.example.com/T0/x');
+    expect(env.METRICS_TOKEN).toBeUndefined();
+    const withToken = { 'tickwork-secrets': { ...secrets['tickwork-secrets'], 'metrics-token': 'b'.repeat(48) } };
+    expect(loadSchedulerEnv(containerEnv(all, container, withToken)).METRICS_TOKEN).toBe('b'.repeat(48));
     expect(container.ports?.find((p) => p.name === 'http')?.containerPort).toBe(env.PORT);
-    for (const probe of [container.readinessProbe, container.livenessProbe]) expect(probe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
+    expect(container.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'http' });
+    expect(container.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
   });
 
   it('runs more than one replica: each occurrence is still enqueued once, and a rescheduled pod misses nothing', () => {

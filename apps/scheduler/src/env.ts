@@ -1,4 +1,4 @@
-import { alertWebhookUrl, logLevel, nodeEnv, parseEnv, port, positiveInt, queuePrefix, redisStartupTimeoutMs, redisUrl } from '@tickwork/runtime';
+import { alertWebhookUrl, logLevel, metricsToken, nodeEnv, parseEnv, port, positiveInt, queuePrefix, redisStartupTimeoutMs, redisUrl } from '@tickwork/runtime';
 import { z } from 'zod';
 import { parseSpeedup } from './speedup.js';
 
@@ -10,6 +10,7 @@ const schema = z
     REDIS_STARTUP_TIMEOUT_MS: redisStartupTimeoutMs,
     QUEUE_PREFIX: queuePrefix,
     PORT: port(3001),
+    METRICS_TOKEN: metricsToken,
     LOG_LEVEL: logLevel,
     NODE_ENV: nodeEnv,
     /** How often registrations are reconciled again after start (catches a deleted registration, say). */

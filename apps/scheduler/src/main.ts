@@ -5,6 +5,7 @@ import {
   openAppContext,
   metricsRoute,
   onShutdown,
+  allReady,
   redisPingCheck,
   startHealthServer,
 } from '@tickwork/runtime';
@@ -92,10 +93,15 @@ async function main(): Promise<void> {
   measure();
   const capacityTimer = setInterval(measure, env.CAPACITY_CHECK_INTERVAL_MS);
 
-  const health = await startHealthServer({ port: env.PORT, log, check: redisPingCheck(redis), routes: metricsRoute });
+
+  // Ready while Redis answers and the timers run; not once shutdown began (no tick starts after that).
+  let stopping = false;
+  const running = async () => (stopping ? { ok: false, detail: { scheduler: 'stopping' } } : { ok: true, detail: { scheduler: 'running' } });
+  const health = await startHealthServer({ port: env.PORT, log, ready: allReady(redisPingCheck(redis), running), routes: metricsRoute, routesToken: env.METRICS_TOKEN });
   log.info({ port: env.PORT, schedules: catalog.scheduled().length }, 'scheduler ready');
 
   onShutdown(log, async () => {
+    stopping = true;
     clearInterval(tickTimer);
     clearInterval(reconcileTimer);
     clearInterval(watchdogTimer);

@@ -16,7 +16,7 @@ import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/tes
 import { UnrecoverableError, Worker, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { metricsRegistry, moveToDeadLetter } from '@tickwork/runtime';
+import { listDlqItems, metricsRegistry, moveToDeadLetter } from '@tickwork/runtime';
 import { z } from 'zod';
 import { createDeadLetterRouting, type DeadLetterRouting } from './dead-letter.js';
 import { captureLogger } from './testing/capture-logger.js';
@@ -351,11 +351,11 @@ describe('re-drive', () => {
     await waitFor(async () => (await listDeadLetters(queues, RQ)).length === 3, { timeoutMs: 20_000, what: '3 entries' });
     await redis.del(BROKEN);
 
-    const dry = await redriveDeadLetters({ queues, queue: RQ, selector: { all: true }, dryRun: true });
+    const dry = await redriveDeadLetters({ queues, queue: RQ, selector: { items: await listDlqItems(queues, RQ) }, dryRun: true });
     expect(dry.map((o) => o.redriven)).toEqual([false, false, false]);
     expect(await listDeadLetters(queues, RQ)).toHaveLength(3);
 
-    const all = await redriveDeadLetters({ queues, queue: RQ, selector: { all: true }, catalog });
+    const all = await redriveDeadLetters({ queues, queue: RQ, selector: { items: await listDlqItems(queues, RQ) }, catalog });
     expect(all).toHaveLength(3);
     for (const o of all) await completed(RQ, o.newJobId);
     expect(await listDeadLetters(queues, RQ)).toEqual([]);

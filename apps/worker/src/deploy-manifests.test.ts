@@ -1,6 +1,6 @@
 /**
  * deploy/kubernetes, as far as the worker is concerned: the env the pod gets is what loadWorkerEnv accepts,
- * the kubelet waits out the drain, the probes ask /healthz on the app's port, and KEDA watches the wait
+ * the kubelet waits out the drain, the probes ask /readyz and /healthz on the app's port, and KEDA watches the wait
  * list of every queue of the catalog under the configured prefix (with the Redis password).
  */
 import { catalog } from '@tickwork/jobs';
@@ -27,15 +27,22 @@ describe('the worker in deploy/kubernetes', () => {
     expect(loadWorkerEnv(containerEnv(all, container, withHook)).ALERT_WEBHOOK_URL).toBe('https://hooks.example.com/T0/x');
   });
 
+  it('protects /metrics with the token in the Secret when it has one, and leaves it open without one', () => {
+    expect(env.METRICS_TOKEN).toBeUndefined();
+    const withToken = { 'tickwork-secrets': { ...secrets['tickwork-secrets'], 'metrics-token': 'a'.repeat(48) } };
+    expect(loadWorkerEnv(containerEnv(all, container, withToken)).METRICS_TOKEN).toBe('a'.repeat(48));
+  });
+
   it('is given longer to stop than its drain and hard deadline take, so scaling in never kills a drain', () => {
     const drainAndDeadlineSeconds = env.DRAIN_TIMEOUT_MS / 1000 + 10;
     expect(pod.terminationGracePeriodSeconds ?? 30).toBeGreaterThan(drainAndDeadlineSeconds);
   });
 
-  it('is probed on /healthz at the port it listens on', () => {
+  it('is probed for readiness on /readyz and for liveness on /healthz, at the port it listens on', () => {
     const port = container.ports?.find((p) => p.name === 'http')?.containerPort;
     expect(port).toBe(env.PORT);
-    for (const probe of [container.readinessProbe, container.livenessProbe]) expect(probe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
+    expect(container.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'http' });
+    expect(container.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
   });
 
   it("is scaled by KEDA on the wait list of every catalog queue, and nothing else, with the Redis password", () => {

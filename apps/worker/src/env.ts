@@ -1,4 +1,4 @@
-import { alertWebhookUrl, databaseUrl, EnvError, logLevel, parseEnv, port, positiveInt, queuePrefix, redisStartupTimeoutMs, redisUrl, type Catalog } from '@tickwork/runtime';
+import { alertWebhookUrl, databaseUrl, EnvError, logLevel, metricsToken, parseEnv, port, positiveInt, queuePrefix, redisStartupTimeoutMs, redisUrl, type Catalog } from '@tickwork/runtime';
 import { z } from 'zod';
 
 const schema = z.object({
@@ -6,6 +6,7 @@ const schema = z.object({
   REDIS_STARTUP_TIMEOUT_MS: redisStartupTimeoutMs,
   QUEUE_PREFIX: queuePrefix,
   PORT: port(3002),
+  METRICS_TOKEN: metricsToken,
   LOG_LEVEL: logLevel,
   /** Jobs run at once per queue; at most 1000 (each holds memory and a share of the event loop). */
   WORKER_CONCURRENCY: positiveInt(10, 1000),

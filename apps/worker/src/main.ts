@@ -7,6 +7,7 @@ import {
   openAppContext,
   metricsRoute,
   onShutdown,
+  allReady,
   redisPingCheck,
   safeUrl,
   startHealthServer,
@@ -57,7 +58,7 @@ async function main(): Promise<void> {
     outboxPool &&
     startOutboxRelay({ pool: outboxPool, queues, catalog, log, intervalMs: env.OUTBOX_RELAY_INTERVAL_MS, maxPayloadBytes: env.MAX_PAYLOAD_BYTES });
   if (relay) log.info({ database: safeUrl(env.OUTBOX_DATABASE_URL ?? '') }, 'outbox relay started');
-  const health = await startHealthServer({ port: env.PORT, log, check: redisPingCheck(redis), routes: metricsRoute });
+  const health = await startHealthServer({ port: env.PORT, log, ready: allReady(redisPingCheck(redis), pool.readiness), routes: metricsRoute, routesToken: env.METRICS_TOKEN });
   log.info({ port: env.PORT, jobs: catalog.jobs.length }, 'worker ready');
 
   onShutdown(log, async () => {

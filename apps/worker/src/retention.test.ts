@@ -4,7 +4,7 @@
  * goes when its window ends, so Redis keeps nothing per run past it.
  */
 import { fileURLToPath } from 'node:url';
-import { createLogger, createRedis, IdempotencyLedger, jobRecordKey, QueueSet, redriveDeadLetters, SCHEDULED_RUN_OPTION } from '@tickwork/runtime';
+import { createLogger, createRedis, IdempotencyLedger, jobRecordKey, listDlqItems, QueueSet, redriveDeadLetters, SCHEDULED_RUN_OPTION } from '@tickwork/runtime';
 import { freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
 import type { Job, JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -104,7 +104,7 @@ describe('a run named by a job id BullMQ generated: remembered in the job itself
 
     // The re-driven job would fail again; make it pass, as fixing the cause would.
     await dead?.updateData({ ...(dead.data as object), payload: { name: 'redriven', failAfterStep: false } });
-    const [outcome] = await redriveDeadLetters({ queues, queue: 'rt', selector: { all: true }, catalog });
+    const [outcome] = await redriveDeadLetters({ queues, queue: 'rt', selector: { items: await listDlqItems(queues, 'rt') }, catalog });
     const redriven = await queues.get('rt').getJob(outcome?.newJobId ?? '');
     if (!redriven) throw new Error('re-driven job not found');
     await completed(redriven, 're-driven run completed');

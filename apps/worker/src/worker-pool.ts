@@ -1,4 +1,4 @@
-import { createExactlyOnce, createRedis, type RedisOutageLog } from '@tickwork/runtime';
+import { createExactlyOnce, createRedis, type HealthCheck, type RedisOutageLog } from '@tickwork/runtime';
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { DeadLetterRouting } from './dead-letter.js';
@@ -35,6 +35,8 @@ export interface WorkerPool {
   drain(deadlineMs: number): Promise<{ timedOut: boolean }>;
   /** Aborts every active job's signal at once (no waiting: for a stop while Redis is unreachable). */
   abort(reason: string): void;
+  /** Ready while every BullMQ worker runs and no drain has begun (a draining worker takes no new jobs). */
+  readiness: HealthCheck;
 }
 
 /** One BullMQ Worker per queue, each with its own blocking connection (BullMQ requires that). */
@@ -82,12 +84,20 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   });
   opts.log.info({ queues, concurrency: opts.concurrency }, 'workers started');
 
+  let stopping = false;
   return {
     workers,
+    async readiness() {
+      if (stopping) return { ok: false, detail: { workers: 'draining' } };
+      const stopped = queues.filter((_, i) => !workers[i]?.isRunning());
+      return stopped.length === 0 ? { ok: true, detail: { workers: 'running' } } : { ok: false, detail: { workers: 'not running', queues: stopped } };
+    },
     abort(reason) {
+      stopping = true;
       for (const w of workers) w.cancelAllJobs(reason);
     },
     async drain(deadlineMs) {
+      stopping = true;
       let timer: NodeJS.Timeout | undefined;
       const deadline = new Promise<'timeout'>((resolve) => {
         timer = setTimeout(() => resolve('timeout'), deadlineMs);

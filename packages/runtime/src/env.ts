@@ -77,3 +77,9 @@ export const nodeEnv = z
 export const alertWebhookUrl = z
   .url({ protocol: /^https?$/, error: 'must be an http(s) URL, e.g. https://hooks.example.com/T0/B0/x' })
   .optional();
+
+/**
+ * METRICS_TOKEN: when set, `/metrics` asks for `Authorization: Bearer <token>`. Unset leaves it open (a
+ * private network); set but short is refused, as a guessable token protects nothing.
+ */
+export const metricsToken = z.string().min(16, 'must be at least 16 characters (e.g. openssl rand -hex 24)').optional();

@@ -43,6 +43,7 @@ export * from './overlap/overlap-guard.js';
 export * from './app-context.js';
 export * from './schedule/effective-rule.js';
 export * from './schedule/health.js';
+export * from './schedule/overview.js';
 export * from './schedule/health-metrics.js';
 export * from './capacity/index.js';
 export * from './pg/index.js';

@@ -44,6 +44,11 @@ export class QueueSet {
     private readonly connectionError: (err: unknown) => boolean = () => false,
   ) {}
 
+  /** The connection the queues share, for reads BullMQ has no call for (a DLQ page's ids). */
+  get redis(): Redis {
+    return this.connection;
+  }
+
   get(name: string): Queue {
     let queue = this.queues.get(name);
     if (!queue) {

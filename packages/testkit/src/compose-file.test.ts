@@ -78,11 +78,11 @@ describe('docker-compose.yml', () => {
     expect(service(name).depends_on?.redis?.condition).toBe('service_healthy');
   });
 
-  it.each(apps)('health-checks %s on /healthz of its PORT, restarts it and runs it under an init', (name) => {
+  it.each(apps)('health-checks %s on /readyz of its PORT, restarts it and runs it under an init', (name) => {
     const svc = service(name);
     const port = svc.environment?.PORT;
     expect(port, `${name} sets PORT`).toMatch(/^\d+$/);
-    expect(svc.healthcheck?.test?.join(' ')).toContain(`http://127.0.0.1:${port}/healthz`);
+    expect(svc.healthcheck?.test?.join(' ')).toContain(`http://127.0.0.1:${port}/readyz`);
     expect(svc.restart).toBe('unless-stopped');
     expect(svc.init).toBe(true);
   });

@@ -271,6 +271,7 @@ async function main(): Promise<void> {
       return `${base}${path} -> ${res.status}`;
     };
     await check('dashboard /healthz answers without credentials', () => expectStatus('/healthz', 200));
+    await check('dashboard /readyz answers without credentials', () => expectStatus('/readyz', 200));
     await check('dashboard answers 401 without credentials', () => expectStatus('/', 401));
     await check('dashboard answers 401 with a wrong password', () => expectStatus('/', 401, 'admin:wrong'));
     await check('dashboard answers 200 with DASHBOARD_USER/DASHBOARD_PASSWORD', () => expectStatus('/', 200, `admin:${password}`));

@@ -5,3 +5,4 @@ export * from './app-process.js';
 export * from './paths.js';
 export * from './kubernetes.js';
 export * from './postgres-server.js';
+export * from './dlq-fill.js';

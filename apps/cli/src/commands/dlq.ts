@@ -1,22 +1,29 @@
 import {
-  countDeadLetters,
+  dlqListing,
+  DlqQueryError,
   getDlqItem,
   knownQueues,
-  listDlqItems,
+  parseDlqListQuery,
+  purgeAllDeadLetters,
   purgeDeadLetters,
+  redriveAllDeadLetters,
   redriveDeadLetters,
-  type DeadLetterSelector,
+  type BulkOutcome,
+  type BulkProgress,
+  DRY_RUN,
+  type DlqListing,
 } from '@tickwork/runtime';
 import type { CommandContext } from '../context.js';
 import type { Command } from './command.js';
 import { table } from '../table.js';
 import { UsageError } from '../usage-error.js';
+import { integerFlag } from '../flags.js';
 
 const USAGE = [
-  'tickwork dlq list [--queue <q>] [--json]',
+  'tickwork dlq list [--queue <q>] [--name <job>] [--reason <text>] [--since <iso>] [--until <iso>] [--limit <n>] [--cursor <c>] [--json]',
   '       tickwork dlq show --queue <q> --job <dlq id> [--json]',
-  '       tickwork dlq redrive --queue <q> (--job <dlq id>[,<dlq id>...] | --all) [--dry-run] [--json]',
-  '       tickwork dlq purge --queue <q> (--job <dlq id>[,<dlq id>...] | --all) [--dry-run] [--json]',
+  '       tickwork dlq redrive --queue <q> (--job <dlq id>[,<dlq id>...] | --all [--batches <n>]) [--dry-run] [--json]',
+  '       tickwork dlq purge --queue <q> (--job <dlq id>[,<dlq id>...] | --all [--batches <n>]) [--dry-run] [--json]',
 ].join('\n');
 
 /** Queues the platform knows: the catalog's and every queue ever registered in Redis (jobs since removed). */
@@ -36,52 +43,79 @@ async function requireQueue(ctx: CommandContext, required: boolean): Promise<str
   return queue;
 }
 
-function selector(ctx: CommandContext): DeadLetterSelector {
+/** --all works in batches of DLQ_BATCH_SIZE; --batches stops after that many (run again to continue). */
+function bulkOptions(ctx: CommandContext, queue: string, dryRun: boolean, verb: string) {
+  const maxBatches = integerFlag(ctx.flags, 'batches', { min: 1 });
+  return { queues: ctx.queues(), queue, dryRun, onBatch: progressLine(dryRun ? 'examined' : verb), ...(maxBatches !== undefined && { maxBatches }) };
+}
+
+/** The ids of --job, or 'all' for --all. */
+function selector(ctx: CommandContext): { ids: string[] } | 'all' {
   const job = ctx.flags.job;
   const all = ctx.flags.all === true;
   if (all && job !== undefined) throw new UsageError('give either --job or --all, not both');
-  if (all) return { all: true };
+  if (all) return 'all';
+  if (ctx.flags.batches !== undefined) throw new UsageError('--batches goes with --all');
   if (typeof job !== 'string' || job.trim() === '') {
     throw new UsageError('say which entries: --job <dlq id> (see `tickwork dlq list`) or --all');
   }
   return { ids: job.split(',').map((s) => s.trim()).filter(Boolean) };
 }
 
+const LIST_FLAGS = ['queue', 'name', 'reason', 'since', 'until', 'limit', 'cursor'] as const;
+
+async function list(ctx: CommandContext): Promise<DlqListing> {
+  const raw: Record<string, string | undefined> = {};
+  for (const f of LIST_FLAGS) {
+    const v = ctx.flags[f];
+    if (v === '') throw new UsageError(`--${f} needs a value`);
+    raw[f] = typeof v === 'string' ? v : undefined;
+  }
+  try {
+    return await dlqListing(ctx.queues(), await allQueues(ctx), parseDlqListQuery(raw));
+  } catch (err) {
+    if (err instanceof DlqQueryError) throw new UsageError(err.message);
+    throw err;
+  }
+}
+
+/** Progress of an --all run, one line per batch on stderr (stdout keeps the result, --json or not). */
+function progressLine(verb: string): (p: BulkProgress) => void {
+  return (p) => process.stderr.write(`${verb} ${p.done} of ${p.total} in ${p.queue}.dlq${p.skipped > 0 ? ` (${p.skipped} left in place)` : ''}\n`);
+}
+
+function bulkText(verb: string, dryRun: boolean, o: BulkOutcome): string {
+  const lines = [dryRun ? `dry run: examined ${o.skipped} of ${o.total} in ${o.queue}.dlq, changed nothing` : `${verb} ${o.done} of ${o.total}; ${o.remaining} left in ${o.queue}.dlq`];
+  const notable = o.skippedItems.filter((s) => s.reason !== DRY_RUN);
+  for (const s of notable) lines.push(`skipped ${s.dlqJobId}: ${s.reason}`);
+  if (!dryRun && o.skipped > notable.length) lines.push(`... and ${o.skipped - notable.length} more skipped`);
+  if (!o.finished) lines.push('stopped after --batches: run the same command again to continue');
+  return lines.join('\n');
+}
+
 export const dlqCommand: Command = {
   name: 'dlq',
   usage: USAGE,
   summary: 'Dead-letter queues: list, show, redrive or purge failed jobs.',
-  valueFlags: ['queue', 'job'],
+  valueFlags: ['queue', 'job', 'batches', 'name', 'reason', 'since', 'until', 'limit', 'cursor'],
   booleanFlags: ['all', 'dry-run'],
   async run(ctx) {
     const [sub] = ctx.args;
     const dryRun = ctx.flags['dry-run'] === true;
     switch (sub) {
       case 'list': {
-        const only = await requireQueue(ctx, false);
-        const queues = only ? [only] : await allQueues(ctx);
-        type Row = { queue: string; dlqJobId: string; job: string; reason: string; attemptsMade: number; lastFailedAt: string; redriveCount: number; tickwork: boolean };
-        const rows: Row[] = [];
-        for (const queue of queues) {
-          if ((await countDeadLetters(ctx.queues(), queue)) === 0) continue;
-          for (const d of await listDlqItems(ctx.queues(), queue)) {
-            // A job something else put in the DLQ is listed (so it can be purged), never an error.
-            const { dlqJobId } = d;
-            rows.push(
-              d.entry === null
-                ? { queue, dlqJobId, job: d.foreign.name, reason: d.foreign.problem, attemptsMade: 0, lastFailedAt: d.foreign.addedAt, redriveCount: 0, tickwork: false }
-                : { queue, dlqJobId, job: d.entry.jobName, reason: d.entry.failureReason, attemptsMade: d.entry.attemptsMade, lastFailedAt: d.entry.lastFailedAt, redriveCount: d.entry.redriveCount, tickwork: true },
-            );
-          }
-        }
-        ctx.out.result(rows, () =>
-          rows.length === 0
-            ? 'no dead letters'
-            : table(
+        const page = await list(ctx);
+        ctx.out.result(page, () => {
+          const lines = page.entries.length === 0
+            ? [page.scanned > 0 ? `no matching dead letters among ${page.scanned} examined` : 'no dead letters']
+            : [table(
                 ['QUEUE', 'DLQ ID', 'JOB', 'ATTEMPTS', 'LAST FAILED (UTC)', 'REASON'],
-                rows.map((r) => [r.queue, r.dlqJobId, r.job, String(r.attemptsMade), r.lastFailedAt, r.reason.split('\n')[0]?.slice(0, 80) ?? '']),
-              ),
-        );
+                page.entries.map((r) => [r.queue, r.dlqJobId, r.job, String(r.attempts), r.lastFailedAt, r.reason.split('\n')[0]?.slice(0, 80) ?? '']),
+              )];
+          // The filter examines a bounded window per call; the cursor continues the scan.
+          if (page.next !== null) lines.push(`more: add --cursor ${page.next}${page.windowFull ? ` (the filter examined ${page.scanned} entries, its limit per call)` : ''}`);
+          return lines.join('\n');
+        });
         return;
       }
       case 'show': {
@@ -94,7 +128,13 @@ export const dlqCommand: Command = {
       }
       case 'redrive': {
         const queue = (await requireQueue(ctx, true)) ?? '';
-        const outcomes = await redriveDeadLetters({ queues: ctx.queues(), queue, selector: selector(ctx), catalog: ctx.catalog, dryRun });
+        const which = selector(ctx);
+        if (which === 'all') {
+          const out = await redriveAllDeadLetters({ ...bulkOptions(ctx, queue, dryRun, 're-drove'), catalog: ctx.catalog });
+          ctx.out.result({ dryRun, ...out }, () => bulkText('re-drove', dryRun, out));
+          return;
+        }
+        const outcomes = await redriveDeadLetters({ queues: ctx.queues(), queue, selector: which, catalog: ctx.catalog, dryRun });
         ctx.out.result({ dryRun, redriven: outcomes }, () =>
           outcomes.length === 0
             ? 'nothing to re-drive'
@@ -110,7 +150,13 @@ export const dlqCommand: Command = {
       }
       case 'purge': {
         const queue = (await requireQueue(ctx, true)) ?? '';
-        const purged = await purgeDeadLetters({ queues: ctx.queues(), queue, selector: selector(ctx), dryRun });
+        const which = selector(ctx);
+        if (which === 'all') {
+          const out = await purgeAllDeadLetters(bulkOptions(ctx, queue, dryRun, 'purged'));
+          ctx.out.result({ dryRun, ...out }, () => bulkText('purged', dryRun, out));
+          return;
+        }
+        const purged = await purgeDeadLetters({ queues: ctx.queues(), queue, selector: which, dryRun });
         ctx.out.result({ dryRun, purged }, () =>
           purged.length === 0 ? 'nothing to purge' : purged.map((p) => `${dryRun ? 'would purge' : 'purged'} ${p.dlqJobId} (${p.jobName})`).join('\n'),
         );

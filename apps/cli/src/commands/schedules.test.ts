@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { scheduleRegistryKey } from '@tickwork/runtime';
+import { mergeOccurrence, occurrenceKey, scheduleRegistryKey } from '@tickwork/runtime';
 import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -48,10 +48,28 @@ describe('tickwork schedules', { timeout: 30_000 }, () => {
   it('prints a readable table with DST transitions marked', async () => {
     const { code, stdout } = await cli('schedules', '--count', '2', '--from', '2026-03-07T00:00:00Z');
     expect(code).toBe(0);
-    expect(stdout).toContain('reports.daily-revenue  (queue reports)  cron "0 8 * * *" America/New_York  tz America/New_York');
+    expect(stdout).toContain('reports.daily-revenue  (queue reports)  cron "0 8 * * *"  tz America/New_York\n');
+    expect(stdout.match(/America\/New_York/g)).toHaveLength(1); // the tz once, not in the pattern too
     expect(stdout).toContain('2026-03-08T08:00:00.000-04:00  2026-03-08T12:00:00.000Z  DST UTC-05:00 -> UTC-04:00');
     expect(stdout).toContain('missed=once');
     expect(stdout).toContain('overlap=skip');
+  });
+
+  it('shows each schedule\'s registration and health, as the dashboard judges them', async () => {
+    const redis = server.client();
+    await redis.hset(scheduleRegistryKey('clitest'), 'reports.daily-revenue', '{}');
+    const nominal = new Date(Date.now() - 3600_000);
+    const id = occurrenceKey('reports.daily-revenue', nominal);
+    await mergeOccurrence(redis, 'clitest', 'reports.daily-revenue', id, nominal.getTime(), { endedAt: nominal.toISOString(), outcome: 'failed', error: 'warehouse down' }, { id, schedule: 'reports.daily-revenue', nominal: nominal.toISOString(), trigger: 'schedule' }, 'lastFailure');
+
+    const json = await cli('schedules', '--json', '--count', '1');
+    const rows = JSON.parse(json.stdout) as { name: string; registered: boolean; health: { status: string; reason: string } }[];
+    expect(rows.find((r) => r.name === 'reports.daily-revenue')).toMatchObject({ registered: true, health: { status: 'failing', reason: 'last run failed: warehouse down' } });
+    expect(rows.find((r) => r.name === 'sessions.cleanup')).toMatchObject({ registered: false, health: { status: 'waiting' } });
+
+    const text = (await cli('schedules', '--count', '1')).stdout;
+    expect(text).toContain('reports.daily-revenue  (queue reports)  cron "0 8 * * *"  tz America/New_York\n  registered  health failing: last run failed: warehouse down\n');
+    expect(text).toMatch(/sessions\.cleanup .*\n  not registered: start the scheduler  health waiting: no successful run yet\n/);
   });
 
   it('rejects a bad --count or --from with usage (exit 2)', async () => {

@@ -1,20 +1,13 @@
-import { lastOutcomes, previewSchedule, scheduleRegistryKey, type SchedulePreview } from '@tickwork/runtime';
+import { loadScheduleOverviews, type ScheduleOverview } from '@tickwork/runtime';
 import type { Command } from './command.js';
 import { integerFlag } from '../flags.js';
 import { table } from '../table.js';
 import { UsageError } from '../usage-error.js';
 
-interface ScheduleRow extends SchedulePreview {
-  /** Whether a scheduler has registered it in Redis (null when Redis could not be asked). */
-  registered: boolean | null;
-  lastSuccess: string | null;
-  lastFailure: string | null;
-}
-
 export const schedulesCommand: Command = {
   name: 'schedules',
   usage: 'tickwork schedules [--count N] [--from ISO-time] [--json]',
-  summary: 'List each schedule: pattern, tz, policies, next N fire times (tz and UTC, DST marked), registration.',
+  summary: 'List each schedule: pattern, tz, policies, registration, health, next N fire times (tz and UTC, DST marked).',
   valueFlags: ['count', 'from'],
   async run(ctx) {
     const count = integerFlag(ctx.flags, 'count', { min: 1, max: 100 }) ?? 5;
@@ -22,28 +15,20 @@ export const schedulesCommand: Command = {
     if (Number.isNaN(from.getTime())) {
       throw new UsageError(`--from must be an ISO date or time, e.g. 2026-03-07T00:00:00Z, got ${JSON.stringify(ctx.flags.from)}`);
     }
-    const redis = ctx.redis();
-    const registry = await redis.hgetall(scheduleRegistryKey(ctx.env.QUEUE_PREFIX));
-    const rows: ScheduleRow[] = [];
-    for (const job of ctx.catalog.scheduled()) {
-      const last = await lastOutcomes(redis, ctx.env.QUEUE_PREFIX, job.name);
-      rows.push({
-        ...previewSchedule(job, { count, from }),
-        registered: job.name in registry,
-        lastSuccess: last.lastSuccess?.nominal ?? null,
-        lastFailure: last.lastFailure?.nominal ?? null,
-      });
-    }
+    // The dashboard's own rows: the same registration and health (judged now), fire times from --from.
+    const rows = await loadScheduleOverviews(ctx.redis(), ctx.env.QUEUE_PREFIX, ctx.catalog, { count, from });
     ctx.out.result(rows, () => rows.map(render).join('\n\n') || 'no scheduled jobs in the catalog');
   },
 };
 
-function render(r: ScheduleRow): string {
+function render(r: ScheduleOverview): string {
   const p = r.policies;
+  const registration = r.registered ? `registered${r.speedupMs !== null ? ` (staging speed-up: every ${r.speedupMs / 1000}s)` : ''}` : 'not registered: start the scheduler';
   const header = [
-    `${r.name}  (queue ${r.queue})  ${r.spec}  tz ${r.tz}${r.registered ? '' : '  [not registered: start the scheduler]'}`,
+    `${r.name}  (queue ${r.queue})  ${r.spec}  tz ${r.tz}`,
+    `  ${registration}  health ${r.health.status}: ${r.health.reason}`,
     `  dst gap=${p.dst.gap} fold=${p.dst.fold}  missed=${p.missed} window=${p.catchUpWindowMs / 1000}s maxCatchUp=${p.maxCatchUp}  overlap=${p.overlap}` +
-      `  last success ${r.lastSuccess ?? '-'}  last failure ${r.lastFailure ?? '-'}`,
+      `  last success ${r.lastSuccess?.nominal ?? '-'}  last failure ${r.lastFailure?.nominal ?? '-'}`,
   ];
   const body = table(
     ['LOCAL', 'UTC', 'NOTE'],

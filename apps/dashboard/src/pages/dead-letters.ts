@@ -1,6 +1,5 @@
-import type { DlqItem, ForeignDlqJob } from '@tickwork/runtime';
 import { CSRF_FIELD } from '../csrf.js';
-import type { DeadLetterOverview, DeadLetterRow } from '../data/dead-letters.js';
+import { DLQ_BATCH_SIZE, type DlqItem, type DlqListing, type DlqListQuery, type DlqSummary, type ForeignDlqJob } from '@tickwork/runtime';
 import { html, type SafeHtml } from '../html.js';
 import { layout, time, type Flash } from './layout.js';
 
@@ -25,7 +24,7 @@ function purgeOne(queue: string, id: string, token: string): SafeHtml {
 /** Marks a job that something other than tickwork put in the DLQ. */
 const FOREIGN = html`<span class="badge stale" title="something other than tickwork added this job to the dead-letter queue: it can be purged, not re-driven">not a tickwork entry</span>`;
 
-function entryRow(e: DeadLetterRow, token: string): SafeHtml {
+function entryRow(e: DlqSummary, token: string): SafeHtml {
   return html`<tr>
 <td>${e.queue}</td>
 <td><a href="${deadLetterPath(e.queue, e.dlqJobId)}">${e.job || '(no name)'}</a>${!e.tickwork && html` ${FOREIGN}`}<br><code class="muted">${e.dlqJobId}</code></td>
@@ -38,32 +37,72 @@ function entryRow(e: DeadLetterRow, token: string): SafeHtml {
 </tr>`;
 }
 
-export function renderDeadLetters(data: DeadLetterOverview, token: string, flash: Flash | undefined): SafeHtml {
-  const total = data.entries.length;
+/** The listing's parameters as a query string (the page's own links keep the filter). */
+function listingHref(q: DlqListQuery, cursor: string): string {
+  const f = q.filter;
+  const params = new URLSearchParams();
+  const set = (k: string, v: string | undefined) => v !== undefined && params.set(k, v);
+  set('queue', q.queue);
+  set('name', f.name);
+  set('reason', f.reason);
+  set('since', f.since?.toISOString());
+  set('until', f.until?.toISOString());
+  set('limit', String(q.limit));
+  params.set('cursor', cursor);
+  return `/dead-letters?${params.toString()}`;
+}
+
+/** A GET form: the filter travels in the URL, so a filtered page can be bookmarked and shared. */
+function filterForm(q: DlqListQuery, queues: string[]): SafeHtml {
+  const f = q.filter;
+  return html`<form method="get" action="/dead-letters" class="filter">
+<label>Queue <select name="queue"><option value="">all</option>${queues.map((name) => html`<option${name === q.queue ? html` selected` : ''}>${name}</option>`)}</select></label>
+<label>Job <input name="name" value="${f.name ?? ''}" placeholder="exact name"></label>
+<label>Reason contains <input name="reason" value="${f.reason ?? ''}"></label>
+<label>Since <input name="since" value="${f.since?.toISOString() ?? ''}" placeholder="2024-05-01T00:00Z"></label>
+<label>Until <input name="until" value="${f.until?.toISOString() ?? ''}"></label>
+<label>Per page <input name="limit" value="${String(q.limit)}" size="4"></label>
+<button type="submit">Filter</button> <a href="/dead-letters">clear</a>
+</form>`;
+}
+
+function queueActions(queue: string, count: number, token: string): SafeHtml {
+  const q = encodeURIComponent(queue);
+  const batch = Math.min(count, DLQ_BATCH_SIZE);
+  return html`${action(`/dead-letters/${q}/redrive-all`, count > batch ? `Re-drive the next ${batch} of ${count}` : `Re-drive all ${count}`, token)}
+<details class="inline"><summary>Purge…</summary>${action(`/dead-letters/${q}/purge-all`, count > batch ? `Purge the next ${batch} of ${count} for good` : `Purge all ${count} for good`, token, true)}</details>`;
+}
+
+export function renderDeadLetters(data: DlqListing, query: DlqListQuery, token: string, flash: Flash | undefined): SafeHtml {
+  const filtered = Object.values(query.filter).some((v) => v !== undefined);
+  const shown = data.entries.length;
   const body = html`<h1>Dead letters</h1>
-<p class="muted">Jobs that failed for the last time. Fix the cause, then re-drive them: a re-driven job gets fresh attempts and keeps its idempotency key and nominal time.</p>
+<p class="muted">Jobs that failed for the last time. Fix the cause, then re-drive them: a re-driven job gets fresh attempts and keeps its idempotency key and nominal time. "All" actions work oldest first, ${DLQ_BATCH_SIZE} entries per press.</p>
 <h2>Per queue</h2>
 <table style="width:auto">
 <thead><tr><th>Queue</th><th>Dead-letter queue</th><th>Entries</th><th></th></tr></thead>
 <tbody>
 ${data.counts.map(
-  (c) => html`<tr><td>${c.queue}</td><td><code>${c.queue}.dlq</code></td><td class="num">${c.count}</td><td>${
-    c.count > 0 && action(`/dead-letters/${encodeURIComponent(c.queue)}/redrive-all`, `Re-drive all ${c.count}`, token)
-  }</td></tr>`,
+  (c) => html`<tr><td>${c.queue}</td><td><code>${c.queue}.dlq</code></td><td class="num">${c.count}</td><td>${c.count > 0 && queueActions(c.queue, c.count, token)}</td></tr>`,
 )}
 </tbody>
 </table>
-<h2>Entries <span class="muted">(${total})</span></h2>
+<h2>Entries</h2>
+${filterForm(query, data.counts.map((c) => c.queue))}
+<p class="muted" id="page-info">${shown} shown${
+    filtered ? `, ${data.scanned} examined: a filter examines at most ${data.scanWindow} entries per page` : ''
+  }${data.windowFull ? '; more matches may follow on the next page' : ''}. Oldest first, queue by queue.</p>
 ${
-  total === 0
-    ? html`<p class="muted">No dead letters.</p>`
+  shown === 0
+    ? html`<p class="muted">${filtered || query.cursor ? 'No matching entries on this page.' : 'No dead letters.'}</p>`
     : html`<table>
 <thead><tr><th>Queue</th><th>Job</th><th>Original id</th><th>Reason</th><th>Attempts</th><th>Last failure</th><th>Nominal time</th><th>Actions</th></tr></thead>
 <tbody>
 ${data.entries.map((e) => entryRow(e, token))}
 </tbody>
 </table>`
-}`;
+}
+<p>${query.cursor !== undefined && html`<a href="/dead-letters">First page</a> `}${data.next !== null && html`<a rel="next" href="${listingHref(query, data.next)}">Next page →</a>`}</p>`;
   return layout({ title: 'Dead letters', section: 'dead-letters', flash, body });
 }
 

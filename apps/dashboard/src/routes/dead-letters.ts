@@ -1,7 +1,19 @@
-import { DeadLetterNotFoundError, getDlqItem, purgeDeadLetters, redriveDeadLetters, type DeadLetterSelector, type Logger } from '@tickwork/runtime';
+import {
+  DeadLetterNotFoundError,
+  DLQ_BATCH_SIZE,
+  DlqQueryError,
+  getDlqItem,
+  parseDlqListQuery,
+  purgeAllDeadLetters,
+  purgeDeadLetters,
+  redriveAllDeadLetters,
+  redriveDeadLetters,
+  type DlqListQuery,
+  type Logger,
+} from '@tickwork/runtime';
 import express, { Router, type Request, type Response } from 'express';
 import type { Csrf } from '../csrf.js';
-import { loadDeadLetters, originQueues, type DeadLetterSource } from '../data/dead-letters.js';
+import { loadDeadLetterPage, originQueues, type DeadLetterSource } from '../data/dead-letters.js';
 import { html } from '../html.js';
 import { layout, type Flash } from '../pages/layout.js';
 import { renderDeadLetterDetail, renderDeadLetters } from '../pages/dead-letters.js';
@@ -15,11 +27,14 @@ function flashOf(req: Request): Flash | undefined {
   const n = Number(req.query.n);
   const count = Number.isInteger(n) && n >= 0 ? n : 0;
   const entries = `${count} ${count === 1 ? 'entry' : 'entries'}`;
+  const l = Number(req.query.left);
+  // After one batch of an "all" action: how many are left, and that pressing again continues.
+  const left = Number.isInteger(l) && l > 0 ? ` ${l} ${l === 1 ? 'entry remains' : 'entries remain'} in that dead-letter queue: press the button again to continue with the next batch.` : '';
   switch (req.query.flash) {
     case 'redriven':
-      return { kind: 'ok', text: `Re-drove ${entries}: back on ${count === 1 ? 'its queue' : 'their queue'}.` };
+      return { kind: 'ok', text: `Re-drove ${entries}: back on ${count === 1 ? 'its queue' : 'their queue'}.${left}` };
     case 'purged':
-      return { kind: 'ok', text: `Purged ${entries}.` };
+      return { kind: 'ok', text: `Purged ${entries}.${left}` };
     case 'not-found':
       return { kind: 'error', text: 'That entry is no longer in the dead-letter queue (already re-driven or purged?).' };
     default:
@@ -27,14 +42,25 @@ function flashOf(req: Request): Flash | undefined {
   }
 }
 
-function back(res: Response, flash: string, n?: number): void {
+function back(res: Response, flash: string, n?: number, left?: number): void {
   // 303: the browser follows with a GET, so reloading the page does not resubmit the action.
-  res.redirect(303, `/dead-letters?flash=${flash}${n === undefined ? '' : `&n=${n}`}`);
+  res.redirect(303, `/dead-letters?flash=${flash}${n === undefined ? '' : `&n=${n}`}${left ? `&left=${left}` : ''}`);
+}
+
+/** The listing's parameters from the query string (repeated or nested parameters are not strings: a 400). */
+function listQuery(req: Request): DlqListQuery {
+  const raw: Record<string, string | undefined> = {};
+  for (const k of ['queue', 'name', 'reason', 'since', 'until', 'limit', 'cursor']) {
+    const v = req.query[k];
+    if (v !== undefined && typeof v !== 'string') throw new DlqQueryError(`${k} must be given once`);
+    raw[k] = v;
+  }
+  return parseDlqListQuery(raw);
 }
 
 /**
  * `GET /dead-letters`, `GET /dead-letters/:queue/:id`, `GET /api/dead-letters`, and the POST actions
- * (re-drive one, re-drive all of a queue, purge one), each behind the CSRF check.
+ * (re-drive or purge one; re-drive or purge all of a queue, a batch per request), each behind the CSRF check.
  */
 export function deadLettersRouter(src: DeadLetterSource & { log: Logger }, csrf: Csrf): Router {
   const router = Router();
@@ -49,9 +75,10 @@ export function deadLettersRouter(src: DeadLetterSource & { log: Logger }, csrf:
     return undefined;
   }
 
-  async function act(req: Request, res: Response, kind: 'redrive' | 'purge', selector: DeadLetterSelector): Promise<void> {
+  async function act(req: Request, res: Response, kind: 'redrive' | 'purge', ids: string[]): Promise<void> {
     const queue = await knownQueue(req, res);
     if (!queue) return;
+    const selector = { ids };
     try {
       if (kind === 'redrive') {
         const done = await redriveDeadLetters({ queues: src.queues, queue, selector, catalog: src.catalog });
@@ -68,8 +95,28 @@ export function deadLettersRouter(src: DeadLetterSource & { log: Logger }, csrf:
     }
   }
 
+  /**
+   * One batch of a re-drive-all or purge-all per request, so a request stays short however full the DLQ;
+   * the flash says how many remain and pressing again continues (entries done are gone from the DLQ).
+   */
+  async function actAll(req: Request, res: Response, kind: 'redrive' | 'purge'): Promise<void> {
+    const queue = await knownQueue(req, res);
+    if (!queue) return;
+    const opts = { queues: src.queues, queue, maxBatches: 1 };
+    const out = kind === 'redrive' ? await redriveAllDeadLetters({ ...opts, catalog: src.catalog }) : await purgeAllDeadLetters(opts);
+    src.log.info({ queue, done: out.done, skipped: out.skipped, remaining: out.remaining, batch: DLQ_BATCH_SIZE }, `dashboard: dead letters ${kind === 'redrive' ? 're-driven' : 'purged'} (one batch)`);
+    back(res, kind === 'redrive' ? 'redriven' : 'purged', out.done, out.remaining);
+  }
+
   router.get('/dead-letters', async (req, res) => {
-    sendPage(res, renderDeadLetters(await loadDeadLetters(src), csrf.token, flashOf(req)));
+    try {
+      const query = listQuery(req);
+      sendPage(res, renderDeadLetters(await loadDeadLetterPage(src, query), query, csrf.token, flashOf(req)));
+    } catch (err) {
+      if (!(err instanceof DlqQueryError)) throw err;
+      const body = html`<h1>Bad listing</h1><p class="err">${err.message}</p><p><a href="/dead-letters">All dead letters</a></p>`;
+      sendPage(res, layout({ title: 'Bad request', section: 'dead-letters', body }), 400);
+    }
   });
   router.get('/dead-letters/:queue/:id', async (req, res) => {
     const queue = await knownQueue(req, res);
@@ -82,12 +129,18 @@ export function deadLettersRouter(src: DeadLetterSource & { log: Logger }, csrf:
       sendPage(res, layout({ title: 'Not found', section: 'dead-letters', body }), 404);
     }
   });
-  router.get('/api/dead-letters', async (_req, res) => {
-    res.json(await loadDeadLetters(src));
+  router.get('/api/dead-letters', async (req, res) => {
+    try {
+      res.json(await loadDeadLetterPage(src, listQuery(req)));
+    } catch (err) {
+      if (!(err instanceof DlqQueryError)) throw err;
+      res.status(400).json({ error: err.message });
+    }
   });
 
-  router.post('/dead-letters/:queue/redrive-all', form, csrf.protect, (req, res) => act(req, res, 'redrive', { all: true }));
-  router.post('/dead-letters/:queue/:id/redrive', form, csrf.protect, (req, res) => act(req, res, 'redrive', { ids: [String(req.params.id)] }));
-  router.post('/dead-letters/:queue/:id/purge', form, csrf.protect, (req, res) => act(req, res, 'purge', { ids: [String(req.params.id)] }));
+  router.post('/dead-letters/:queue/redrive-all', form, csrf.protect, (req, res) => actAll(req, res, 'redrive'));
+  router.post('/dead-letters/:queue/purge-all', form, csrf.protect, (req, res) => actAll(req, res, 'purge'));
+  router.post('/dead-letters/:queue/:id/redrive', form, csrf.protect, (req, res) => act(req, res, 'redrive', [String(req.params.id)]));
+  router.post('/dead-letters/:queue/:id/purge', form, csrf.protect, (req, res) => act(req, res, 'purge', [String(req.params.id)]));
   return router;
 }

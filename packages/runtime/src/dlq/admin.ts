@@ -2,8 +2,9 @@ import type { Job, JobsOptions, JobType } from 'bullmq';
 import type { Catalog } from '../catalog.js';
 import { TickworkError } from '../errors.js';
 import { dlqName, jobOptions, type QueueSet } from '../queues.js';
-import { deadLetterEntry, REDRIVE_OPTION, type DeadLetter, type DeadLetterEntry, type DlqItem, type RedriveMeta } from './entry.js';
+import { REDRIVE_OPTION, type DeadLetter, type DeadLetterEntry, type DlqItem, type RedriveMeta } from './entry.js';
 import { redrivenJobId } from './ids.js';
+import { dlqItemArrivedAt, dlqItemFromJob, dlqItemJobName } from './item.js';
 
 /** Nothing processes a DLQ, so its entries stay in the states of jobs not yet started. */
 const DLQ_STATES: JobType[] = ['waiting', 'prioritized', 'delayed'];
@@ -31,43 +32,26 @@ export class ForeignDlqJobError extends TickworkError {
   }
 }
 
-/** Which entries an operation applies to: some ids, or every entry of the queue's DLQ. */
-export type DeadLetterSelector = { ids: readonly string[] } | { all: true };
-
-/** Reads a DLQ job; anything that is not a well-formed entry comes back as foreign, never as an error. */
-function toDlqItem(job: Job): DlqItem {
-  const where = { dlqQueue: job.queueName, dlqJobId: String(job.id) };
-  const parsed = deadLetterEntry.safeParse(job.data);
-  if (parsed.success) return { ...where, entry: parsed.data };
-  const problem = parsed.error.issues
-    .slice(0, 3)
-    .map((i) => (i.path.length > 0 ? `${i.path.join('.')}: ${i.message}` : i.message))
-    .join('; ');
-  const addedAt = Number.isFinite(job.timestamp) ? new Date(job.timestamp).toISOString() : new Date(0).toISOString();
-  return { ...where, entry: null, foreign: { name: typeof job.name === 'string' ? job.name : '', data: job.data, addedAt, problem: `not a tickwork dead letter (${problem})` } };
-}
-
-/** When an item reached the DLQ: tickwork's own time, else the BullMQ job's. */
-function arrivedAt(d: DlqItem): string {
-  return d.entry ? d.entry.deadLetteredAt : d.foreign.addedAt;
-}
-
-/** The job name to show for an item; a foreign job may have none. */
-export function dlqItemJobName(d: DlqItem): string {
-  return d.entry ? d.entry.jobName : d.foreign.name;
-}
+/**
+ * Which entries an operation applies to: some ids, or items already read (a batch). Every entry of a DLQ
+ * goes through redriveAllDeadLetters / purgeAllDeadLetters, which work in bounded batches.
+ */
+export type DeadLetterSelector = { ids: readonly string[] } | { items: readonly DlqItem[] };
 
 export async function countDeadLetters(queues: QueueSet, queue: string): Promise<number> {
   return queues.get(dlqName(queue)).getJobCountByTypes(...DLQ_STATES);
 }
 
-/** Everything in one queue's DLQ, foreign jobs included, oldest first. */
+/**
+ * Everything in one queue's DLQ, foreign jobs included, oldest first. Loads every entry: for tests and
+ * checks on small queues; listings page with readDlqPage.
+ */
 export async function listDlqItems(queues: QueueSet, queue: string): Promise<DlqItem[]> {
   const jobs = await queues.get(dlqName(queue)).getJobs(DLQ_STATES, 0, -1, true);
   return jobs
     .filter((j): j is Job => j !== undefined && j !== null)
-    .map(toDlqItem)
-    .sort((a, b) => arrivedAt(a).localeCompare(arrivedAt(b)) || a.dlqJobId.localeCompare(b.dlqJobId));
+    .map(dlqItemFromJob)
+    .sort((a, b) => dlqItemArrivedAt(a).localeCompare(dlqItemArrivedAt(b)) || a.dlqJobId.localeCompare(b.dlqJobId));
 }
 
 /** tickwork's entries in one queue's DLQ (foreign jobs left out), oldest dead-lettering first. */
@@ -83,7 +67,7 @@ export function isDeadLetter(d: DlqItem): d is DeadLetter {
 export async function getDlqItem(queues: QueueSet, queue: string, dlqJobId: string): Promise<DlqItem> {
   const job = await queues.get(dlqName(queue)).getJob(dlqJobId);
   if (!job) throw new DeadLetterNotFoundError(queue, dlqJobId);
-  return toDlqItem(job);
+  return dlqItemFromJob(job);
 }
 
 /** One tickwork entry; a foreign job with that id is an error naming what is wrong with it. */
@@ -94,7 +78,7 @@ export async function getDeadLetter(queues: QueueSet, queue: string, dlqJobId: s
 }
 
 async function select(queues: QueueSet, queue: string, selector: DeadLetterSelector): Promise<DlqItem[]> {
-  if ('all' in selector) return listDlqItems(queues, queue);
+  if ('items' in selector) return [...selector.items];
   const found: DlqItem[] = [];
   for (const id of selector.ids) found.push(await getDlqItem(queues, queue, id));
   return found;
@@ -130,6 +114,7 @@ export async function redriveDeadLetters(opts: {
   const { queues, queue } = opts;
   const now = opts.now ?? (() => new Date());
   const outcomes: RedriveOutcome[] = [];
+  const dlq = queues.get(dlqName(queue));
   for (const item of await select(queues, queue, opts.selector)) {
     const { dlqJobId, entry } = item;
     if (!entry) {
@@ -143,6 +128,9 @@ export async function redriveDeadLetters(opts: {
     const outcome = { dlqJobId, jobName: entry.jobName, newJobId, idempotencyKey: entry.idempotencyKey, redriven: false };
     outcomes.push(outcome);
     if (opts.dryRun) continue;
+    // Another re-drive of the same entries (a second click, a second CLI) may have finished it meanwhile:
+    // its job may even have completed and gone, so adding it again would run it again.
+    if ((await queues.redis.exists(dlq.toKey(dlqJobId))) === 0) continue;
     const meta: RedriveMeta = {
       idempotencyKey: entry.idempotencyKey,
       ...(entry.nominalTime !== null && { nominalTime: Date.parse(entry.nominalTime) }),
@@ -167,7 +155,7 @@ export async function redriveDeadLetters(opts: {
     const jobOpts = { ...(def ? jobOptions(def) : reusableOptions(entry)), jobId: newJobId, [REDRIVE_OPTION]: meta };
     await origin.add(entry.jobName, entry.payload, jobOpts as JobsOptions);
     await removeStaleOrigin(queues, entry);
-    await queues.get(dlqName(queue)).remove(dlqJobId);
+    await dlq.remove(dlqJobId);
     outcome.redriven = true;
   }
   return outcomes;

@@ -2,3 +2,8 @@ export * from './entry.js';
 export * from './ids.js';
 export * from './move.js';
 export * from './admin.js';
+export * from './item.js';
+export * from './page.js';
+export * from './batch.js';
+export * from './query.js';
+export * from './listing.js';
