@@ -131,9 +131,8 @@ export interface JobDefinition<S extends z.ZodObject = z.ZodObject, R = unknown>
   readonly timeoutMs?: number;
   readonly description?: string;
   /**
-   * BullMQ priority of this job's runs: 1 is the highest, up to 2,097,152; unset runs before none of them
-   * (BullMQ runs unprioritised jobs first, then prioritised ones by priority). `enqueue(..., { priority })`
-   * overrides it per run.
+   * BullMQ priority of this job's runs: 1 is the highest, up to 2,097,152. Unset, runs are unprioritised,
+   * and BullMQ runs those before any prioritised one. `enqueue(..., { priority })` overrides it per run.
    */
   readonly priority?: number;
   /**
