@@ -3,19 +3,11 @@
  * included), oversized bodies, and the headers that keep job data out of caches and other sites.
  * The browser-level forgery is in browser.test.ts; login throttling in login-throttle.test.ts.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { AUTH, startDashboard, type TestDashboard } from './testing/dashboard-server.js';
+import { describe, expect, it } from 'vitest';
+import { AUTH, useDashboardPerFile, type TestDashboard } from './testing/dashboard-server.js';
 
 let d: TestDashboard;
-beforeAll(async () => {
-  d = await startDashboard();
-});
-afterAll(async () => {
-  await d?.close();
-});
-beforeEach(async () => {
-  await d.redis.flushdb();
-});
+useDashboardPerFile((started) => (d = started));
 
 const waitingIn = (queue: string) => d.queues.get(queue).getJobCountByTypes('waiting', 'delayed', 'prioritized');
 

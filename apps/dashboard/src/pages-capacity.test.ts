@@ -1,16 +1,10 @@
 import { registerQueues, type CapacityReport } from '@tickwork/runtime';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { deadLetterEmail, startDashboard, type TestDashboard } from './testing/dashboard-server.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { deadLetterEmail, useDashboardPerFile, type TestDashboard } from './testing/dashboard-server.js';
 
 let d: TestDashboard;
-beforeAll(async () => {
-  d = await startDashboard();
-});
-afterAll(async () => {
-  await d?.close();
-});
+useDashboardPerFile((started) => (d = started));
 beforeEach(async () => {
-  await d.redis.flushdb();
   await d.redis.config('SET', 'maxmemory', String(256 * 1024 * 1024));
 });
 

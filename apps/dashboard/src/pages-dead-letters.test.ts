@@ -1,18 +1,10 @@
 import { listDeadLetters, redrivenJobId } from '@tickwork/runtime';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { deadLetterPath } from './pages/dead-letters.js';
-import { deadLetterEmail, startDashboard, type TestDashboard } from './testing/dashboard-server.js';
+import { deadLetterEmail, useDashboardPerFile, type TestDashboard } from './testing/dashboard-server.js';
 
 let d: TestDashboard;
-beforeAll(async () => {
-  d = await startDashboard();
-});
-afterAll(async () => {
-  await d?.close();
-});
-beforeEach(async () => {
-  await d.redis.flushdb();
-});
+useDashboardPerFile((started) => (d = started));
 
 const XSS = '<script>alert("pwned")</script>';
 

@@ -4,6 +4,7 @@ import { createLogger, moveToDeadLetter, QueueSet } from '@tickwork/runtime';
 import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { createDashboardApp } from '../app.js';
 
 export const USER = 'ops';
@@ -75,4 +76,22 @@ export async function deadLetterEmail(d: TestDashboard, jobId: string, opts: { r
   const moved = await moveToDeadLetter({ job: failed, queues: d.queues, redis: d.redis, catalog });
   if (!moved) throw new Error(`job ${jobId} was not dead-lettered`);
   return moved.deadLetter.dlqJobId;
+}
+
+/**
+ * One dashboard (and its private Redis) for a test file, emptied before each test: `use` gets it once it
+ * has started. Registers the file's hooks, so call it at the top level of the test file.
+ */
+export function useDashboardPerFile(use: (d: TestDashboard) => void): void {
+  let started: TestDashboard | undefined;
+  beforeAll(async () => {
+    started = await startDashboard();
+    use(started);
+  });
+  afterAll(async () => {
+    await started?.close();
+  });
+  beforeEach(async () => {
+    await started?.redis.flushdb();
+  });
 }
