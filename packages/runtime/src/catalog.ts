@@ -56,7 +56,8 @@ export function createCatalog(jobs: readonly AnyJob[]): Catalog {
 /** The job's own dedupe window in ms (`idempotencyWindow`), or undefined for the ledger's default. */
 export function idempotencyWindowMs(job: AnyJob): number | undefined {
   if (job.idempotencyWindow === undefined) return undefined;
-  return positiveDurationMs(job.name, 'idempotencyWindow', job.idempotencyWindow, '{ days: 3 }');
+  // Whole milliseconds: Redis takes the TTL as an integer.
+  return Math.ceil(positiveDurationMs(job.name, 'idempotencyWindow', job.idempotencyWindow, '{ days: 3 }'));
 }
 
 /**
