@@ -11,8 +11,8 @@ export interface PgServers {
 }
 
 /** A private PostgreSQL (migrated) and a private Redis, started side by side, for the PostgreSQL tests. */
-export async function startPgServers(): Promise<PgServers> {
-  const [pg, redis] = await Promise.all([startPostgresServer(), startRedisServer()]);
+export async function startPgServers(redisOpts: Parameters<typeof startRedisServer>[0] = {}): Promise<PgServers> {
+  const [pg, redis] = await Promise.all([startPostgresServer(), startRedisServer(redisOpts)]);
   const pool = createPgPool(pg.url, createLogger('test', 'silent'), { max: 10 });
   await migrateTickworkTables(pool);
   await pool.query(PG_FX_SCHEMA);
