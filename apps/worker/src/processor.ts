@@ -88,10 +88,11 @@ export function createProcessor(deps: ProcessorDeps) {
     const nominalTime = nominalTimeOf(delivery);
     const idempotencyKey = idempotencyKeyOf(def, delivery, data);
     const eo = deps.exactlyOnce;
-    const place = runRecordPlaceOf(def, delivery, jobRecordKey(eo.prefix, job.queueName, String(job.id)), eo.ledger.windowMs);
+    const jobKey = jobRecordKey(eo.prefix, job.queueName, String(job.id));
+    const place = runRecordPlaceOf(def, delivery, jobKey, eo.ledger.windowMs);
     /** Set when a late occurrence is allowed to run by its missed-run policy. */
     let lateCatchUp = false;
-    const onStepRecorded = stallResetOnProgress({ job, token, redis: deps.redis, log });
+    const onStepRecorded = stallResetOnProgress({ job, jobKey, token, redis: deps.redis, log });
     const makeContext = (runSignal: AbortSignal, run: ExactlyOnceRun): JobContext<unknown> => {
       const ctx: JobContext<unknown> = {
         data,

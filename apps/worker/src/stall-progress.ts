@@ -18,12 +18,12 @@ return 0`;
  * Returns the run's `onStepRecorded` hook, or undefined for a job that never stalled (it costs nothing
  * then). The reset is fenced by the job's lock token, so a delivery that lost the job changes nothing.
  */
-export function stallResetOnProgress(opts: { job: Job; token: string | undefined; redis: Redis; log: Logger }): (() => Promise<void>) | undefined {
+export function stallResetOnProgress(opts: { job: Job; jobKey: string; token: string | undefined; redis: Redis; log: Logger }): (() => Promise<void>) | undefined {
   const { job, token } = opts;
   if (!(job.stalledCounter > 0) || !token) return undefined;
   let reset: Promise<void> | undefined;
   const resetOnce = async () => {
-    const jobKey = `${job.queueQualifiedName}:${String(job.id)}`;
+    const { jobKey } = opts;
     try {
       const done = await opts.redis.eval(RESET_STALLS, 2, jobKey, `${jobKey}:lock`, token);
       if (done === 1) opts.log.info({ stalledCount: job.stalledCounter }, 'run made progress after stalling; its stall count starts again');

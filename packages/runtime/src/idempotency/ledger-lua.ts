@@ -108,8 +108,9 @@ ops.c = function(key, mode, owner, leaseMs, unfinishedTtl, stepsKey)
     fresh = redis.call('SET', key, running(owner, leaseMs, 1), 'NX', 'PX', unfinishedTtl)
   end
   if fresh then
-    -- A new record may still find steps: a re-driven run (new job id) resumes its original run's steps.
-    if redis.call('EXISTS', stepsKey) == 0 then return 1 end
+    -- A new record under its own key may still find steps: a re-driven run (new job id) resumes its
+    -- original run's steps. A new record in a job's hash cannot: no earlier delivery of that job claimed it.
+    if mode == 'j' or redis.call('EXISTS', stepsKey) == 0 then return 1 end
     return withSteps({'claimed', '0'}, stepsKey, unfinishedTtl)
   end
   local state, holder, time, claims, result = parse(rget(mode, key))
