@@ -27,6 +27,7 @@ import { ackConnectionOf, createProcessor } from '@tickwork/worker';
 import { Queue, Worker, type Job, type Processor } from 'bullmq';
 import { pino } from 'pino';
 import { z } from 'zod';
+import { openPgBossBench } from './pgboss.js';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 10_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -39,6 +40,8 @@ const PREFIX = 'bench';
  * held to is relative to the floor measured in the same run: at most 1.2x of it (README, Cost).
  */
 const FLOOR_GOAL = 1.2;
+/** Issue 13: tickwork with every feature on at least twice pg-boss's no-op throughput, same run. */
+const PEER_GOAL = 2;
 const silent = pino({ level: 'silent' });
 
 const noop = defineJob({ name: 'bench.noop', queue: 'bench', schema: z.object({ i: z.number() }), handler: async () => null });
@@ -87,6 +90,10 @@ async function main(): Promise<void> {
     `tickwork bench: ${JOBS} no-op jobs, concurrency ${CONCURRENCY}, ${ROUNDS} rounds + warm-up (${WARMUP_JOBS} jobs), ` +
       `redis ${own ? 'private' : 'BENCH_REDIS_URL'}\n`,
   );
+  const pgboss = await openPgBossBench();
+  process.stdout.write(`peer: ${typeof pgboss === 'string' ? `skipped, ${pgboss}` : pgboss.settings}\n`);
+  const peerRates: number[] = [];
+  const peerRatios: number[] = [];
   let queueNo = 0;
   for (let r = 0; r <= ROUNDS; r++) {
     const warmUp = r === 0;
@@ -105,6 +112,16 @@ async function main(): Promise<void> {
           `   cpu per job: node ${m.nodeUs.toFixed(0).padStart(3)} us, redis ${m.redisUs.toFixed(0).padStart(3)} us` +
           `${m.completionsPerCall === undefined ? '' : `   results per write-ahead call: ${m.completionsPerCall.toFixed(1)}`}\n`,
       );
+    }
+    if (typeof pgboss !== 'string') {
+      const p = await pgboss.measure(jobs);
+      process.stdout.write(
+        `  ${warmUp ? 'warm-up' : `round ${r}`.padEnd(7)} pg-boss  ${p.rate.toFixed(0).padStart(6)} jobs/s   cpu per job: node ${p.nodeUs.toFixed(0).padStart(3)} us\n`,
+      );
+      if (!warmUp) {
+        peerRates.push(p.rate);
+        peerRatios.push((round.tickwork as number) / p.rate);
+      }
     }
     if (warmUp) continue;
     for (const mode of MODES) rates[mode].push(round[mode] as number);
@@ -130,6 +147,15 @@ async function main(): Promise<void> {
       `(restated goal <= ${FLOOR_GOAL.toFixed(2)}x)${ledgerOverFloor <= FLOOR_GOAL ? '' : '  ABOVE GOAL'}\n` +
       `ledger calls per batch on its own connection: ${(sent.ops / Math.max(sent.batches, 1)).toFixed(1)}\n`,
   );
+  if (typeof pgboss !== 'string') {
+    const peer = median(peerRatios);
+    process.stdout.write(
+      `pg-boss  best ${Math.max(...peerRates).toFixed(0).padStart(6)}  median ${median(peerRates).toFixed(0).padStart(6)} jobs/s\n` +
+        `tickwork (every feature on) against pg-boss: ${peer.toFixed(2)}x, median of paired rounds [${peerRatios.map((x) => x.toFixed(2)).join(' ')}]` +
+        ` (target >= ${PEER_GOAL.toFixed(1)}x): ${peer >= PEER_GOAL ? 'MET' : 'NOT MET'}\n`,
+    );
+    await pgboss.close();
+  }
   command.disconnect();
   await own?.stop();
   process.exit(0);
