@@ -1,4 +1,4 @@
-import type { Logger } from '@tickwork/runtime';
+import { TickworkError, type Logger } from '@tickwork/runtime';
 import type { RequestHandler } from 'express';
 import type { Redis } from 'ioredis';
 import { signedIn } from './basic-auth.js';
@@ -43,7 +43,7 @@ export function auditActions(deps: { redis: Redis; prefix: string; log: Logger }
   };
 }
 
-export class AuditQueryError extends Error {
+export class AuditQueryError extends TickworkError {
   override name = 'AuditQueryError';
 }
 

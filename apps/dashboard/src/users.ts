@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { parsePasswordHash, PasswordHashFormatError, type ParsedPasswordHash } from '@tickwork/runtime';
+import { parsePasswordHash, PasswordHashFormatError, TickworkError, type ParsedPasswordHash } from '@tickwork/runtime';
 
 /** `admin` may do everything; `viewer` sees every page and Bull Board read-only, and changes nothing. */
 export const ROLES = ['admin', 'viewer'] as const;
@@ -18,7 +18,7 @@ export interface DashboardUser {
 const NAME = /^[A-Za-z0-9._@-]{1,64}$/;
 
 /** A DASHBOARD_USERS entry that does not parse; the message names it by position and user name, never its hash. */
-export class UsersConfigError extends Error {
+export class UsersConfigError extends TickworkError {
   override name = 'UsersConfigError';
 }
 
