@@ -4,6 +4,7 @@ import { createLogger, QueueSet } from '@tickwork/runtime';
 import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDashboardApp } from './app.js';
+import { plainAdmin } from './users.js';
 
 let server: RedisServerHandle;
 let http: Server;
@@ -15,7 +16,7 @@ beforeAll(async () => {
   server = await startRedisServer();
   const redis = server.client();
   queues = new QueueSet(redis, 'tickwork', createLogger('test', 'silent'));
-  const app = await createDashboardApp({ catalog, queues, redis, log: createLogger('test', 'silent'), user: 'ops', password: 'correct-horse' });
+  const app = await createDashboardApp({ catalog, queues, redis, log: createLogger('test', 'silent'), users: [plainAdmin('ops', 'correct-horse')] });
   http = app.listen(0);
   await new Promise((r) => http.once('listening', r));
   const addr = http.address();

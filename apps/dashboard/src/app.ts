@@ -4,24 +4,29 @@ import { ExpressAdapter } from '@bull-board/express';
 import { dlqName, LIVE_BODY, readiness, redisPingCheck, type Catalog, type Logger, type QueueSet } from '@tickwork/runtime';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Redis } from 'ioredis';
-import { basicAuth } from './basic-auth.js';
-import { createCsrf, sameOriginOnly } from './csrf.js';
+import { auditActions } from './audit.js';
+import { basicAuth, signedIn, type AuthOptions } from './basic-auth.js';
+import { createCsrf, sameOriginOnly, viewersReadOnly } from './csrf.js';
 import { originQueues } from './data/dead-letters.js';
 import { capacityRouter } from './routes/capacity.js';
+import { auditRouter } from './routes/audit.js';
 import { deadLettersRouter } from './routes/dead-letters.js';
+import { jobsRouter } from './routes/jobs.js';
 import { createLoginThrottle, type LoginThrottleOptions } from './login-throttle.js';
 import { schedulesRouter } from './routes/schedules.js';
 import { quietExpress, securityHeaders } from './security-headers.js';
+import type { DashboardUser } from './users.js';
 
 export interface DashboardDeps {
   catalog: Catalog;
   queues: QueueSet;
   redis: Redis;
   log: Logger;
-  user: string;
-  password: string;
+  /** Who may log in, with their roles (env.ts: dashboardUsers). */
+  users: readonly DashboardUser[];
   /** Login throttling; the defaults suit production, tests shorten the window. */
   loginThrottle?: LoginThrottleOptions;
+  auth?: AuthOptions;
 }
 
 /** Origin queues (catalog and any seen before) and their dead-letter queues, sorted for a stable board. */
@@ -59,32 +64,21 @@ export async function createDashboardApp(deps: DashboardDeps): Promise<Express> 
   });
 
   const throttle = createLoginThrottle(deps.loginThrottle);
-  app.use(throttle.gate, basicAuth(deps.user, deps.password, throttle.failed));
-  app.use(securityHeaders, sameOriginOnly);
+  app.use(throttle.gate, basicAuth(deps.users, throttle.failed, deps.auth));
+  // Recorded before the checks that may refuse an action, so refusals are in the audit log too.
+  app.use(securityHeaders, auditActions({ redis: deps.redis, prefix: deps.queues.prefix, log: deps.log }), sameOriginOnly, viewersReadOnly);
 
-  const serverAdapter = new ExpressAdapter().setBasePath('/queues');
-  createBullBoard({
-    queues: (await boardQueueNames(deps)).map(
-      // Dead letters are re-driven with `tickwork dlq redrive`, which keeps their idempotency key; a
-      // plain Bull Board retry would not, so it is turned off on DLQs.
-      (name) =>
-        new BullMQAdapter(deps.queues.get(name), name.endsWith('.dlq') ? { allowRetries: false, description: 'dead letters' } : {}),
-    ),
-    serverAdapter,
-    options: {
-      uiConfig: {
-        boardTitle: 'tickwork',
-        miscLinks: [
-          { text: 'Schedules', url: '/schedules' },
-          { text: 'Dead letters', url: '/dead-letters' },
-          { text: 'Capacity', url: '/capacity' },
-        ],
-      },
-    },
-  });
-  app.use('/queues', boardSecurityHeaders, quietExpress(serverAdapter.getRouter() as Express));
+  // Two boards on one path: admins get the full one, viewers the read-only one (no buttons; its API
+  // refuses changes, and viewersReadOnly above has already answered 403 to any of them).
+  const queueNames = await boardQueueNames(deps);
+  const adminBoard = bullBoard(deps, queueNames, false);
+  const viewerBoard = bullBoard(deps, queueNames, true);
+  app.use('/queues', boardSecurityHeaders, (req, res, next) => (signedIn(res).role === 'admin' ? adminBoard : viewerBoard)(req, res, next));
   app.use(schedulesRouter({ catalog: deps.catalog, redis: deps.redis, prefix: deps.queues.prefix }));
-  app.use(deadLettersRouter(deps, createCsrf()));
+  const csrf = createCsrf();
+  app.use(deadLettersRouter(deps, csrf));
+  app.use(jobsRouter(deps, csrf));
+  app.use(auditRouter({ redis: deps.redis, prefix: deps.queues.prefix }));
   app.use(capacityRouter({ catalog: deps.catalog, redis: deps.redis, prefix: deps.queues.prefix }));
   app.get('/', (_req, res) => res.redirect('/schedules'));
 
@@ -99,6 +93,32 @@ export async function createDashboardApp(deps: DashboardDeps): Promise<Express> 
     res.status(500).type('text/plain').send('internal error; the dashboard log has the details');
   });
   return app;
+}
+
+/** A Bull Board for the queues, as an express router; read-only for viewers. */
+function bullBoard(deps: Pick<DashboardDeps, 'queues'>, names: readonly string[], readOnlyMode: boolean): Express {
+  const serverAdapter = new ExpressAdapter().setBasePath('/queues');
+  createBullBoard({
+    queues: names.map(
+      // Dead letters are re-driven with `tickwork dlq redrive`, which keeps their idempotency key; a
+      // plain Bull Board retry would not, so it is turned off on DLQs.
+      (name) => new BullMQAdapter(deps.queues.get(name), { readOnlyMode, ...(name.endsWith('.dlq') && { allowRetries: false, description: 'dead letters' }) }),
+    ),
+    serverAdapter,
+    options: {
+      uiConfig: {
+        boardTitle: readOnlyMode ? 'tickwork (read only)' : 'tickwork',
+        miscLinks: [
+          { text: 'Schedules', url: '/schedules' },
+          { text: 'Dead letters', url: '/dead-letters' },
+          { text: 'Running', url: '/jobs' },
+          { text: 'Audit', url: '/audit' },
+          { text: 'Capacity', url: '/capacity' },
+        ],
+      },
+    },
+  });
+  return quietExpress(serverAdapter.getRouter() as Express);
 }
 
 /** The 4xx status of an http-errors error (what body-parser throws), if it is one. */

@@ -10,7 +10,7 @@ import { createServer, type Server } from 'node:http';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { launchChromium } from './testing/browser.js';
-import { deadLetterEmail, PASSWORD, startDashboard, USER, type TestDashboard } from './testing/dashboard-server.js';
+import { deadLetterEmail, PASSWORD, startDashboard, USER, VIEWER, VIEWER_PASSWORD, type TestDashboard } from './testing/dashboard-server.js';
 
 let d: TestDashboard;
 let browser: Browser;
@@ -171,6 +171,45 @@ describe('the dashboard in a browser', () => {
     expect(thirdParty.map((t) => t.outcome)).toEqual(thirdParty.map(() => 'csp'));
     expect(problems.filter((p) => !p.includes('fonts.googleapis.com'))).toEqual([]);
     await page.close();
+  });
+});
+
+describe('a viewer in a browser', () => {
+  it('sees the pages without action buttons, and Bull Board in its read-only mode', async () => {
+    await deadLetter('mail-viewer-1');
+    await d.queues.get('email').add('email.send', { to: 'a@example.com', subject: 's', body: 'b' }, { jobId: 'mail-later', delay: 600_000 });
+    const viewer = await browser.newContext({ httpCredentials: { username: VIEWER, password: VIEWER_PASSWORD } });
+    try {
+      const { page, problems } = await watchedPage(viewer);
+      await page.goto(`${d.base}/dead-letters`);
+      expect(await page.locator('tr', { has: page.locator(`code:text-is("mail-viewer-1")`) }).count()).toBe(1);
+      await page.goto(`${d.base}/jobs?queue=email`);
+      expect(await page.locator('h1').textContent()).toBe('Running jobs');
+      for (const path of ['/dead-letters', '/jobs?queue=email']) {
+        await page.goto(`${d.base}${path}`);
+        // The only buttons a viewer gets are the GET forms' (filter, show): nothing that posts.
+        expect({ path, posting: await page.locator('form[method="post"]').count() }).toEqual({ path, posting: 0 });
+        expect(await page.getByRole('button', { name: /Re-drive|Purge|Cancel/ }).count()).toBe(0);
+      }
+      expect(problems).toEqual([]);
+
+      // The same delayed job on the board: the admin gets the board's actions, the viewer none of them.
+      const boardActions = async (context: BrowserContext) => {
+        const p = await context.newPage();
+        await p.goto(`${d.base}/queues/queue/email?status=delayed`);
+        await p.getByText('mail-later').first().waitFor({ timeout: 15_000 });
+        const names = (await p.getByRole('button').allTextContents()).map((t) => t.trim()).filter((t) => /^[A-Za-z ]+$/.test(t));
+        await p.close();
+        return names;
+      };
+      expect(await boardActions(operator)).toEqual(expect.arrayContaining(['Promote all', 'Clean all']));
+      const viewerSees = await boardActions(viewer);
+      expect(viewerSees).not.toContain('Promote all');
+      expect(viewerSees).not.toContain('Clean all');
+      await page.close();
+    } finally {
+      await viewer.close();
+    }
   });
 });
 

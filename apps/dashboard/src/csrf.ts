@@ -1,5 +1,6 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Request, RequestHandler } from 'express';
+import { signedIn } from './basic-auth.js';
 
 /** Name of the hidden form field that carries the token. */
 export const CSRF_FIELD = '_csrf';
@@ -31,7 +32,7 @@ export function createCsrf(token: string = randomBytes(32).toString('base64url')
   return { token, protect };
 }
 
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+export const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
  * The Origin half of the check, for every state-changing request the dashboard answers: Bull Board's
@@ -68,3 +69,16 @@ function tokenProblem(req: Request, expected: Buffer): string | undefined {
   if (buf.length !== expected.length || !timingSafeEqual(buf, expected)) return 'the CSRF token is wrong (reload the page)';
   return undefined;
 }
+
+/**
+ * Viewers read and change nothing: every state-changing request of a viewer answers 403, on tickwork's
+ * routes and Bull Board's API alike (the read-only board hides its buttons; this refuses a hand-made call).
+ */
+export const viewersReadOnly: RequestHandler = (req, res, next) => {
+  if (SAFE_METHODS.has(req.method)) return next();
+  const user = signedIn(res);
+  if (user.role === 'admin') return next();
+  const message = `forbidden: user "${user.name}" has the viewer role, which is read-only; ask an admin to do this`;
+  if (req.path.startsWith('/queues/api/')) return void res.status(403).json({ error: message, message });
+  res.status(403).type('text/plain').send(`${message}\n`);
+};

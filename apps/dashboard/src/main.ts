@@ -7,7 +7,7 @@ import {
 } from '@tickwork/runtime';
 import { createServer } from 'node:http';
 import { createDashboardApp } from './app.js';
-import { loadDashboardEnv } from './env.js';
+import { dashboardUsers, loadDashboardEnv } from './env.js';
 
 const boot = createLogger('dashboard');
 // Stacks in logs and dead letters name the TypeScript source (dist/ carries source maps).
@@ -16,11 +16,12 @@ process.setSourceMapsEnabled(true);
 async function main(): Promise<void> {
   const env = loadDashboardEnv(process.env);
   const { log, catalog, redis, queues, close } = await openAppContext('dashboard', env, async () => (await import('@tickwork/jobs')).catalog);
-  const app = await createDashboardApp({ catalog, queues, redis, log, user: env.DASHBOARD_USER, password: env.DASHBOARD_PASSWORD });
+  const users = dashboardUsers(env);
+  const app = await createDashboardApp({ catalog, queues, redis, log, users });
   const server = createServer(app);
   await listen(server, env.PORT);
-  // The user name is fine to log; the password never is.
-  log.info({ port: env.PORT, user: env.DASHBOARD_USER }, 'dashboard ready');
+  // User names and roles are fine to log; passwords and hashes never are.
+  log.info({ port: env.PORT, users: users.map((u) => `${u.name} (${u.role})`) }, 'dashboard ready');
 
   onShutdown(log, async () => {
     await new Promise<void>((resolve) => server.close(() => resolve()));

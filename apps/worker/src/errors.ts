@@ -1,4 +1,4 @@
-import { TickworkError } from '@tickwork/runtime';
+import { cancellationReason, isCancellationReason, TickworkError, type CancelRequest } from '@tickwork/runtime';
 
 export class JobTimeoutError extends TickworkError {
   override name = 'JobTimeoutError';
@@ -12,5 +12,26 @@ export class WorkerShutdownError extends TickworkError {
   override name = 'WorkerShutdownError';
   constructor(jobName: string) {
     super(`job "${jobName}" was interrupted by worker shutdown; it is handed back to the queue for another worker`);
+  }
+}
+
+/**
+ * An operator cancelled the job (see cancel-listener.ts). Its message is the failed reason, `cancelled by
+ * <who>[: <why>]`, which is also what BullMQ's `worker.cancelJob` carries as the signal's abort reason.
+ */
+export class JobCancelledError extends TickworkError {
+  override name = 'JobCancelledError';
+  constructor(reason: string) {
+    super(reason);
+  }
+
+  static of(request: CancelRequest): JobCancelledError {
+    return new JobCancelledError(cancellationReason(request));
+  }
+
+  /** The error for a signal's abort reason, when that reason is a cancellation. */
+  static fromAbortReason(reason: unknown): JobCancelledError | undefined {
+    if (reason instanceof JobCancelledError) return reason;
+    return typeof reason === 'string' && isCancellationReason(reason) ? new JobCancelledError(reason) : undefined;
   }
 }

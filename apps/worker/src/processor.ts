@@ -9,6 +9,7 @@ import {
   runExactlyOnce,
   type ExactlyOnce,
   jobDuration,
+  jobsCancelled,
   jobsCompleted,
   jobsFailed,
   nominalTimeOf,
@@ -27,7 +28,8 @@ import {
 } from '@tickwork/runtime';
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { WorkerShutdownError } from './errors.js';
+import type { CancelListener } from './cancel-listener.js';
+import { JobCancelledError, WorkerShutdownError } from './errors.js';
 import { judgeLateOccurrence } from './late-occurrence.js';
 import { runHandler } from './run-handler.js';
 import { stallResetOnProgress } from './stall-progress.js';
@@ -47,6 +49,8 @@ export interface ProcessorDeps {
   ackConnectionOf?: (queue: string) => Promise<Redis> | undefined;
   /** SCHEDULE_GRACE_MS: an occurrence starting later than this after its time is judged by its missed-run policy. */
   graceMs?: number;
+  /** Operators' cancel requests (cancel-listener.ts); without it jobs cannot be cancelled. */
+  cancels?: CancelListener;
 }
 
 /** The result a late occurrence dropped by its missed-run policy completes with (also in the ledger). */
@@ -85,6 +89,24 @@ export function createProcessor(deps: ProcessorDeps) {
       }
       throw err;
     }
+    const labels = { queue: job.queueName, job: job.name };
+    const history = runRecorder(deps.redis, deps.exactlyOnce.prefix, def, delivery, log);
+    /**
+     * A cancelled run ends failed with `cancelled by ...` and UnrecoverableError (no retry), which the DLQ
+     * move leaves alone (no dead letter, no alert); it counts as cancelled, not failed. The request is
+     * cleared, so an operator's retry of the job runs it.
+     */
+    const cancelled = async (err: JobCancelledError, when: string): Promise<never> => {
+      jobsCancelled.inc(labels);
+      log.info({ reason: err.message }, `job cancelled ${when}`);
+      await history?.cancelled(err.message);
+      await deps.cancels?.finished(job.queueName, String(job.id));
+      throw new UnrecoverableError(err.message);
+    };
+    // Checked in memory (the listener follows requests by pub/sub): no round trip on a job's start.
+    if (deps.cancels && !deps.cancels.loaded) await deps.cancels.ready;
+    const request = deps.cancels?.pending(job.queueName, String(job.id));
+    if (request) return cancelled(JobCancelledError.of(request), 'before it started');
     const nominalTime = nominalTimeOf(delivery);
     const idempotencyKey = idempotencyKeyOf(def, delivery, data);
     const eo = deps.exactlyOnce;
@@ -117,8 +139,6 @@ export function createProcessor(deps: ProcessorDeps) {
       return ctx;
     };
     log.debug({ idempotencyKey }, 'job started');
-    const labels = { queue: job.queueName, job: job.name };
-    const history = runRecorder(deps.redis, deps.exactlyOnce.prefix, def, delivery, log);
     // The overlap policy applies to occurrences the tickwork scheduler enqueued (BullMQ job schedulers are
     // legacy: reconcile removes them, and their last jobs share the occurrence's ledger key anyway).
     const schedule = delivery.scheduled?.schedule;
@@ -165,6 +185,7 @@ export function createProcessor(deps: ProcessorDeps) {
           log.warn('interrupted by shutdown; handing the job back to the queue');
           return defer(0);
         }
+        if (err instanceof JobCancelledError) return cancelled(err, 'while running');
         jobsFailed.inc(labels);
         await history?.failed(err, err instanceof UnrecoverableError || attempt >= (job.opts.attempts ?? 1));
         throw err;

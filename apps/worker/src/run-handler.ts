@@ -1,5 +1,5 @@
 import type { AnyJob, JobContext } from '@tickwork/runtime';
-import { JobTimeoutError, WorkerShutdownError } from './errors.js';
+import { JobCancelledError, JobTimeoutError, WorkerShutdownError } from './errors.js';
 import { asError } from './thrown-value.js';
 
 export const DEFAULT_TIMEOUT_MS = 5 * 60_000;
@@ -7,7 +7,8 @@ export const DEFAULT_TIMEOUT_MS = 5 * 60_000;
 /**
  * Runs the handler under its timeout. The handler's signal is aborted on timeout or worker shutdown;
  * a handler that ignores its signal and hangs still loses the race, so the attempt fails on time and a
- * drain deadline is really a deadline (WorkerShutdownError).
+ * drain deadline is really a deadline (WorkerShutdownError). An operator's cancel aborts the same signal
+ * with a JobCancelledError as its reason, and the attempt ends with that error.
  */
 export async function runHandler<T>(
   job: AnyJob,
@@ -20,8 +21,10 @@ export async function runHandler<T>(
   let onWorkerAbort = () => {};
   const timeout = new Promise<never>((_, reject) => {
     onWorkerAbort = () => {
-      controller.abort(workerSignal?.reason);
-      reject(new WorkerShutdownError(job.name));
+      const reason: unknown = workerSignal?.reason;
+      const cancelled = JobCancelledError.fromAbortReason(reason);
+      controller.abort(cancelled ?? reason);
+      reject(cancelled ?? new WorkerShutdownError(job.name));
     };
     if (workerSignal?.aborted) onWorkerAbort();
     workerSignal?.addEventListener('abort', onWorkerAbort, { once: true });
@@ -34,6 +37,10 @@ export async function runHandler<T>(
   try {
     return await Promise.race([job.handler(makeContext(controller.signal)), timeout]);
   } catch (err) {
+    // A handler honouring its signal may reject first with an error of its own (an AbortError): the
+    // attempt still ends as cancelled.
+    const cancelled = workerSignal?.aborted ? JobCancelledError.fromAbortReason(workerSignal.reason) : undefined;
+    if (cancelled) throw cancelled;
     throw asError(err);
   } finally {
     clearTimeout(timer);

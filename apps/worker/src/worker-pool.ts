@@ -1,10 +1,11 @@
-import { createExactlyOnce, createRedis, type HealthCheck, type RedisOutageLog } from '@tickwork/runtime';
+import { createExactlyOnce, createRedis, isCancellationReason, type HealthCheck, type RedisOutageLog } from '@tickwork/runtime';
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { startCancelListener } from './cancel-listener.js';
 import type { DeadLetterRouting } from './dead-letter.js';
 import { createProcessor, type ProcessorDeps } from './processor.js';
 
-export interface WorkerPoolOptions extends Omit<ProcessorDeps, 'redis' | 'exactlyOnce'> {
+export interface WorkerPoolOptions extends Omit<ProcessorDeps, 'redis' | 'exactlyOnce' | 'cancels'> {
   redisUrl: string;
   /** Command connection shared with the processor (ledger, demo side effects). */
   redis: Redis;
@@ -53,7 +54,16 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     ...(opts.unfinishedRunTtlMs !== undefined && { unfinishedTtlMs: opts.unfinishedRunTtlMs }),
   });
   const byQueue = new Map<string, Worker>();
-  const processor = createProcessor({ ...opts, exactlyOnce, ackConnectionOf: (queue) => ackConnectionOf(byQueue.get(queue)) });
+  // One subscriber connection for the process: a cancel request aborts the job wherever it runs.
+  const cancels = startCancelListener({
+    redisUrl: opts.redisUrl,
+    redis: ledgerRedis,
+    prefix: opts.prefix,
+    log: opts.log,
+    outage: opts.outage,
+    cancelRunning: (queue, jobId, reason) => byQueue.get(queue)?.cancelJob(jobId, reason) ?? false,
+  });
+  const processor = createProcessor({ ...opts, exactlyOnce, cancels, ackConnectionOf: (queue) => ackConnectionOf(byQueue.get(queue)) });
   const queues = opts.queues ?? opts.catalog.queues;
   const workers = queues.map((queue) => {
     const connection = createRedis(opts.redisUrl, 'blocking');
@@ -74,12 +84,11 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     worker.on('error', (err) => {
       if (!opts.outage?.note(err)) opts.log.error({ err, queue }, 'worker error');
     });
-    worker.on('failed', (job, err) =>
-      opts.log.warn(
-        { queue, job: job?.name, jobId: job?.id, attempt: job?.attemptsMade, err },
-        'job attempt failed',
-      ),
-    );
+    worker.on('failed', (job, err) => {
+      // A cancellation is logged by the processor (who, why) and is not a failure to look into.
+      if (isCancellationReason(err.message)) return;
+      opts.log.warn({ queue, job: job?.name, jobId: job?.id, attempt: job?.attemptsMade, err }, 'job attempt failed');
+    });
     return worker;
   });
   opts.log.info({ queues, concurrency: opts.concurrency }, 'workers started');
@@ -94,10 +103,12 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     },
     abort(reason) {
       stopping = true;
+      cancels.close();
       for (const w of workers) w.cancelAllJobs(reason);
     },
     async drain(deadlineMs) {
       stopping = true;
+      cancels.close();
       let timer: NodeJS.Timeout | undefined;
       const deadline = new Promise<'timeout'>((resolve) => {
         timer = setTimeout(() => resolve('timeout'), deadlineMs);

@@ -47,3 +47,5 @@ export * from './schedule/overview.js';
 export * from './schedule/health-metrics.js';
 export * from './capacity/index.js';
 export * from './pg/index.js';
+export * from './auth/password-hash.js';
+export * from './cancel/cancel-requests.js';

@@ -32,15 +32,17 @@ function serializeError(err: unknown): unknown {
   return out;
 }
 
-export function createLogger(app: string, level: string = 'info'): Logger {
-  return pino({
+/** `destination` (default stdout) lets a test read the lines an app writes, redaction included. */
+export function createLogger(app: string, level: string = 'info', destination?: pino.DestinationStream): Logger {
+  const opts = {
     name: app,
     level,
     base: { app },
     serializers: { err: serializeError },
     redact: { paths: REDACT, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
-  });
+  };
+  return destination ? pino(opts, destination) : pino(opts);
 }
 
 /** A URL safe to log: credentials and query string removed. */

@@ -21,6 +21,13 @@ export const jobsFailed = new Counter({
   registers: [metricsRegistry],
 });
 
+export const jobsCancelled = new Counter({
+  name: 'tickwork_jobs_cancelled_total',
+  help: 'Runs cancelled by an operator (counted here, not as failed attempts)',
+  labelNames: ['queue', 'job'] as const,
+  registers: [metricsRegistry],
+});
+
 export const jobDuration = new Histogram({
   name: 'tickwork_job_duration_seconds',
   help: 'Handler run time',

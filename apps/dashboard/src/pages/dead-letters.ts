@@ -7,24 +7,31 @@ export function deadLetterPath(queue: string, dlqJobId: string): string {
   return `/dead-letters/${encodeURIComponent(queue)}/${encodeURIComponent(dlqJobId)}`;
 }
 
-/** A one-button POST form carrying the CSRF token. */
-function action(path: string, label: string, token: string, danger = false): SafeHtml {
+/**
+ * A one-button POST form carrying the CSRF token. Pages get no token for a viewer (read-only role), and
+ * then render no buttons at all.
+ */
+type Token = string | undefined;
+
+function action(path: string, label: string, token: Token, danger = false): SafeHtml {
+  if (token === undefined) return html``;
   return html`<form class="inline" method="post" action="${path}"><input type="hidden" name="${CSRF_FIELD}" value="${token}"><button type="submit" class="${danger ? 'danger' : ''}">${label}</button></form>`;
 }
 
-function redriveOne(queue: string, id: string, token: string): SafeHtml {
+function redriveOne(queue: string, id: string, token: Token): SafeHtml {
   return action(`${deadLetterPath(queue, id)}/redrive`, 'Re-drive', token);
 }
 
 /** Purging loses the entry for good, so the button is one click further away (no script needed). */
-function purgeOne(queue: string, id: string, token: string): SafeHtml {
+function purgeOne(queue: string, id: string, token: Token): SafeHtml {
+  if (token === undefined) return html``;
   return html`<details class="inline"><summary>Purge…</summary>${action(`${deadLetterPath(queue, id)}/purge`, 'Purge for good', token, true)}</details>`;
 }
 
 /** Marks a job that something other than tickwork put in the DLQ. */
 const FOREIGN = html`<span class="badge stale" title="something other than tickwork added this job to the dead-letter queue: it can be purged, not re-driven">not a tickwork entry</span>`;
 
-function entryRow(e: DlqSummary, token: string): SafeHtml {
+function entryRow(e: DlqSummary, token: Token): SafeHtml {
   return html`<tr>
 <td>${e.queue}</td>
 <td><a href="${deadLetterPath(e.queue, e.dlqJobId)}">${e.job || '(no name)'}</a>${!e.tickwork && html` ${FOREIGN}`}<br><code class="muted">${e.dlqJobId}</code></td>
@@ -66,14 +73,15 @@ function filterForm(q: DlqListQuery, queues: string[]): SafeHtml {
 </form>`;
 }
 
-function queueActions(queue: string, count: number, token: string): SafeHtml {
+function queueActions(queue: string, count: number, token: Token): SafeHtml {
+  if (token === undefined) return html``;
   const q = encodeURIComponent(queue);
   const batch = Math.min(count, DLQ_BATCH_SIZE);
   return html`${action(`/dead-letters/${q}/redrive-all`, count > batch ? `Re-drive the next ${batch} of ${count}` : `Re-drive all ${count}`, token)}
 <details class="inline"><summary>Purge…</summary>${action(`/dead-letters/${q}/purge-all`, count > batch ? `Purge the next ${batch} of ${count} for good` : `Purge all ${count} for good`, token, true)}</details>`;
 }
 
-export function renderDeadLetters(data: DlqListing, query: DlqListQuery, token: string, flash: Flash | undefined): SafeHtml {
+export function renderDeadLetters(data: DlqListing, query: DlqListQuery, token: Token, flash: Flash | undefined): SafeHtml {
   const filtered = Object.values(query.filter).some((v) => v !== undefined);
   const shown = data.entries.length;
   const body = html`<h1>Dead letters</h1>
@@ -110,7 +118,7 @@ function json(value: unknown): string {
   return JSON.stringify(value, null, 2) ?? 'undefined';
 }
 
-function renderForeignDetail(queue: string, d: ForeignDlqJob, token: string): SafeHtml {
+function renderForeignDetail(queue: string, d: ForeignDlqJob, token: Token): SafeHtml {
   const f = d.foreign;
   const body = html`<p><a href="/dead-letters">← Dead letters</a></p>
 <h1>${f.name || '(no name)'} <span class="muted">in</span> <code>${d.dlqQueue}</code> ${FOREIGN}</h1>
@@ -125,7 +133,7 @@ function renderForeignDetail(queue: string, d: ForeignDlqJob, token: string): Sa
   return layout({ title: 'Not a tickwork dead letter', section: 'dead-letters', body });
 }
 
-export function renderDeadLetterDetail(queue: string, d: DlqItem, token: string): SafeHtml {
+export function renderDeadLetterDetail(queue: string, d: DlqItem, token: Token): SafeHtml {
   if (d.entry === null) return renderForeignDetail(queue, d, token);
   const e = d.entry;
   const body = html`<p><a href="/dead-letters">← Dead letters</a></p>

@@ -1,6 +1,6 @@
 import { html, raw, type HtmlValue, type SafeHtml } from '../html.js';
 
-export type Section = 'schedules' | 'dead-letters' | 'capacity';
+export type Section = 'schedules' | 'dead-letters' | 'capacity' | 'jobs' | 'audit';
 
 export interface Flash {
   kind: 'ok' | 'error';
@@ -11,6 +11,8 @@ const NAV: { href: string; label: string; section?: Section }[] = [
   { href: '/schedules', label: 'Schedules', section: 'schedules' },
   { href: '/dead-letters', label: 'Dead letters', section: 'dead-letters' },
   { href: '/capacity', label: 'Capacity', section: 'capacity' },
+  { href: '/jobs', label: 'Running', section: 'jobs' },
+  { href: '/audit', label: 'Audit', section: 'audit' },
   { href: '/queues', label: 'Queues' },
 ];
 
@@ -53,7 +55,7 @@ const STYLE = raw(`
   dd { margin: 0; }
 `);
 
-/** The page frame: nav (Schedules, Dead letters, Capacity, Queues = Bull Board), an optional flash message, the body. */
+/** The page frame: nav (Schedules, Dead letters, Capacity, Running, Audit, Queues = Bull Board), an optional flash message, the body. */
 export function layout(opts: { title: string; section?: Section; flash?: Flash | undefined; body: HtmlValue }): SafeHtml {
   return html`<!doctype html>
 <html lang="en">

@@ -12,6 +12,7 @@ import {
   type Logger,
 } from '@tickwork/runtime';
 import express, { Router, type Request, type Response } from 'express';
+import { signedIn } from '../basic-auth.js';
 import type { Csrf } from '../csrf.js';
 import { loadDeadLetterPage, originQueues, type DeadLetterSource } from '../data/dead-letters.js';
 import { html } from '../html.js';
@@ -65,6 +66,8 @@ function listQuery(req: Request): DlqListQuery {
 export function deadLettersRouter(src: DeadLetterSource & { log: Logger }, csrf: Csrf): Router {
   const router = Router();
   const form = express.urlencoded({ extended: false, limit: '4kb' });
+  /** Viewers get no token, so their pages show no action buttons. */
+  const tokenFor = (res: Response): string | undefined => (signedIn(res).role === 'admin' ? csrf.token : undefined);
 
   /** Only queues tickwork knows: a URL must not make the QueueSet open a Queue for any name it likes. */
   async function knownQueue(req: Request, res: Response): Promise<string | undefined> {
@@ -111,7 +114,7 @@ export function deadLettersRouter(src: DeadLetterSource & { log: Logger }, csrf:
   router.get('/dead-letters', async (req, res) => {
     try {
       const query = listQuery(req);
-      sendPage(res, renderDeadLetters(await loadDeadLetterPage(src, query), query, csrf.token, flashOf(req)));
+      sendPage(res, renderDeadLetters(await loadDeadLetterPage(src, query), query, tokenFor(res), flashOf(req)));
     } catch (err) {
       if (!(err instanceof DlqQueryError)) throw err;
       const body = html`<h1>Bad listing</h1><p class="err">${err.message}</p><p><a href="/dead-letters">All dead letters</a></p>`;
@@ -122,7 +125,7 @@ export function deadLettersRouter(src: DeadLetterSource & { log: Logger }, csrf:
     const queue = await knownQueue(req, res);
     if (!queue) return;
     try {
-      sendPage(res, renderDeadLetterDetail(queue, await getDlqItem(src.queues, queue, String(req.params.id)), csrf.token));
+      sendPage(res, renderDeadLetterDetail(queue, await getDlqItem(src.queues, queue, String(req.params.id)), tokenFor(res)));
     } catch (err) {
       if (!(err instanceof DeadLetterNotFoundError)) throw err;
       const body = html`<h1>No such dead letter</h1><p>${err.message}. <a href="/dead-letters">All dead letters</a></p>`;

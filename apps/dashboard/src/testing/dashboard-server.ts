@@ -1,15 +1,34 @@
 import type { Server } from 'node:http';
 import { catalog } from '@tickwork/jobs';
-import { createLogger, moveToDeadLetter, QueueSet } from '@tickwork/runtime';
+import { createLogger, hashPassword, moveToDeadLetter, parsePasswordHash, QueueSet, type Logger } from '@tickwork/runtime';
 import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { createDashboardApp } from '../app.js';
+import { plainAdmin, type DashboardUser } from '../users.js';
 
 export const USER = 'ops';
 export const PASSWORD = 'correct-horse';
-export const AUTH = { authorization: `Basic ${Buffer.from(`${USER}:${PASSWORD}`).toString('base64')}` };
+export const basicHeader = (user: string, password: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` });
+/** The DASHBOARD_USER/DASHBOARD_PASSWORD admin. */
+export const AUTH = basicHeader(USER, PASSWORD);
+/** A DASHBOARD_USERS viewer and a DASHBOARD_USERS admin (scrypt hashes, cheap cost for tests). */
+export const VIEWER = 'watcher';
+export const VIEWER_PASSWORD = 'just-looking';
+export const VIEWER_AUTH = basicHeader(VIEWER, VIEWER_PASSWORD);
+export const HASHED_ADMIN = 'alice';
+export const HASHED_ADMIN_PASSWORD = 'alice-in-charge';
+export const HASHED_ADMIN_AUTH = basicHeader(HASHED_ADMIN, HASHED_ADMIN_PASSWORD);
+
+async function testUsers(): Promise<DashboardUser[]> {
+  const hashed = async (password: string) => parsePasswordHash(await hashPassword(password, { N: 1024, r: 8, p: 1 }));
+  return [
+    plainAdmin(USER, PASSWORD),
+    { name: VIEWER, role: 'viewer', password: { kind: 'scrypt', hash: await hashed(VIEWER_PASSWORD) } },
+    { name: HASHED_ADMIN, role: 'admin', password: { kind: 'scrypt', hash: await hashed(HASHED_ADMIN_PASSWORD) } },
+  ];
+}
 
 export interface TestDashboard {
   base: string;
@@ -21,18 +40,17 @@ export interface TestDashboard {
   queues: QueueSet;
   /** GET with credentials. */
   get(path: string): Promise<Response>;
-  /** POST a form with credentials and the given extra headers; redirects are not followed. */
+  /** POST a form with credentials (the admin's, unless headers carry others) and the given extra headers; redirects are not followed. */
   post(path: string, form: Record<string, string>, headers?: Record<string, string>): Promise<Response>;
   close(): Promise<void>;
 }
 
 /** The real express app on port 0 against a private redis-server, as main.ts wires it. */
-export async function startDashboard(prefix = 'tw'): Promise<TestDashboard> {
+export async function startDashboard(prefix = 'tw', log: Logger = createLogger('test', 'silent')): Promise<TestDashboard> {
   const redisServer = await startRedisServer();
   const redis = redisServer.client();
-  const log = createLogger('test', 'silent');
   const queues = new QueueSet(redis, prefix, log);
-  const app = await createDashboardApp({ catalog, queues, redis, log, user: USER, password: PASSWORD });
+  const app = await createDashboardApp({ catalog, queues, redis, log, users: await testUsers() });
   const http: Server = app.listen(0);
   await new Promise((r) => http.once('listening', r));
   const addr = http.address();

@@ -6,6 +6,7 @@ import { defineJob, type AnyJob } from '../define-job.js';
 import { validatePayload } from '../payload.js';
 import { dlqName, type QueueSet } from '../queues.js';
 import { deliveryOf, idempotencyKeyOf, nominalTimeOf, scheduleIdOf, SCHEDULED_RUN_OPTION, type Delivery } from '../run-identity.js';
+import { isCancellationReason } from '../cancel/cancel-requests.js';
 import { deadLetterJobId } from './ids.js';
 import { rawDeadLetterEntry } from './raw-entry.js';
 import { REDRIVE_OPTION, type DeadLetter, type DeadLetterEntry } from './entry.js';
@@ -57,6 +58,9 @@ export interface MoveOptions {
 export async function moveToDeadLetter(opts: MoveOptions & { job: Job }): Promise<MoveResult | undefined> {
   const { job } = opts;
   if ((await job.getState()) !== 'failed') return undefined;
+  // An operator cancelled it: a decision, not a failure to re-drive; it stays in the failed set (an
+  // operator may retry it there) until BullMQ's removeOnFail trims it.
+  if (isCancellationReason(job.failedReason)) return undefined;
   const firstFailedOn = await firstFailedOf(opts, job.queueName, String(job.id));
   const now = opts.now ?? new Date();
   let entry: DeadLetterEntry;

@@ -12,10 +12,11 @@ export const HISTORY_RETRY_MS = 30_000;
 /**
  * - `completed` / `failed`: an on-time run finished (failed = its final attempt failed);
  * - `caught-up`: a catch-up run completed; `manual`: an on-demand run of a scheduled job completed;
- * - `missed`: never run, by the missed-run policy; `skipped-overlap`: not run because a previous run was active.
+ * - `missed`: never run, by the missed-run policy; `skipped-overlap`: not run because a previous run was active;
+ * - `cancelled`: an operator cancelled the run (running or before it started).
  * An occurrence without an outcome is scheduled or running.
  */
-export type OccurrenceOutcome = 'completed' | 'failed' | 'skipped-overlap' | 'missed' | 'caught-up' | 'manual';
+export type OccurrenceOutcome = 'completed' | 'failed' | 'skipped-overlap' | 'missed' | 'caught-up' | 'manual' | 'cancelled';
 export type OccurrenceTrigger = 'schedule' | 'catch-up' | 'manual';
 
 export interface OccurrenceRecord {
@@ -151,6 +152,8 @@ export interface RunRecorder {
   missed(reason: string): Promise<void>;
   /** This occurrence started late and runs as a catch-up: its trigger becomes `catch-up`, success `caught-up`. */
   catchingUp(): Promise<void>;
+  /** An operator cancelled the run; `reason` is the failed reason (`cancelled by ...`). */
+  cancelled(reason: string): Promise<void>;
 }
 
 /** A recorder for runs of scheduled jobs (on time, catch-up or manual); undefined for unscheduled jobs. */
@@ -196,6 +199,7 @@ export function runRecorder(
         : merge({ error: (err as Error)?.message ?? String(err) }),
     skippedOverlap: (reason) => merge({ endedAt: now(), outcome: 'skipped-overlap', ...(reason && { error: reason }) }),
     missed: (reason) => merge({ endedAt: now(), outcome: 'missed', error: reason }),
+    cancelled: (reason) => merge({ endedAt: now(), outcome: 'cancelled', error: reason }),
     catchingUp: () => {
       successOutcome = 'caught-up';
       return merge({ trigger: 'catch-up' });
