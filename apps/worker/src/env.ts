@@ -25,7 +25,7 @@ const schema = z.object({
   /** Largest payload ctx.enqueue accepts (bytes of JSON). */
   MAX_PAYLOAD_BYTES: positiveInt(512 * 1024),
   /** Lock/stall tuning, BullMQ defaults otherwise; a job stalled more than WORKER_MAX_STALLED_COUNT times is dead-lettered. */
-  /** Also the idempotency-ledger lease: a crashed worker's runs are taken over this long after it stopped renewing. */
+  /** Also the idempotency-ledger lease. Both are BullMQ's fallback: a crashed worker's jobs come back through the heartbeat below first. */
   WORKER_LOCK_DURATION_MS: positiveInt(30_000),
   WORKER_STALLED_INTERVAL_MS: positiveInt(30_000),
   WORKER_MAX_STALLED_COUNT: z.coerce.number().int().min(0).default(2),
