@@ -25,10 +25,16 @@ const schema = z.object({
   /** Largest payload ctx.enqueue accepts (bytes of JSON). */
   MAX_PAYLOAD_BYTES: positiveInt(512 * 1024),
   /** Lock/stall tuning, BullMQ defaults otherwise; a job stalled more than WORKER_MAX_STALLED_COUNT times is dead-lettered. */
-  /** Also the idempotency-ledger lease: a crashed worker's runs are taken over this long after it stopped renewing. */
+  /** Also the idempotency-ledger lease. Both are BullMQ's fallback: a crashed worker's jobs come back through the heartbeat below first. */
   WORKER_LOCK_DURATION_MS: positiveInt(30_000),
   WORKER_STALLED_INTERVAL_MS: positiveInt(30_000),
   WORKER_MAX_STALLED_COUNT: z.coerce.number().int().min(0).default(2),
+  /**
+   * Recovery after a crash: every process beats this often, and one silent for WORKER_DEAD_AFTER_MS counts
+   * as dead: its jobs go back to the queue and its runs' leases are taken over (README, Recovery after a crash).
+   */
+  WORKER_HEARTBEAT_MS: positiveInt(1000),
+  WORKER_DEAD_AFTER_MS: positiveInt(5000),
   /** How long a completed run with an explicit key (idempotencyKey, occurrence, re-drive) suppresses duplicates. */
   IDEMPOTENCY_RETENTION_HOURS: positiveInt(24),
   /** How long a failed or interrupted run keeps its record and step results (a re-drive within it resumes). */
@@ -42,6 +48,9 @@ const schema = z.object({
   OUTBOX_DATABASE_URL: databaseUrl.optional(),
   /** How often the outbox relay looks for rows when the last pass found none. */
   OUTBOX_RELAY_INTERVAL_MS: positiveInt(1000),
+}).refine((env) => env.WORKER_DEAD_AFTER_MS >= 3 * env.WORKER_HEARTBEAT_MS, {
+  path: ['WORKER_DEAD_AFTER_MS'],
+  message: 'must be at least 3 times WORKER_HEARTBEAT_MS: a late beat must not look like a death',
 });
 
 export type WorkerEnv = z.output<typeof schema>;

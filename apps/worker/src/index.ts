@@ -5,3 +5,4 @@ export * from './errors.js';
 export * from './env.js';
 export * from './dead-letter.js';
 export * from './thrown-value.js';
+export * from './recovery/recovery.js';

@@ -46,6 +46,8 @@ async function main(): Promise<void> {
     lockDurationMs: env.WORKER_LOCK_DURATION_MS,
     stalledIntervalMs: env.WORKER_STALLED_INTERVAL_MS,
     maxStalledCount: env.WORKER_MAX_STALLED_COUNT,
+    heartbeatMs: env.WORKER_HEARTBEAT_MS,
+    deadAfterMs: env.WORKER_DEAD_AFTER_MS,
     idempotencyWindowMs: env.IDEMPOTENCY_RETENTION_HOURS * 3600_000,
     unfinishedRunTtlMs: env.IDEMPOTENCY_UNFINISHED_RETENTION_HOURS * 3600_000,
     graceMs: env.SCHEDULE_GRACE_MS,

@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import { startCancelListener } from './cancel-listener.js';
 import type { DeadLetterRouting } from './dead-letter.js';
 import { createProcessor, type ProcessorDeps } from './processor.js';
+import { createRecovery } from './recovery/recovery.js';
 
 export interface WorkerPoolOptions extends Omit<ProcessorDeps, 'redis' | 'exactlyOnce' | 'cancels'> {
   redisUrl: string;
@@ -25,6 +26,9 @@ export interface WorkerPoolOptions extends Omit<ProcessorDeps, 'redis' | 'exactl
   idempotencyWindowMs?: number;
   /** How long an unfinished run's record and step results are kept. Default 7 days. */
   unfinishedRunTtlMs?: number;
+  /** Recovery after a crash (recovery/): how often this process beats, and the silence after which a process counts as dead. */
+  heartbeatMs?: number;
+  deadAfterMs?: number;
 }
 
 export interface WorkerPool {
@@ -47,8 +51,20 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   const ledgerRedis = createRedis(opts.redisUrl, 'command');
   if (opts.outage) opts.outage.watch(ledgerRedis);
   else ledgerRedis.on('error', (err) => opts.log.warn({ err: { message: err.message } }, 'ledger redis connection error'));
+  // Recovery: a per-process heartbeat; a dead process's jobs and runs are taken over (recovery/recovery.ts).
+  const recovery = createRecovery({
+    redisUrl: opts.redisUrl,
+    prefix: opts.prefix,
+    heartbeatMs: opts.heartbeatMs,
+    deadAfterMs: opts.deadAfterMs,
+    leaseMs: opts.lockDurationMs ?? 30_000,
+    maxStalledCount: opts.maxStalledCount ?? 2,
+    log: opts.log,
+    outage: opts.outage,
+  });
   const exactlyOnce = createExactlyOnce(ledgerRedis, {
     prefix: opts.prefix,
+    liveness: recovery.registry,
     leaseMs: opts.lockDurationMs ?? 30_000,
     ...(opts.idempotencyWindowMs !== undefined && { windowMs: opts.idempotencyWindowMs }),
     ...(opts.unfinishedRunTtlMs !== undefined && { unfinishedTtlMs: opts.unfinishedRunTtlMs }),
@@ -79,6 +95,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
       ...limiterOf(opts.catalog.rateLimitOf(queue)),
     });
     byQueue.set(queue, worker);
+    recovery.track(worker, queue);
     opts.deadLetter?.attach(worker);
     // Connection errors during an outage are the outage log's (once, then a summary), not one line each.
     worker.on('error', (err) => {
@@ -91,6 +108,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     });
     return worker;
   });
+  recovery.start();
   opts.log.info({ queues, concurrency: opts.concurrency }, 'workers started');
 
   let stopping = false;
@@ -120,10 +138,13 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
         opts.log.warn({ deadlineMs }, 'drain deadline passed; aborting active jobs');
         for (const w of workers) w.cancelAllJobs('worker shutting down');
         await Promise.all(workers.map((w) => w.close(true)));
+        // Jobs left locked by the forced close are taken back once this process counts as dead.
+        await recovery.stop(false);
         await opts.deadLetter?.close();
         ledgerRedis.disconnect();
         return { timedOut: true };
       }
+      await recovery.stop(true);
       await opts.deadLetter?.close();
       ledgerRedis.disconnect();
       return { timedOut: false };

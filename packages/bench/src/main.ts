@@ -28,6 +28,7 @@ import { Queue, Worker, type Job, type Processor } from 'bullmq';
 import { pino } from 'pino';
 import { z } from 'zod';
 import { openPgBossBench } from './pgboss.js';
+import { benchRecovery } from './recovery.js';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 10_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -158,6 +159,7 @@ async function main(): Promise<void> {
   }
   command.disconnect();
   await own?.stop();
+  await benchRecovery();
   process.exit(0);
 }
 

@@ -10,7 +10,7 @@ export class LeaseLostError extends TickworkError {
   constructor(readonly idempotencyKey: string, detail: string) {
     super(
       `lost the idempotency lease of run "${idempotencyKey}" (${detail}); another delivery owns the run now. ` +
-        'If this repeats, raise WORKER_LOCK_DURATION_MS or look for event-loop stalls in the handler',
+        'If this repeats, look for event-loop stalls in the handler, or raise WORKER_DEAD_AFTER_MS (a process silent that long counts as dead)',
     );
   }
 }

@@ -20,7 +20,7 @@
  * Each script runs a batch of operations: entry i runs against KEYS[i] (the record's key); ARGV holds, per
  * entry, its op code, its argument count and its arguments (the first is the mode). Replies, per entry:
  * - claim: 1 for a new run with no recorded steps (the common case, kept to one small reply), else
- *   {'done', result, completedAt} | {'busy', msLeftOnLease} | {'claimed', tookOver, stepId1, stepValue1, ...}
+ *   {'done', result, completedAt} | {'busy', msLeftOnLease, holder} | {'claimed', tookOver, stepId1, stepValue1, ...}
  *   (returning recorded steps so a resumed run needs no round trip per step);
  * - renew, step, complete, release: 1, or 0 when the caller no longer owns the running lease (the fence
  *   for every write after the claim); complete also answers 1 when the caller already completed the run
@@ -99,7 +99,9 @@ local function withSteps(out, stepsKey, unfinishedTtl)
   return out
 end
 
-ops.c = function(key, mode, owner, leaseMs, unfinishedTtl, stepsKey)
+-- deadHolder (optional): an owner whose process the worker registry reports dead (recovery/); its live
+-- lease is taken over as if expired. Compared to the record's holder here, so the takeover is a CAS.
+ops.c = function(key, mode, owner, leaseMs, unfinishedTtl, stepsKey, deadHolder)
   local fresh
   if mode == 'j' then
     if redis.call('EXISTS', key) == 0 then error('the job is gone from its queue (removed while it was being processed)') end
@@ -117,7 +119,7 @@ ops.c = function(key, mode, owner, leaseMs, unfinishedTtl, stepsKey)
   if state == 'd' then return {'done', result, time} end
   local tookOver = '0'
   if state == 'r' and holder ~= owner then
-    if tonumber(time) > now then return {'busy', string.format('%d', tonumber(time) - now)} end
+    if tonumber(time) > now and holder ~= deadHolder then return {'busy', string.format('%d', tonumber(time) - now), holder} end
     tookOver = '1'
   end
   rput(mode, key, running(owner, leaseMs, (tonumber(claims) or 0) + 1), unfinishedTtl)

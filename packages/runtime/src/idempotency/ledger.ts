@@ -36,9 +36,20 @@ export function jobRecordKey(prefix: string, queue: string, jobId: string): stri
   return `${prefix}:${queue}:${jobId}`;
 }
 
-/** A delivery's owner token: short (it is kept in every done record) and never containing `|`. */
-export function newOwner(): string {
-  return randomBytes(9).toString('base64url');
+/**
+ * A delivery's owner token: short (it is kept in every done record) and never containing `|`. With the
+ * tag of the process making the delivery (`<tag>.<random>`, see recovery/worker-registry.ts), a later
+ * delivery that finds the run held can ask whether that process is still alive (ownerTagOf).
+ */
+export function newOwner(processTag?: string): string {
+  const random = randomBytes(9).toString('base64url');
+  return processTag ? `${processTag}.${random}` : random;
+}
+
+/** The process tag an owner token carries, if it was made with one (newOwner). */
+export function ownerTagOf(owner: string): string | undefined {
+  const dot = owner.indexOf('.');
+  return dot > 0 ? owner.slice(0, dot) : undefined;
 }
 
 /** Values are stored as `{"v": value}` so `undefined` and `null` results survive the round trip. */
@@ -54,7 +65,8 @@ export function decodeValue(raw: string): unknown {
 export type ClaimOutcome =
   | { kind: 'claimed'; run: LedgerRun; tookOver: boolean }
   | { kind: 'done'; result: unknown; completedAt: Date | undefined }
-  | { kind: 'busy'; leaseLeftMs: number };
+  /** `holder`: the owner token holding the live lease. */
+  | { kind: 'busy'; leaseLeftMs: number; holder: string };
 
 export interface LedgerOptions {
   /** Key prefix (QUEUE_PREFIX); ledger keys are `<prefix>:ledger:<key>`. */
@@ -104,17 +116,28 @@ export class IdempotencyLedger {
     return `${this.opts.prefix}:ledger:${idempotencyKey}`;
   }
 
-  /** Atomically claims the run named `idempotencyKey` for a new owner (one per delivery). */
-  async claim(idempotencyKey: string, place: RunRecordPlace = { kind: 'key' }, owner: string = newOwner()): Promise<ClaimOutcome> {
+  /**
+   * Atomically claims the run named `idempotencyKey` for a new owner (one per delivery). `takeOverFrom`: an
+   * owner known to be dead (its process stopped beating): its live lease is taken over, but only if that
+   * owner still holds it (compare-and-set in the script), instead of answering `busy`.
+   */
+  async claim(
+    idempotencyKey: string,
+    place: RunRecordPlace = { kind: 'key' },
+    owner: string = newOwner(),
+    takeOverFrom?: string,
+  ): Promise<ClaimOutcome> {
     if (owner.includes('|')) throw new TickworkError(`ledger owner "${owner}" must not contain "|" (the record's separator)`);
     const at = this.locate(idempotencyKey, place);
-    const reply = await this.batcher.call('claim', at.record, [at.mode, owner, this.leaseMs, this.unfinishedTtlMs, at.steps]);
+    const args: (string | number)[] = [at.mode, owner, this.leaseMs, this.unfinishedTtlMs, at.steps];
+    if (takeOverFrom !== undefined) args.push(takeOverFrom);
+    const reply = await this.batcher.call('claim', at.record, args);
     if (typeof reply === 'number') return { kind: 'claimed', tookOver: false, run: new LedgerRun(this, idempotencyKey, at, owner, undefined) };
     const [kind, a, b] = reply;
     if (kind === 'done') {
       return { kind, result: decodeValue(a ?? ''), completedAt: b ? new Date(Number(b)) : undefined };
     }
-    if (kind === 'busy') return { kind, leaseLeftMs: Number(a) };
+    if (kind === 'busy') return { kind, leaseLeftMs: Number(a), holder: b ?? '' };
     let steps: Map<string, string> | undefined;
     if (reply.length > 2) steps = new Map();
     for (let i = 2; i + 1 < reply.length; i += 2) steps?.set(reply[i] as string, reply[i + 1] as string);

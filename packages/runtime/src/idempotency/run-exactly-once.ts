@@ -2,7 +2,8 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.js';
 import { OverlapGuard, type OverlapPolicy } from '../overlap/overlap-guard.js';
 import { LeaseLostError } from './errors.js';
-import { IdempotencyLedger, type LedgerRun, type RunRecordPlace } from './ledger.js';
+import type { OwnerLiveness } from '../recovery/worker-registry.js';
+import { IdempotencyLedger, newOwner, type ClaimOutcome, type LedgerRun, type RunRecordPlace } from './ledger.js';
 import { completionWriter } from './ledger-batch.js';
 import { duplicatesDeferred, duplicatesSuppressed, leasesLost, leaseTakeovers, overlapSkipped } from './metrics.js';
 import { LeaseKeeper } from './lease-keeper.js';
@@ -14,11 +15,13 @@ export interface ExactlyOnce {
   overlap: OverlapGuard;
   redis: Redis;
   prefix: string;
+  /** The worker registry (recovery/): runs are claimed under its process tag, and a dead holder's lease is taken over. */
+  liveness?: OwnerLiveness | undefined;
 }
 
 export function createExactlyOnce(
   redis: Redis,
-  opts: { prefix: string; leaseMs?: number; windowMs?: number; unfinishedTtlMs?: number; overlapPollMs?: number },
+  opts: { prefix: string; leaseMs?: number; windowMs?: number; unfinishedTtlMs?: number; overlapPollMs?: number; liveness?: OwnerLiveness },
 ): ExactlyOnce {
   const ledger = new IdempotencyLedger(redis, opts);
   return {
@@ -26,6 +29,7 @@ export function createExactlyOnce(
     overlap: new OverlapGuard(redis, { prefix: opts.prefix, leaseMs: ledger.leaseMs, pollMs: opts.overlapPollMs ?? 500 }),
     redis,
     prefix: opts.prefix,
+    liveness: opts.liveness,
   };
 }
 
@@ -88,7 +92,7 @@ export async function runExactlyOnce<T>(
   opts: RunExactlyOnceOptions,
   body: (run: ExactlyOnceRun) => Promise<T>,
 ): Promise<T | unknown> {
-  const claim = await eo.ledger.claim(opts.key, opts.place);
+  const claim = await claimRun(eo, opts);
   if (claim.kind === 'done') {
     duplicatesSuppressed.inc(opts.labels);
     opts.log.info({ idempotencyKey: opts.key, completedAt: claim.completedAt?.toISOString() }, 'duplicate suppressed');
@@ -104,7 +108,8 @@ export async function runExactlyOnce<T>(
   const run = claim.run;
   if (claim.tookOver) {
     leaseTakeovers.inc(opts.labels);
-    opts.log.warn({ idempotencyKey: opts.key, recordedSteps: run.recordedStepCount }, 'took over a run whose holder stopped renewing its lease');
+    const holderDead = 'holderDead' in claim;
+    opts.log.warn({ idempotencyKey: opts.key, recordedSteps: run.recordedStepCount, holderDead }, 'took over a run whose holder stopped renewing its lease');
   }
 
   const preempted = opts.preempt ? await opts.preempt() : undefined;
@@ -173,6 +178,22 @@ export async function runExactlyOnce<T>(
   } finally {
     if (overlap) await eo.overlap.leave(overlap.schedule, opts.key).catch(() => false);
   }
+}
+
+/**
+ * Claims the run. Only when another delivery holds a live lease (rare: a duplicate, or a redelivery after
+ * a crash) is the worker registry asked whether the holder's process is dead; if so the lease is taken
+ * over at once, compare-and-set on that holder, instead of waiting for it to expire. The registry is a
+ * different key than the run's record, so it is read here, not in the claim's script (Redis Cluster).
+ */
+async function claimRun(eo: ExactlyOnce, opts: RunExactlyOnceOptions): Promise<ClaimOutcome | (ClaimOutcome & { holderDead: true })> {
+  const owner = newOwner(eo.liveness?.tag);
+  const claim = await eo.ledger.claim(opts.key, opts.place, owner);
+  if (claim.kind !== 'busy' || !eo.liveness) return claim;
+  // A failed check changes nothing: the delivery is deferred as if the holder were alive.
+  if (!(await eo.liveness.isDead(claim.holder).catch(() => false))) return claim;
+  const again = await eo.ledger.claim(opts.key, opts.place, owner, claim.holder);
+  return again.kind === 'claimed' ? { ...again, holderDead: true } : again;
 }
 
 function lostLease(opts: RunExactlyOnceOptions, detail: string): LeaseLostError {

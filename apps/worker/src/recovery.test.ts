@@ -1,0 +1,133 @@
+/**
+ * Recovery after a crash, with the default settings (WORKER_HEARTBEAT_MS 1 s, WORKER_DEAD_AFTER_MS 5 s,
+ * 30 s lock and lease): real worker processes, killed -9 or frozen with SIGSTOP while a run waits in the
+ * middle of its handler (after a recorded step, before its effect).
+ */
+import { createLogger, jobOptions, listDeadLetters, QueueSet } from '@tickwork/runtime';
+import { appEntry, fixtureModule, freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
+import type { Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { gated, RC_KEYS, RC_QUEUE } from '@tickwork/testkit/fixtures/recovery-catalog';
+
+const FIXTURES = fixtureModule('recovery-catalog');
+/** The issue's bound is 10 s; today's 30 s lock and 30 s stall check take 30-60 s, so this deadline tells them apart. */
+const RECOVERY_DEADLINE_MS = 15_000;
+
+let server: RedisServerHandle;
+let redis: Redis;
+let queues: QueueSet;
+let apps: AppProcess[] = [];
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  redis = server.client();
+  queues = new QueueSet(redis, 'tickwork', createLogger('test', 'silent'));
+});
+afterEach(async () => {
+  for (const a of apps) a.proc.kill('SIGCONT');
+  await Promise.all(apps.map((a) => a.stop('SIGKILL')));
+  apps = [];
+});
+afterAll(async () => {
+  await queues?.close();
+  await server?.stop();
+});
+
+/** A worker process with the default recovery settings. */
+const startWorker = async (): Promise<AppProcess> => {
+  const app = startApp(appEntry('worker'), {
+    REDIS_URL: server.url,
+    JOBS_MODULE: FIXTURES,
+    WORKER_QUEUES: RC_QUEUE,
+    PORT: String(await freePort()),
+    LOG_LEVEL: 'info',
+  });
+  apps.push(app);
+  await app.waitForLog((l) => l.msg === 'worker ready', 'worker ready', 30_000);
+  return app;
+};
+
+const list = (key: string) => redis.lrange(key, 0, -1);
+/** The pid of the process that started delivery `n` (1-based) of the run gated by `gate`. */
+const starter = (gate: string, n: number, timeoutMs = 30_000) =>
+  waitFor(async () => {
+    const pid = (await list(RC_KEYS.starts(gate)))[n - 1];
+    return pid ? Number(pid) : undefined;
+  }, { timeoutMs, what: `delivery ${n} of ${gate} to start` });
+const appOf = (pid: number) => {
+  const app = apps.find((a) => a.proc.pid === pid);
+  if (!app) throw new Error(`no worker process ${pid}`);
+  return app;
+};
+const enqueue = (gate: string): Promise<Job> => queues.get(RC_QUEUE).add(gated.name, { gate }, jobOptions(gated));
+/** Waits for the run to reach its gate: it started and recorded its step. */
+const atGate = (gate: string) => waitFor(async () => (await redis.llen(RC_KEYS.prepared(gate))) >= 1, { what: `${gate} at its gate` });
+
+it('a worker killed -9 mid-run: another worker resumes the run within seconds, its recorded step not redone, the effect once', async () => {
+  const [w1, w2] = await Promise.all([startWorker(), startWorker()]);
+  const job = await enqueue('kill');
+  const holderPid = await starter('kill', 1);
+  await atGate('kill');
+  const survivor = holderPid === w1.proc.pid ? w2 : w1;
+
+  const killedAt = Date.now();
+  await appOf(holderPid).stop('SIGKILL');
+  const resumedBy = await starter('kill', 2, RECOVERY_DEADLINE_MS);
+  const recoveryMs = Date.now() - killedAt;
+  console.log(`recovery after kill -9: the run started again on the surviving worker ${recoveryMs} ms after the kill`);
+  expect(resumedBy).toBe(survivor.proc.pid);
+  expect(recoveryMs).toBeLessThan(RECOVERY_DEADLINE_MS);
+
+  await redis.set(RC_KEYS.gate('kill'), '1');
+  await waitFor(async () => (await job.getState()) === 'completed', { what: 'the resumed run completed' });
+  expect(await list(RC_KEYS.prepared('kill'))).toEqual([String(holderPid)]);
+  expect(await list(RC_KEYS.effects('kill'))).toEqual([String(survivor.proc.pid)]);
+  expect(survivor.logs().find((l) => l.msg === 'took back a job whose worker stopped beating')).toMatchObject({ jobId: job.id, stalledCount: 1 });
+  expect(survivor.logs().find((l) => l.msg === 'took over a run whose holder stopped renewing its lease')).toMatchObject({ holderDead: true, recordedSteps: 1 });
+}, 90_000);
+
+it('a worker frozen (SIGSTOP) past the dead-after time, then resumed: its run is taken over, its late writes refused, the effect once', async () => {
+  const [w1, w2] = await Promise.all([startWorker(), startWorker()]);
+  const job = await enqueue('freeze');
+  const frozenPid = await starter('freeze', 1);
+  await atGate('freeze');
+  const frozen = appOf(frozenPid);
+  const other = frozen === w1 ? w2 : w1;
+
+  frozen.proc.kill('SIGSTOP');
+  expect(await starter('freeze', 2, RECOVERY_DEADLINE_MS)).toBe(other.proc.pid);
+  // The gate opens while the first process is still frozen: when it wakes, its run goes on to the effect
+  // at once, as a handler would that was merely slow. The ledger refuses its step (the run is the other
+  // delivery's now), and BullMQ refuses its attempt's end (the lock is the other worker's).
+  await redis.set(RC_KEYS.gate('freeze'), '1');
+  frozen.proc.kill('SIGCONT');
+  await waitFor(async () => (await job.getState()) === 'completed', { what: 'the taken-over run completed' });
+  await frozen.waitForLog((l) => JSON.stringify(l).includes('Lock mismatch for job'), 'the frozen worker\'s attempt to be refused', 30_000);
+
+  expect(await list(RC_KEYS.effects('freeze'))).toEqual([String(other.proc.pid)]);
+  expect(await list(RC_KEYS.prepared('freeze'))).toEqual([String(frozenPid)]);
+  expect((await queues.get(RC_QUEUE).getJob(job.id as string))?.returnvalue).toEqual({ pid: other.proc.pid });
+  expect(frozen.proc.exitCode).toBeNull();
+}, 90_000);
+
+it('a run whose worker is killed -9 more than WORKER_MAX_STALLED_COUNT (2) times ends in the DLQ, saying so', async () => {
+  await Promise.all([startWorker(), startWorker()]);
+  const job = await enqueue('loop');
+  // Each kill is a stall; the run makes no new progress after the first delivery (its step is replayed).
+  for (let kill = 1; kill <= 3; kill++) {
+    const holder = appOf(await starter('loop', kill));
+    await atGate('loop');
+    await holder.stop('SIGKILL');
+    apps = apps.filter((a) => a !== holder);
+    await startWorker(); // always two alive
+  }
+  const dead = await waitFor(async () => (await listDeadLetters(queues, RC_QUEUE)).find((d) => d.entry.originalJobId === job.id), {
+    timeoutMs: 30_000,
+    what: 'the job in the DLQ',
+  });
+  expect(dead.entry.failureReason).toMatch(/^job stalled more than allowable limit: its worker stopped mid-run more than WORKER_MAX_STALLED_COUNT \(2\) times$/);
+  // Three deliveries ran; the fourth failed the job before running it.
+  expect(await redis.llen(RC_KEYS.starts('loop'))).toBe(3);
+  expect(await redis.llen(RC_KEYS.effects('loop'))).toBe(0);
+}, 150_000);

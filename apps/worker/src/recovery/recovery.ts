@@ -1,0 +1,69 @@
+import { createRedis, WorkerRegistry, type Logger, type RedisOutageLog } from '@tickwork/runtime';
+import type { Worker } from 'bullmq';
+import { createReaper } from './reaper.js';
+
+/** Defaults of WORKER_HEARTBEAT_MS and WORKER_DEAD_AFTER_MS (env.ts, README "Recovery after a crash"). */
+export const DEFAULT_HEARTBEAT_MS = 1000;
+export const DEFAULT_DEAD_AFTER_MS = 5000;
+
+export interface RecoveryOptions {
+  redisUrl: string;
+  prefix: string;
+  heartbeatMs?: number | undefined;
+  deadAfterMs?: number | undefined;
+  /** The ledger lease: a dead process is remembered at least this long past its death (see WorkerRegistry). */
+  leaseMs: number;
+  maxStalledCount: number;
+  log: Logger;
+  outage?: RedisOutageLog | undefined;
+}
+
+/** The worker process's side of the registry: its heartbeat and its reaper (see worker-registry.ts, reaper.ts). */
+export interface Recovery {
+  registry: WorkerRegistry;
+  /** Registers a BullMQ Worker: its jobs are taken back if this process dies, and it takes back dead Workers' jobs of its queue. */
+  track(worker: Worker, queue: string): void;
+  start(): void;
+  /** `deregister`: a clean stop (see WorkerRegistry.stop). */
+  stop(deregister: boolean): Promise<void>;
+}
+
+export function createRecovery(opts: RecoveryOptions): Recovery {
+  // A connection of its own: a handler's slow or blocking command on the shared connection must never delay
+  // a beat (a late beat looks like a death), and the ledger's claims never wait behind the reaper.
+  const redis = createRedis(opts.redisUrl, 'command');
+  if (opts.outage) opts.outage.watch(redis);
+  else redis.on('error', (err) => opts.log.warn({ err: { message: err.message } }, 'registry redis connection error'));
+  const deadAfterMs = opts.deadAfterMs ?? DEFAULT_DEAD_AFTER_MS;
+  const registry = new WorkerRegistry(redis, {
+    prefix: opts.prefix,
+    heartbeatMs: opts.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
+    deadAfterMs,
+    // Past the lease every run of the dead process is free anyway; until then a claim may still ask.
+    forgetAfterMs: opts.leaseMs + deadAfterMs,
+    log: opts.log,
+  });
+  const byQueue = new Map<string, Worker>();
+  const reap = createReaper({
+    redis,
+    prefix: opts.prefix,
+    registryKey: registry.key,
+    workerOf: (queue) => byQueue.get(queue),
+    maxStalledCount: opts.maxStalledCount,
+    log: opts.log,
+  });
+  return {
+    registry,
+    track(worker, queue) {
+      byQueue.set(queue, worker);
+      registry.track(worker.id, queue);
+    },
+    start() {
+      void registry.start(reap);
+    },
+    async stop(deregister) {
+      await registry.stop(deregister);
+      redis.disconnect();
+    },
+  };
+}
