@@ -22,7 +22,7 @@ export type Component = (typeof COMPONENTS)[number];
 export const COMPONENT_HELP: Record<Component, string> = {
   ledger: 'idempotency ledger: records of runs with a key of their own, and step results (a run named by a generated job id keeps its record in its job)',
   'schedule-history': 'occurrence history per schedule',
-  schedules: 'schedule cursors, last success/failure, registrations, health',
+  schedules: 'schedule definitions and due/claim/lex indexes, last success/failure, registrations, health',
   overlap: 'overlap state and skip lists',
   dlq: 'dead-letter queues (never trimmed)',
   'jobs-pending': 'waiting, delayed and active jobs',
@@ -69,6 +69,8 @@ export function classifyKey(key: string, prefix: string): KeyClass {
   const sep = rest.indexOf(':');
   const head = sep < 0 ? rest : rest.slice(0, sep);
   const tail = sep < 0 ? '' : rest.slice(sep + 1);
+  // The schedule store: `{sched:<k>}:<index>` and a schedule's history `{sched:<k>}:h:<id>:history|records|last-*`.
+  if (head.startsWith('{sched:')) return { component: /^h:.*:(history|records)$/.test(tail) ? 'schedule-history' : 'schedules' };
   switch (head) {
     case 'schedule':
       return { component: /:(history|records)$/.test(tail) ? 'schedule-history' : 'schedules' };
