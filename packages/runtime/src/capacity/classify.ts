@@ -66,11 +66,11 @@ export function classifyKey(key: string, prefix: string): KeyClass {
   if (!key.startsWith(`${prefix}:`)) return { component: 'not-tickwork' };
   if (isLedgerKey(key, prefix)) return { component: 'ledger' };
   const rest = key.slice(prefix.length + 1);
+  // The schedule store: `{sched:<k>}:<index>` and a schedule's history `{sched:<k>}:h:<id>:history|records|last-*`.
+  if (rest.startsWith('{sched:')) return { component: /^\{sched:\d+\}:h:.*:(history|records)$/.test(rest) ? 'schedule-history' : 'schedules' };
   const sep = rest.indexOf(':');
   const head = sep < 0 ? rest : rest.slice(0, sep);
   const tail = sep < 0 ? '' : rest.slice(sep + 1);
-  // The schedule store: `{sched:<k>}:<index>` and a schedule's history `{sched:<k>}:h:<id>:history|records|last-*`.
-  if (head.startsWith('{sched:')) return { component: /^h:.*:(history|records)$/.test(tail) ? 'schedule-history' : 'schedules' };
   switch (head) {
     case 'schedule':
       return { component: /:(history|records)$/.test(tail) ? 'schedule-history' : 'schedules' };
