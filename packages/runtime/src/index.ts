@@ -50,3 +50,5 @@ export * from './capacity/index.js';
 export * from './pg/index.js';
 export * from './auth/password-hash.js';
 export * from './cancel/cancel-requests.js';
+export * from './schedules/index.js';
+export { defineScript, runScript, runScriptMany, type Script } from './redis/scripts.js';
