@@ -47,3 +47,4 @@ export * from './schedule/overview.js';
 export * from './schedule/health-metrics.js';
 export * from './capacity/index.js';
 export * from './pg/index.js';
+export type * from './schedules/api.js';
