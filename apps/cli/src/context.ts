@@ -2,6 +2,7 @@ import {
   createEnqueue,
   createLogger,
   createRedis,
+  createSchedules,
   isRedisConnectionError,
   loadCatalog,
   QueueSet,
@@ -13,7 +14,6 @@ import {
 } from '@tickwork/runtime';
 import type { Redis } from 'ioredis';
 import type { CliEnv } from './env.js';
-import { openSchedules } from './schedules/open.js';
 
 /** What a command gets. Redis is connected lazily: `tickwork jobs` works with no Redis at all. */
 export interface CommandContext {
@@ -85,7 +85,7 @@ export async function createContext(env: CliEnv, args: string[], flags: Flags): 
     redis: getRedis,
     queues: getQueues,
     enqueue: () => createEnqueue(catalog, getQueues()),
-    schedules: () => (schedules ??= openSchedules(getRedis(), env.QUEUE_PREFIX, catalog)),
+    schedules: () => (schedules ??= createSchedules({ redis: getRedis(), queues: getQueues(), catalog, log })),
     explain(err) {
       if (!isRedisConnectionError(err) || !lastRedisError) return err;
       return redisUnavailable(env.REDIS_URL, `tried ${redisErrors} time(s)`, lastRedisError);

@@ -1,7 +1,7 @@
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
-import { dlqName, LIVE_BODY, readiness, redisPingCheck, type Catalog, type Logger, type QueueSet } from '@tickwork/runtime';
+import { createSchedules, dlqName, LIVE_BODY, readiness, redisPingCheck, type Catalog, type Logger, type QueueSet } from '@tickwork/runtime';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Redis } from 'ioredis';
 import { basicAuth } from './basic-auth.js';
@@ -10,6 +10,7 @@ import { originQueues } from './data/dead-letters.js';
 import { capacityRouter } from './routes/capacity.js';
 import { deadLettersRouter } from './routes/dead-letters.js';
 import { createLoginThrottle, type LoginThrottleOptions } from './login-throttle.js';
+import { scheduleActionsRouter } from './routes/schedule-actions.js';
 import { schedulesRouter } from './routes/schedules.js';
 import { quietExpress, securityHeaders } from './security-headers.js';
 
@@ -83,8 +84,12 @@ export async function createDashboardApp(deps: DashboardDeps): Promise<Express> 
     },
   });
   app.use('/queues', boardSecurityHeaders, quietExpress(serverAdapter.getRouter() as Express));
-  app.use(schedulesRouter({ catalog: deps.catalog, redis: deps.redis, prefix: deps.queues.prefix }));
-  app.use(deadLettersRouter(deps, createCsrf()));
+  // One token for every form of this process: dead-letter and schedule buttons alike.
+  const csrf = createCsrf();
+  const api = createSchedules({ redis: deps.redis, queues: deps.queues, catalog: deps.catalog, log: deps.log });
+  app.use(schedulesRouter({ catalog: deps.catalog, redis: deps.redis, prefix: deps.queues.prefix, api }, csrf));
+  app.use(scheduleActionsRouter({ api, catalog: deps.catalog, log: deps.log }, csrf));
+  app.use(deadLettersRouter(deps, csrf));
   app.use(capacityRouter({ catalog: deps.catalog, redis: deps.redis, prefix: deps.queues.prefix }));
   app.get('/', (_req, res) => res.redirect('/schedules'));
 

@@ -1,9 +1,8 @@
-import { readHistory, type ListQuery, type ScheduleSource, type ScheduleView } from '@tickwork/runtime';
+import { CatalogScheduleError, readHistory, ScheduleNotFoundError, type ListQuery, type ScheduleSource, type ScheduleView } from '@tickwork/runtime';
 import type { CommandContext } from '../context.js';
 import { integerFlag } from '../flags.js';
 import { UsageError } from '../usage-error.js';
 import { add } from './add.js';
-import { ScheduleNotFoundError } from './errors.js';
 import { listTable, showText } from './render.js';
 import { idArg, stringFlag, type Subcommand } from './subcommand.js';
 
@@ -59,6 +58,8 @@ const rm: Subcommand = {
   valueFlags: [],
   async run(ctx, args) {
     const id = idArg(args);
+    // Said before asking the store: a catalog schedule not yet stored by a scheduler is still code.
+    if (ctx.catalog.get(id)?.schedule) throw new CatalogScheduleError(id, 'remove');
     if (!(await ctx.schedules().remove(id))) throw new ScheduleNotFoundError(id);
     ctx.out.result({ id, removed: true }, () => `removed schedule ${id}`);
   },
