@@ -1,5 +1,5 @@
 import { catalog } from '@tickwork/jobs';
-import { createSchedules, type ListPage, type Schedules, type ScheduleView } from '@tickwork/runtime';
+import { createCatalogSource, createLogger, createSchedules, type ListPage, type Schedules, type ScheduleView } from '@tickwork/runtime';
 import { describe, expect, it } from 'vitest';
 import { schedulePath } from './pages/schedule-actions.js';
 import { useDashboardPerFile, type TestDashboard } from './testing/dashboard-server.js';
@@ -154,5 +154,32 @@ describe("a schedule's page and its buttons", () => {
     const refused = await d.post('/schedules/reports.daily-revenue/remove', { _csrf: token }, { origin: d.origin });
     expect(refused.status).toBe(409);
     expect(await refused.text()).toContain('catalog schedule');
+  });
+
+  it('pauses and resumes a catalog schedule through the same buttons; it has no Remove button', async () => {
+    // What the scheduler's reconcile does at start: the catalog schedule becomes a record in the store.
+    await createCatalogSource({ redis: d.redis, queues: d.queues, catalog, log: createLogger('test', 'silent') }).put(catalog.require('reports.daily-revenue'));
+    const path = '/schedules/reports.daily-revenue';
+    const page = await (await d.get(path)).text();
+    for (const a of ['pause', 'run']) expect(page).toContain(`action="${path}/${a}"`);
+    expect(page).not.toContain('/remove"');
+    const token = await csrfToken(path);
+    expect((await d.post(`${path}/pause`, { _csrf: token, reason: 'warehouse migration' }, { origin: d.origin })).status).toBe(303);
+    expect((await api.get('reports.daily-revenue'))?.paused?.reason).toBe('warehouse migration');
+    const paused = await (await d.get(path)).text();
+    expect(paused).toContain('<span class="badge stale">paused</span> since');
+    expect(paused).toContain('warehouse migration');
+    expect(paused).toContain(`action="${path}/resume"`);
+    expect((await d.post(`${path}/resume`, { _csrf: token }, { origin: d.origin })).status).toBe(303);
+    expect((await api.get('reports.daily-revenue'))?.paused).toBeNull();
+    expect((await d.post(`${path}/run`, { _csrf: token }, { origin: d.origin })).headers.get('location')).toBe(`${path}?flash=ran`);
+    expect((await d.queues.get('reports').getJobs(['waiting', 'delayed'])).map((j) => j.name)).toEqual(['reports.daily-revenue']);
+  });
+
+  it('a catalog schedule no scheduler has stored yet shows its page without buttons', async () => {
+    const page = await (await d.get('/schedules/reports.daily-revenue')).text();
+    expect(page).toContain('<h1>reports.daily-revenue');
+    expect(page).not.toContain('method="post"');
+    expect(page).toContain('No scheduler has stored this schedule yet');
   });
 });

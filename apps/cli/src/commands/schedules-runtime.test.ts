@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { catalog } from '@tickwork/jobs';
-import { createLogger, createSchedules, QueueSet, type Schedules } from '@tickwork/runtime';
+import { createCatalogSource, createLogger, createSchedules, QueueSet, type Schedules } from '@tickwork/runtime';
 import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
@@ -149,6 +149,21 @@ describe('tickwork schedules show|pause|resume|run|rm', { timeout: 60_000 }, () 
     const catalogRm = await cli(['schedules', 'rm', 'reports.daily-revenue']);
     expect(catalogRm.code).toBe(1);
     expect(catalogRm.stderr).toContain('catalog schedule');
+  });
+});
+
+describe('catalog schedules through the same actions', { timeout: 60_000 }, () => {
+  it('pauses, resumes and runs a catalog schedule once a scheduler has stored it; ls --source catalog lists it', async () => {
+    const name = 'reports.daily-revenue';
+    expect((await cli(['schedules', 'pause', name, '--reason', 'r'])).stderr).toContain(`no schedule "${name}"`); // not stored yet
+    await createCatalogSource({ redis: server.client(), queues, catalog, log: createLogger('test', 'silent') }).put(catalog.require(name));
+    expect((await cli(['schedules', 'pause', name, '--reason', 'warehouse migration'])).code).toBe(0);
+    expect((await api.get(name))?.paused?.reason).toBe('warehouse migration');
+    expect((await cli(['schedules', 'show', name])).stdout).toContain(`${name}  (catalog schedule of job ${name}, queue reports)`);
+    expect((await cli(['schedules', 'resume', name])).code).toBe(0);
+    expect((await cli(['schedules', 'run', name])).code).toBe(0);
+    const ls = JSON.parse((await cli(['schedules', 'ls', '--source', 'catalog', '--json'])).stdout) as { items: { id: string; source: string }[] };
+    expect(ls.items).toEqual([expect.objectContaining({ id: name, source: 'catalog' })]);
   });
 });
 

@@ -102,7 +102,7 @@ export function renderScheduleDetail(r: ScheduleRow, history: OccurrenceRecord[]
   const slowAfterMs = slowAfterMsOf(r.policies, r.health.intervalMs);
   const body = html`<p><a href="/schedules">← Schedules</a></p>
 <h1>${r.name} ${healthBadge(r)}${state?.view.paused && html` <span class="badge stale">paused</span>`}</h1>
-${state && scheduleActions(state.view, state.token)}
+${state ? scheduleActions(state.view, state.token) : html`<p class="muted" id="not-stored">No scheduler has stored this schedule yet: Pause, Resume and Run now appear once one has started.</p>`}
 <dl>
 ${state && html`<dt>State</dt><dd>${pausedState(state.view)}</dd>`}
 <dt>Queue</dt><dd>${r.queue}</dd>
