@@ -52,14 +52,14 @@ describe('one runtime schedule per user (digest.user)', { timeout: 90_000 }, () 
     await scriptQueues.close();
   });
 
-  it('fires each user\'s schedule through a real scheduler and worker, one digest per occurrence; a removed schedule stops', async () => {
+  it('fires each user\'s schedule through a real scheduler and worker, one digest per occurrence; a changed, removed or paused schedule stops firing the old way, a resumed one fires again', async () => {
     const env = { REDIS_URL: server.url, QUEUE_PREFIX: PREFIX, LOG_LEVEL: 'info' };
     apps.push(startApp(appEntry('scheduler'), { ...env, PORT: String(await freePort()) }), startApp(appEntry('worker'), { ...env, PORT: String(await freePort()) }));
     await Promise.all([apps[0]?.waitForLog((l) => l.msg === 'scheduler ready', 'scheduler ready'), apps[1]?.waitForLog((l) => l.msg === 'worker ready', 'worker ready')]);
-    const [ann, bob] = DEMO_DIGEST_USERS;
-    if (!ann || !bob) throw new Error('demo users missing');
+    const [ann, bob, cleo, dave] = DEMO_DIGEST_USERS;
+    if (!ann || !bob || !cleo || !dave) throw new Error('demo users missing');
     // Every second instead of 09:00, so the test sees several occurrences.
-    for (const user of [ann, bob]) expect((await scheduleUserDigest(schedules, user, '* * * * * *')).created).toBe(true);
+    for (const user of [ann, bob, cleo, dave]) expect((await scheduleUserDigest(schedules, user, '* * * * * *')).created).toBe(true);
 
     const annDigests = await waitFor(async () => ((await digestsOf(ann.id)).length >= 3 ? digestsOf(ann.id) : undefined), { timeoutMs: 30_000, what: "3 of ann's digests" });
     expect(new Set(annDigests).size).toBe(annDigests.length); // one per occurrence
@@ -67,11 +67,26 @@ describe('one runtime schedule per user (digest.user)', { timeout: 90_000 }, () 
     const history = await readHistory(server.client(), PREFIX, userDigestScheduleId(ann.id), 5);
     expect(history.filter((h) => h.outcome === 'completed').length).toBeGreaterThan(0);
 
+    // Bob deletes his account; Ann moves her digest back to 09:00 (her next occurrence is then up to a day
+    // away); Cleo pauses hers.
     expect(await unscheduleUserDigest(schedules, bob.id)).toBe(true);
     const removedAt = new Date().toISOString();
-    // Ann's schedule fires twice more: time enough for any of Bob's occurrences that survived the remove.
-    const annCount = (await digestsOf(ann.id)).length;
-    await waitFor(async () => (await digestsOf(ann.id)).length >= annCount + 2, { timeoutMs: 20_000, what: "two more of ann's digests" });
+    expect((await scheduleUserDigest(schedules, ann)).changed).toBe(true);
+    const changedAt = new Date().toISOString();
+    expect(await schedules.pause(userDigestScheduleId(cleo.id), 'on holiday')).toBe(true);
+    const pausedAt = new Date().toISOString();
+    // Dave's schedule fires twice more: time enough for any occurrence of the others that survived.
+    const daveCount = (await digestsOf(dave.id)).length;
+    await waitFor(async () => (await digestsOf(dave.id)).length >= daveCount + 2, { timeoutMs: 20_000, what: "two more of dave's digests" });
     expect((await digestsOf(bob.id)).filter((at) => at > removedAt)).toEqual([]);
+    expect((await digestsOf(ann.id)).filter((at) => at > changedAt)).toEqual([]);
+    expect((await digestsOf(cleo.id)).filter((at) => at > pausedAt)).toEqual([]);
+    const cleoHistory = await readHistory(server.client(), PREFIX, userDigestScheduleId(cleo.id), 5);
+    expect(cleoHistory.some((h) => h.outcome === 'skipped-paused')).toBe(true);
+
+    // Resumed, Cleo's schedule fires again from its next occurrence.
+    expect(await schedules.resume(userDigestScheduleId(cleo.id))).toBe(true);
+    const resumedAt = new Date().toISOString();
+    await waitFor(async () => (await digestsOf(cleo.id)).some((at) => at > resumedAt), { timeoutMs: 20_000, what: "cleo's digest after resume" });
   });
 });
