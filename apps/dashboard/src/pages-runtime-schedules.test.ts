@@ -181,5 +181,6 @@ describe("a schedule's page and its buttons", () => {
     expect(page).toContain('<h1>reports.daily-revenue');
     expect(page).not.toContain('method="post"');
     expect(page).toContain('No scheduler has stored this schedule yet');
+    expect(await (await d.get('/api/schedules/reports.daily-revenue')).json()).toMatchObject({ name: 'reports.daily-revenue', stored: false, history: [] });
   });
 });

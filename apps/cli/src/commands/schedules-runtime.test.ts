@@ -64,6 +64,16 @@ describe('tickwork schedules add', { timeout: 60_000 }, () => {
     expect(view).toMatchObject({ source: 'runtime', job: 'email.send', everyMs: 90 * 60_000, tz: 'Europe/Berlin', watch: true, policies: { missed: 'once' }, data: JSON.parse(DATA) });
   });
 
+  it.each([
+    ['1h30m', 90 * 60_000],
+    ['PT45S', 45_000],
+    ['2d', 2 * 86_400_000],
+  ])('takes --every %s as %d ms, and --catch-up-window and --slow-after alike', async (every, ms) => {
+    const r = await cli(['schedules', 'add', `every:${every}`, '--job', 'sessions.cleanup', '--every', every, '--tz', 'UTC', '--missed', 'once', '--catch-up-window', every, '--slow-after', every]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(await api.get(`every:${every}`)).toMatchObject({ everyMs: ms, policies: { catchUpWindowMs: ms, slowAfterMs: ms } });
+  });
+
   it('reads --data from a file and from standard input', async () => {
     const file = join(dir, 'data.json');
     await writeFile(file, DATA);

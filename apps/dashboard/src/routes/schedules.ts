@@ -66,9 +66,13 @@ export function schedulesRouter(deps: SchedulesDeps, csrf: Csrf): Router {
     }
   });
   router.get('/api/schedules/:id', async (req, res) => {
-    const state = await loadScheduleState(deps.api, deps.redis, deps.prefix, String(req.params.id));
-    if (!state) return void res.status(404).json({ error: `no schedule ${JSON.stringify(req.params.id)}` });
-    res.json({ ...state.view, history: state.history });
+    const id = String(req.params.id);
+    const state = await loadScheduleState(deps.api, deps.redis, deps.prefix, id);
+    if (state) return void res.json({ ...state.view, history: state.history });
+    // A catalog schedule no scheduler has stored yet: the catalog's row, as /api/schedules has it.
+    const row = await loadSchedule(deps, id);
+    if (row) return void res.json({ ...row, stored: false, history: await loadHistory(deps, id) });
+    res.status(404).json({ error: `no schedule ${JSON.stringify(id)}` });
   });
   return router;
 }
