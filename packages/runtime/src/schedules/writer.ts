@@ -3,7 +3,7 @@ import type { Catalog } from '../catalog.js';
 import type { QueueSet } from '../queues.js';
 import { runScript } from '../redis/scripts.js';
 import { occurrenceJobId } from '../schedule/keys.js';
-import { nextOccurrences, previousOccurrences } from '../schedule/occurrences.js';
+import { nextOccurrences, occurrencesBetween } from '../schedule/occurrences.js';
 import { encodeDef, ruleOfCore, type DefCore, type DefMeta, type StoredDef } from './definition.js';
 import { SET_DEF } from './lua.js';
 import { setDefKeys, type ScheduleState } from './store-keys.js';
@@ -29,9 +29,9 @@ export function createWriter(opts: { redis: Redis; queues: QueueSet; catalog: Ca
     if (!def) return now;
     let floor = now;
     const candidates = new Set<number>();
-    if (state.due !== null) {
-      const prev = previousOccurrences(ruleOfCore(id, def.core), new Date(state.due), 1)[0]?.at.getTime();
-      if (prev !== undefined && prev > now) candidates.add(prev);
+    if (state.due !== null && state.due > now) {
+      // Enqueued ahead (look-ahead): the old rule's occurrences after now and before the due entry.
+      for (const o of occurrencesBetween(ruleOfCore(id, def.core), new Date(now), new Date(state.due - 1), 100).occurrences) candidates.add(o.at.getTime());
     }
     // A dispatcher holding a claim may add its job after this check: keep clear of that nominal.
     if (state.inflight !== null) floor = Math.max(floor, state.inflight);
