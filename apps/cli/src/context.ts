@@ -2,6 +2,7 @@ import {
   createEnqueue,
   createLogger,
   createRedis,
+  createSchedules,
   isRedisConnectionError,
   loadCatalog,
   QueueSet,
@@ -9,6 +10,7 @@ import {
   type Catalog,
   type Enqueue,
   type Logger,
+  type Schedules,
 } from '@tickwork/runtime';
 import type { Redis } from 'ioredis';
 import type { CliEnv } from './env.js';
@@ -24,6 +26,8 @@ export interface CommandContext {
   redis(): Redis;
   queues(): QueueSet;
   enqueue(): Enqueue;
+  /** The runtime schedule API (catalog and runtime schedules), over the same Redis. */
+  schedules(): Schedules;
 }
 
 export interface OpenContext extends CommandContext {
@@ -62,6 +66,7 @@ export async function createContext(env: CliEnv, args: string[], flags: Flags): 
     return redis;
   };
   const getQueues = () => (queues ??= new QueueSet(getRedis(), env.QUEUE_PREFIX, log));
+  let schedules: Schedules | undefined;
   const out: Output = {
     result(data, text) {
       process.stdout.write(flags.json ? `${JSON.stringify(data, null, 2)}\n` : `${text()}\n`);
@@ -80,6 +85,7 @@ export async function createContext(env: CliEnv, args: string[], flags: Flags): 
     redis: getRedis,
     queues: getQueues,
     enqueue: () => createEnqueue(catalog, getQueues()),
+    schedules: () => (schedules ??= createSchedules({ redis: getRedis(), queues: getQueues(), catalog, log })),
     explain(err) {
       if (!isRedisConnectionError(err) || !lastRedisError) return err;
       return redisUnavailable(env.REDIS_URL, `tried ${redisErrors} time(s)`, lastRedisError);

@@ -45,7 +45,8 @@ async function main(argv: string[]): Promise<number> {
   }
   // `tickwork <command> --help` is a question, not a mistake: usage on stdout, exit 0.
   if (rest.includes('--help') || rest.includes('-h')) {
-    process.stdout.write(`${command.summary}\nusage: ${command.usage}\n`);
+    const { summary, usage } = command.actionHelp?.(rest) ?? command;
+    process.stdout.write(`${summary}\nusage: ${usage}\n`);
     return 0;
   }
   let close: (() => Promise<void>) | undefined;
@@ -67,7 +68,7 @@ async function main(argv: string[]): Promise<number> {
     const kind = err instanceof Error ? err.name : 'Error';
     if (json) process.stdout.write(`${JSON.stringify({ error: { name: kind, message } })}\n`);
     if (err instanceof UsageError) {
-      process.stderr.write(`tickwork ${name}: ${message}\nusage: ${command.usage}\n`);
+      process.stderr.write(`tickwork ${name}: ${message}\nusage: ${(command.actionHelp?.(rest) ?? command).usage}\n`);
       return 2;
     }
     process.stderr.write(`tickwork ${name}: ${message}\n`);

@@ -1,7 +1,7 @@
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
-import { dlqName, LIVE_BODY, readiness, redisPingCheck, type Catalog, type Logger, type QueueSet } from '@tickwork/runtime';
+import { createSchedules, dlqName, LIVE_BODY, readiness, redisPingCheck, type Catalog, type Logger, type QueueSet } from '@tickwork/runtime';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Redis } from 'ioredis';
 import { auditActions } from './audit.js';
@@ -13,6 +13,7 @@ import { auditRouter } from './routes/audit.js';
 import { deadLettersRouter } from './routes/dead-letters.js';
 import { jobsRouter } from './routes/jobs.js';
 import { createLoginThrottle, type LoginThrottleOptions } from './login-throttle.js';
+import { scheduleActionsRouter } from './routes/schedule-actions.js';
 import { schedulesRouter } from './routes/schedules.js';
 import { quietExpress, securityHeaders } from './security-headers.js';
 import type { DashboardUser } from './users.js';
@@ -74,8 +75,11 @@ export async function createDashboardApp(deps: DashboardDeps): Promise<Express> 
   const adminBoard = bullBoard(deps, queueNames, false);
   const viewerBoard = bullBoard(deps, queueNames, true);
   app.use('/queues', boardSecurityHeaders, (req, res, next) => (signedIn(res).role === 'admin' ? adminBoard : viewerBoard)(req, res, next));
-  app.use(schedulesRouter({ catalog: deps.catalog, redis: deps.redis, prefix: deps.queues.prefix }));
+  // One token for every form of this process: dead-letter, schedule and job buttons alike.
   const csrf = createCsrf();
+  const api = createSchedules({ redis: deps.redis, queues: deps.queues, catalog: deps.catalog, log: deps.log });
+  app.use(schedulesRouter({ catalog: deps.catalog, redis: deps.redis, prefix: deps.queues.prefix, api }, csrf));
+  app.use(scheduleActionsRouter({ api, catalog: deps.catalog, log: deps.log }, csrf));
   app.use(deadLettersRouter(deps, csrf));
   app.use(jobsRouter(deps, csrf));
   app.use(auditRouter({ redis: deps.redis, prefix: deps.queues.prefix }));

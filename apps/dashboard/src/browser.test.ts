@@ -5,10 +5,11 @@
  * our pages' Content-Security-Policy blocks nothing they need (no console errors, no failed requests).
  */
 import { catalog } from '@tickwork/jobs';
-import { listDeadLetters, redrivenJobId } from '@tickwork/runtime';
+import { createSchedules, listDeadLetters, redrivenJobId } from '@tickwork/runtime';
 import { createServer, type Server } from 'node:http';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { schedulePath } from './pages/schedule-actions.js';
 import { launchChromium } from './testing/browser.js';
 import { deadLetterEmail, PASSWORD, startDashboard, USER, VIEWER, VIEWER_PASSWORD, type TestDashboard } from './testing/dashboard-server.js';
 
@@ -119,6 +120,28 @@ describe('the dashboard in a browser', () => {
     await purge.click();
     await page.waitForURL((url) => url.pathname === '/dead-letters');
     expect((await listDeadLetters(d.queues, 'email')).map((e) => e.dlqJobId)).not.toContain(id);
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it("pauses a runtime schedule with a reason and resumes it, with the buttons on its page", async () => {
+    const api = createSchedules({ redis: d.redis, queues: d.queues, catalog });
+    const id = 'digest:user-<b>42</b>';
+    await api.upsert(id, { job: 'sessions.cleanup', pattern: '0 9 * * *', tz: 'Europe/Lisbon' });
+    const { page, problems } = await watchedPage(operator);
+    await page.goto(`${d.base}${schedulePath(id)}`);
+    expect(await page.locator('h1').textContent()).toBe(id); // shown as text, not markup
+    await page.getByLabel('Reason').fill('customer asked for a break');
+    await page.getByRole('button', { name: 'Pause' }).click();
+    await page.waitForURL((url) => url.searchParams.get('flash') === 'paused');
+    expect(await page.getByRole('status').textContent()).toContain('Paused');
+    expect((await api.get(id))?.paused?.reason).toBe('customer asked for a break');
+    expect(await page.getByText('customer asked for a break').count()).toBe(1);
+
+    await page.getByRole('button', { name: 'Resume' }).click();
+    await page.waitForURL((url) => url.searchParams.get('flash') === 'resumed');
+    expect((await api.get(id))?.paused).toBeNull();
+    expect(await page.getByRole('button', { name: 'Pause' }).count()).toBe(1);
     expect(problems).toEqual([]);
     await page.close();
   });

@@ -1,12 +1,13 @@
 import { createCatalog } from '@tickwork/runtime';
 import { billingChargeMonthly } from './jobs/billing-charge-monthly.js';
 import { digestMorning } from './jobs/digest-morning.js';
+import { digestUser } from './jobs/digest-user.js';
 import { digestWeekly } from './jobs/digest-weekly.js';
 import { emailSend } from './jobs/email-send.js';
 import { reportsDailyRevenue } from './jobs/reports-daily-revenue.js';
 import { sessionsCleanup } from './jobs/sessions-cleanup.js';
 
-export { billingChargeMonthly, digestMorning, digestWeekly, emailSend, reportsDailyRevenue, sessionsCleanup };
+export { billingChargeMonthly, digestMorning, digestUser, digestWeekly, emailSend, reportsDailyRevenue, sessionsCleanup };
 export * from './demo-data.js';
 
 /** Every job tickwork runs. Add a job: create a file in ./jobs and list it here. */
@@ -16,5 +17,6 @@ export const catalog = createCatalog([
   sessionsCleanup,
   digestWeekly,
   digestMorning,
+  digestUser,
   emailSend,
 ]);

@@ -8,5 +8,7 @@ export interface Command {
   valueFlags?: readonly string[];
   /** Flags that are on/off (e.g. --all, --dry-run). */
   booleanFlags?: readonly string[];
+  /** For a command with actions: the action named in `args`, for its own `--help` and usage errors. */
+  actionHelp?(args: readonly string[]): { summary: string; usage: string } | undefined;
   run(ctx: CommandContext): Promise<void>;
 }

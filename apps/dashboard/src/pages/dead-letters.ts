@@ -1,22 +1,14 @@
-import { CSRF_FIELD } from '../csrf.js';
 import { DLQ_BATCH_SIZE, type DlqItem, type DlqListing, type DlqListQuery, type DlqSummary, type ForeignDlqJob } from '@tickwork/runtime';
 import { html, type SafeHtml } from '../html.js';
+import { action } from './forms.js';
 import { layout, time, type Flash } from './layout.js';
 
 export function deadLetterPath(queue: string, dlqJobId: string): string {
   return `/dead-letters/${encodeURIComponent(queue)}/${encodeURIComponent(dlqJobId)}`;
 }
 
-/**
- * A one-button POST form carrying the CSRF token. Pages get no token for a viewer (read-only role), and
- * then render no buttons at all.
- */
+/** Pages get no token for a viewer (read-only role), and then render no buttons at all. */
 type Token = string | undefined;
-
-function action(path: string, label: string, token: Token, danger = false): SafeHtml {
-  if (token === undefined) return html``;
-  return html`<form class="inline" method="post" action="${path}"><input type="hidden" name="${CSRF_FIELD}" value="${token}"><button type="submit" class="${danger ? 'danger' : ''}">${label}</button></form>`;
-}
 
 function redriveOne(queue: string, id: string, token: Token): SafeHtml {
   return action(`${deadLetterPath(queue, id)}/redrive`, 'Re-drive', token);

@@ -1,11 +1,11 @@
-import { slowAfterMsOf, type OccurrenceRecord, type PreviewOccurrence } from '@tickwork/runtime';
+import { slowAfterMsOf, type OccurrenceRecord, type PreviewOccurrence, type SchedulePolicies, type ScheduleView } from '@tickwork/runtime';
 import { HISTORY_ROWS, type ScheduleRow } from '../data/schedules.js';
 import { html, type SafeHtml } from '../html.js';
-import { duration, layout, time } from './layout.js';
+import { duration, layout, time, type Flash } from './layout.js';
+import { pausedState, scheduleActions, schedulePath } from './schedule-actions.js';
 
-export function schedulePath(name: string): string {
-  return `/schedules/${encodeURIComponent(name)}`;
-}
+export { schedulePath };
+
 
 function when(r: ScheduleRow): SafeHtml {
   const rule = r.pattern !== null ? html`cron <code>${r.pattern}</code>` : html`every ${duration(r.everyMs ?? 0)}`;
@@ -14,7 +14,7 @@ function when(r: ScheduleRow): SafeHtml {
   }`;
 }
 
-function policies(r: ScheduleRow): SafeHtml {
+export function policies(r: { policies: SchedulePolicies }): SafeHtml {
   const p = r.policies;
   const missed = p.missed === 'skip' ? 'skip' : `${p.missed} (window ${duration(p.catchUpWindowMs)}${p.missed === 'all' ? `, max ${p.maxCatchUp}` : ''})`;
   return html`<span class="nowrap">dst gap=${p.dst.gap} fold=${p.dst.fold}</span><br>missed ${missed}<br><span class="nowrap">overlap ${p.overlap}</span>`;
@@ -68,8 +68,10 @@ function nextFires(r: ScheduleRow): SafeHtml {
   return html`<ul class="fires">${r.next.map((o) => html`<li>${fireTime(o)}${fireNote(o)}</li>`)}</ul>`;
 }
 
-export function renderSchedules(rows: ScheduleRow[], now: Date): SafeHtml {
+/** The catalog's schedules, then (when given) the section with one page of runtime schedules. */
+export function renderSchedules(rows: ScheduleRow[], now: Date, runtime?: SafeHtml, flash?: Flash): SafeHtml {
   const body = html`<h1>Schedules</h1>
+<h2>Catalog schedules</h2>
 <p class="muted">Every scheduled job of the catalog, at ${time(now.toISOString())}. Next fire times are shown in the schedule's timezone and in UTC.</p>
 ${
   rows.length === 0
@@ -90,15 +92,19 @@ ${rows.map(
 )}
 </tbody>
 </table></div>`
-}`;
-  return layout({ title: 'Schedules', section: 'schedules', body });
+}
+${runtime}`;
+  return layout({ title: 'Schedules', section: 'schedules', flash, body });
 }
 
-export function renderScheduleDetail(r: ScheduleRow, history: OccurrenceRecord[], now: Date): SafeHtml {
+/** A catalog schedule's page; `state` is its record in the schedule store (paused or not) and the CSRF token for its buttons. */
+export function renderScheduleDetail(r: ScheduleRow, history: OccurrenceRecord[], now: Date, state?: { view: ScheduleView; token: string | undefined; flash?: Flash | undefined }): SafeHtml {
   const slowAfterMs = slowAfterMsOf(r.policies, r.health.intervalMs);
   const body = html`<p><a href="/schedules">← Schedules</a></p>
-<h1>${r.name} ${healthBadge(r)}</h1>
+<h1>${r.name} ${healthBadge(r)}${state?.view.paused && html` <span class="badge stale">paused</span>`}</h1>
+${state ? scheduleActions(state.view, state.token) : html`<p class="muted" id="not-stored">No scheduler has stored this schedule yet: Pause, Resume and Run now appear once one has started.</p>`}
 <dl>
+${state && html`<dt>State</dt><dd>${pausedState(state.view)}</dd>`}
 <dt>Queue</dt><dd>${r.queue}</dd>
 <dt>When</dt><dd>${when(r)}</dd>
 <dt>Policies</dt><dd>${policies(r)}</dd>
@@ -108,7 +114,13 @@ export function renderScheduleDetail(r: ScheduleRow, history: OccurrenceRecord[]
 <dt>Last failure</dt><dd>${outcome(r.lastFailure, true, true)}</dd>
 <dt>Next fire times</dt><dd>${nextFires(r)}</dd>
 </dl>
-<h2>Recent occurrences <span class="muted">(newest first, the last ${HISTORY_ROWS}; at ${time(now.toISOString())})</span></h2>
+${historySection(history, now, slowAfterMs)}`;
+  return layout({ title: r.name, section: 'schedules', flash: state?.flash, body });
+}
+
+/** The last HISTORY_ROWS occurrences of a schedule, newest first. */
+export function historySection(history: OccurrenceRecord[], now: Date, slowAfterMs: number): SafeHtml {
+  return html`<h2>Recent occurrences <span class="muted">(newest first, the last ${HISTORY_ROWS}; at ${time(now.toISOString())})</span></h2>
 ${
   history.length === 0
     ? html`<p class="muted">No occurrences recorded yet.</p>`
@@ -130,7 +142,6 @@ ${history.map(
 </tbody>
 </table>`
 }`;
-  return layout({ title: r.name, section: 'schedules', body });
 }
 
 /** A run in progress longer than the schedule's slowAfter is marked slow, as the watchdog alerts on it. */
