@@ -5,7 +5,8 @@
  */
 import { createRequire } from 'node:module';
 import { Writable } from 'node:stream';
-import { createLogger, listDeadLetters, loadCancelRequests } from '@tickwork/runtime';
+import { catalog } from '@tickwork/jobs';
+import { createLogger, createSchedules, listDeadLetters, loadCancelRequests } from '@tickwork/runtime';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { deadLetterEmail, HASHED_ADMIN, HASHED_ADMIN_AUTH, startDashboard, VIEWER, VIEWER_AUTH, basicHeader, type TestDashboard } from './testing/dashboard-server.js';
 
@@ -50,9 +51,16 @@ describe('the viewer role', () => {
   it("answers 403 to every state-changing request, tickwork's and Bull Board's, and nothing changes", async () => {
     const dlqId = await deadLetterEmail(d, 'mail-dead');
     await d.queues.get('email').add('email.send', { to: 'a@example.com', subject: 's', body: 'b' }, { jobId: 'mail-1', delay: 60_000 });
+    const schedules = createSchedules({ redis: d.redis, queues: d.queues, catalog });
+    await schedules.upsert('report:user-1', { job: 'email.send', pattern: '0 9 * * *', tz: 'Europe/Lisbon', data: { to: 'a@example.com', subject: 's', body: 'b' } });
+    const schedule = `/schedules/${encodeURIComponent('report:user-1')}`;
     const csrf = await token();
     const form = (extra: Record<string, string> = {}) => new URLSearchParams({ _csrf: csrf, ...extra }).toString();
     const ours = [
+      [`${schedule}/pause`, form({ reason: 'viewer tries' })],
+      [`${schedule}/resume`, form()],
+      [`${schedule}/run`, form()],
+      [`${schedule}/remove`, form()],
       ['/dead-letters/email/redrive-all', form()],
       ['/dead-letters/email/purge-all', form()],
       [`/dead-letters/email/${encodeURIComponent(dlqId)}/redrive`, form()],
@@ -75,6 +83,8 @@ describe('the viewer role', () => {
     expect(await (await d.queues.get('email').getJob('mail-1'))?.getState()).toBe('delayed');
     expect(await d.queues.get('email').isPaused()).toBe(false);
     expect(await loadCancelRequests(d.redis, 'tw')).toEqual([]);
+    expect(await schedules.get('report:user-1')).toMatchObject({ paused: null, version: 1 });
+    expect(await d.queues.get('email').getJobCounts('wait')).toEqual({ wait: 0 });
     // Reading works, Bull Board's API included, and its queues say read-only.
     for (const path of ['/schedules', '/dead-letters', '/jobs', '/audit', '/capacity', '/api/audit']) expect((await fetch(`${d.base}${path}`, { headers: VIEWER_AUTH })).status).toBe(200);
     const queues = (await (await fetch(`${d.base}/queues/api/queues`, { headers: VIEWER_AUTH })).json()) as { queues: { name: string; readOnlyMode: boolean }[] };
@@ -88,7 +98,8 @@ describe('the viewer role', () => {
 
   it('sees no action buttons on the pages', async () => {
     await deadLetterEmail(d, 'mail-dead');
-    for (const path of ['/dead-letters', '/jobs?queue=email']) {
+    await createSchedules({ redis: d.redis, queues: d.queues, catalog }).upsert('report:user-2', { job: 'email.send', pattern: '0 9 * * *', tz: 'UTC', data: { to: 'a@example.com', subject: 's', body: 'b' } });
+    for (const path of ['/dead-letters', '/jobs?queue=email', `/schedules/${encodeURIComponent('report:user-2')}`]) {
       const page = await (await fetch(`${d.base}${path}`, { headers: VIEWER_AUTH })).text();
       expect({ path, forms: page.match(/method="post"/g) ?? [] }).toEqual({ path, forms: [] });
       const admin = await (await fetch(`${d.base}${path}`, { headers: HASHED_ADMIN_AUTH })).text();
