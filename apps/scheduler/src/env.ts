@@ -17,7 +17,7 @@ const schema = z
     RECONCILE_INTERVAL_MS: positiveInt(60_000),
     /** How often the dispatcher claims due entries (O(due) per tick, so a short tick is cheap when idle). */
     SCHEDULE_TICK_MS: positiveInt(250),
-    /** Occurrences due within this window are enqueued ahead, delayed to their exact nominal time by BullMQ. */
+    /** Occurrences due within this window are claimed ahead and added to their queue at their exact time. */
     SCHEDULE_LOOKAHEAD_MS: z.coerce.number().int().min(0).default(1000),
     /** How long a dispatcher's claim is held; a replica that dies mid-tick leaves its claims to another after this. */
     SCHEDULE_LEASE_MS: positiveInt(10_000),
@@ -48,6 +48,13 @@ const schema = z
     CAPACITY_CHECK_INTERVAL_MS: positiveInt(30_000),
   })
   .superRefine((env, ctx) => {
+    if (env.SCHEDULE_LOOKAHEAD_MS * 2 > env.SCHEDULE_LEASE_MS) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['SCHEDULE_LOOKAHEAD_MS'],
+        message: `must be at most half of SCHEDULE_LEASE_MS (${env.SCHEDULE_LEASE_MS}): occurrences are held up to the look-ahead under a claim that must not expire meanwhile`,
+      });
+    }
     if (env.SCHEDULE_SPEEDUP !== undefined && env.NODE_ENV === 'production') {
       ctx.addIssue({
         code: 'custom',

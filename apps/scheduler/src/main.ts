@@ -111,6 +111,7 @@ async function main(): Promise<void> {
     clearInterval(watchdogTimer);
     clearInterval(capacityTimer);
     await ticking;
+    await ticker.idle(); // occurrences held for their exact time (at most SCHEDULE_LOOKAHEAD_MS)
     await watching;
     await measuring;
     await alerter.settle(2000);

@@ -34,6 +34,8 @@ export function createTicker(deps: TickDeps) {
     log: deps.log,
     graceMs: deps.graceMs,
     lookaheadMs: deps.lookaheadMs,
+    // The loop ticks on while held occurrences wait for their time; shutdown awaits them (idle).
+    waitHeld: false,
     ...(deps.leaseMs !== undefined && { leaseMs: deps.leaseMs }),
   });
   return {
@@ -46,6 +48,8 @@ export function createTicker(deps: TickDeps) {
       if (result.skippedPaused) occurrencesDispatched.inc({ action: 'skipped-paused' }, result.skippedPaused);
       return result;
     },
+    /** Resolves once the occurrences held for their exact time are added (awaited on shutdown). */
+    idle: () => dispatcher.idle(),
     /** The backlog gauges: 32 cheap commands in one round trip (ZCOUNT and the first entry per shard). */
     async measure(now = Date.now()): Promise<void> {
       const { backlog, oldestDue } = await dueBacklog(deps.redis, deps.queues.prefix, now);

@@ -11,6 +11,7 @@ import { historyCapOf, parseDef, policiesOfCore, ruleOfCore } from './definition
 import { historyKeysOf, SCHEDULE_SHARDS, shardKeys } from './keys.js';
 import { CLAIM, COMMIT } from './lua.js';
 import { addOccurrenceJobs, type OccurrenceJob } from './occurrence-jobs.js';
+import { createFireLane, type Claimed } from './fire-lane.js';
 import { intervalAfter } from './resume.js';
 
 export interface DispatcherOptions {
@@ -20,7 +21,7 @@ export interface DispatcherOptions {
   log: Logger;
   /** An occurrence noticed later than this after its time is judged by its schedule's missed policy. */
   graceMs: number;
-  /** Occurrences due within this are enqueued ahead, delayed to their exact time by BullMQ. */
+  /** Occurrences due within this are claimed ahead and added at their exact time (fire-lane.ts). */
   lookaheadMs: number;
   /** How long a claim is held before another replica may take it over (this one died mid-way). */
   leaseMs?: number;
@@ -28,6 +29,12 @@ export interface DispatcherOptions {
   batch?: number;
   /** Rounds per tick while shards return full batches (after an outage), so one tick stays bounded. */
   maxRounds?: number;
+  /**
+   * Whether `tick` waits for the occurrences it holds until their time (see fire-lane.ts). The scheduler's
+   * loop does not (false: the next tick claims on while they wait, and `idle()` awaits them on shutdown);
+   * the default true suits a caller that checks the queue right after a tick.
+   */
+  waitHeld?: boolean;
 }
 
 export interface DispatchResult {
@@ -44,7 +51,7 @@ export const DEFAULT_CLAIM_LEASE_MS = 10_000;
 export const DEFAULT_CLAIM_BATCH = 200;
 const UNKNOWN_JOB_RETRY_MS = 60_000;
 
-interface Commit {
+export interface Commit {
   id: string;
   next: number | null;
   watchDeadline: number | null;
@@ -84,26 +91,37 @@ export function createDispatcher(opts: DispatcherOptions) {
       }),
     );
     let full = false;
-    const runs: OccurrenceJob[] = [];
-    const commits = new Map<number, Commit[]>();
+    const claimed: Claimed[] = [];
     replies.forEach((reply, i) => {
       const flat = reply as string[];
       if (flat.length / 3 >= batch) full = true;
       const shard = shards[i] as number;
       for (let j = 0; j < flat.length; j += 3) {
+        const runs: OccurrenceJob[] = [];
         const commit = plan(flat[j] as string, Number(flat[j + 1]), flat[j + 2] as string, now, runs, result);
-        let list = commits.get(shard);
-        if (!list) commits.set(shard, (list = []));
-        list.push(commit);
+        claimed.push({ shard, commit, runs });
         result.claimed++;
       }
     });
-    if (runs.length === 0 && commits.size === 0) return false;
-    await addOccurrenceJobs(queues, catalog, runs, Date.now());
-    const calls = [...commits].map(([shard, list]) => commitCall(shard, token, list));
-    for (const n of await runScriptMany(redis, COMMIT, calls)) result.committed += Number(n);
+    if (claimed.length === 0) return false;
+    await lane.fire(claimed, now, token, result);
     return full;
   }
+
+  /** Adds a group's runs, then commits its claims (only where this round's lease still holds). */
+  async function fire(group: readonly Claimed[], token: string): Promise<number> {
+    await addOccurrenceJobs(queues, catalog, group.flatMap((c) => c.runs), Date.now());
+    const byShard = new Map<number, Commit[]>();
+    for (const c of group) {
+      let list = byShard.get(c.shard);
+      if (!list) byShard.set(c.shard, (list = []));
+      list.push(c.commit);
+    }
+    let committed = 0;
+    for (const n of await runScriptMany(redis, COMMIT, [...byShard].map(([shard, list]) => commitCall(shard, token, list)))) committed += Number(n);
+    return committed;
+  }
+  const lane = createFireLane({ fire, log, waitHeld: opts.waitHeld ?? true });
 
   function plan(id: string, nominal: number, raw: string, now: number, runs: OccurrenceJob[], result: DispatchResult): Commit {
     const def = parseDef(raw);
@@ -173,6 +191,8 @@ export function createDispatcher(opts: DispatcherOptions) {
       }
       return result;
     },
+    /** Resolves once every held occurrence has been added and committed (shutdown). */
+    idle: () => lane.idle(),
   };
 }
 

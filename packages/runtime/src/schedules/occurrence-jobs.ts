@@ -7,6 +7,7 @@ import { CATALOG_HISTORY_CAP } from './definition.js';
 import { occurrenceJobId } from '../schedule/keys.js';
 import { historyCapOf, policiesOfCore, type StoredDef } from './definition.js';
 import { DEFAULT_OVERLAP_POLICY } from '../overlap/overlap-guard.js';
+import { FIRE_NOW_MS } from './fire-lane.js';
 
 /** One run to add: a schedule's occurrence (on time or catch-up) or a manual run. */
 export interface OccurrenceJob {
@@ -40,7 +41,10 @@ export function scheduledRunFor(o: OccurrenceJob): ScheduledRun {
 
 /**
  * Adds the runs, one `addBulk` per queue (deterministic job ids: adding one that exists is a no-op, so a
- * replica re-planning a claim it took over adds nothing twice). Each is delayed to its nominal time.
+ * replica re-planning a claim it took over adds nothing twice). The dispatcher adds an on-time occurrence
+ * at its time (fire-lane.ts): it goes to the head of the wait list (`lifo`), ahead of any backlog, as does
+ * a manual run; a catch-up run queues behind the backlog like any late work. A run still in the future
+ * (a caller with its own clock) is delayed to its nominal time.
  * Returns the ids of runs whose job is unknown to this catalog (not added).
  */
 export async function addOccurrenceJobs(queues: QueueSet, catalog: Catalog, runs: readonly OccurrenceJob[], now = Date.now()): Promise<string[]> {
@@ -52,10 +56,12 @@ export async function addOccurrenceJobs(queues: QueueSet, catalog: Catalog, runs
       unknown.push(r.id);
       continue;
     }
+    const delay = r.nominal - now > FIRE_NOW_MS ? r.nominal - now : 0;
     const opts = {
       ...jobOptions(job),
       jobId: r.manual?.jobId ?? occurrenceJobId(r.id, new Date(r.nominal)),
-      delay: Math.max(0, r.nominal - now),
+      delay,
+      ...(delay === 0 && !r.catchUp && { lifo: true }),
       [SCHEDULED_RUN_OPTION]: scheduledRunFor(r),
     } as JobsOptions;
     let list = byQueue.get(job.queue);
