@@ -1,0 +1,71 @@
+/**
+ * How N schedules are spread so that about 1,000 occurrences fall due each second, the same way on both
+ * sides. Both tickwork's and BullMQ's `every` are anchored to the epoch: N schedules of `every: P` with
+ * nothing else would all fall due at the same instant once per P. So each schedule gets a phase:
+ *
+ * - `ms` (the default when both sides take a phase): every schedule repeats every N ms (1,000 a second
+ *   over N schedules), schedule i at i ms past each multiple of N: one occurrence per millisecond. BullMQ
+ *   takes the phase as `offset`; tickwork as its `every` schedule's offset.
+ * - `seconds`: for an engine whose `every` takes no phase, cron patterns with a seconds field, on both
+ *   sides. Cron can only repeat on periods that divide a minute, an hour or a day, so the period is the one
+ *   of those nearest N/1,000 s (e.g. 120 s for N = 100,000: 833 a second) and each second of it gets N/P
+ *   schedules, all due at the same instant: bursts once a second, not one occurrence per millisecond. The
+ *   table prints the rate this gives.
+ */
+export type SpreadMode = 'ms' | 'seconds';
+
+export interface Spread {
+  mode: SpreadMode;
+  periodMs: number;
+  /** Occurrences due per second. */
+  rate: number;
+  describe: string;
+  /** BullMQ job scheduler repeat options of schedule i (offset > 0: BullMQ treats 0 as "now"). */
+  bullmq(i: number): { every: number; offset: number } | { pattern: string };
+  /** tickwork schedule timing of schedule i. */
+  tickwork(i: number): { every: { milliseconds: number }; offsetMs: number } | { pattern: string };
+  /** Occurrences due in [fromMs, toMs). */
+  dueIn(fromMs: number, toMs: number): number;
+}
+
+/** Periods (s) a cron pattern with a seconds field repeats on exactly, up to an hour. */
+const CRON_PERIODS_S = [1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30, 60, 120, 180, 240, 300, 360, 600, 720, 900, 1200, 1800, 3600];
+
+export function spreadFor(n: number, mode: SpreadMode): Spread {
+  if (mode === 'ms') {
+    return {
+      mode,
+      periodMs: n,
+      rate: 1000,
+      describe: `every ${n / 1000} s, one occurrence per ms`,
+      bullmq: (i) => ({ every: n, offset: i === 0 ? n : i }),
+      tickwork: (i) => ({ every: { milliseconds: n }, offsetMs: i }),
+      dueIn: (from, to) => countPhases(n, n, from, to),
+    };
+  }
+  const wanted = n / 1000;
+  const periodS = CRON_PERIODS_S.reduce((best, p) => (Math.abs(Math.log(p / wanted)) < Math.abs(Math.log(best / wanted)) ? p : best));
+  const pattern = (i: number) => cronAt(i % periodS, periodS);
+  return {
+    mode,
+    periodMs: periodS * 1000,
+    rate: n / periodS,
+    describe: `cron every ${periodS} s, ${Math.round(n / periodS)} due together each second`,
+    bullmq: (i) => ({ pattern: pattern(i) }),
+    tickwork: (i) => ({ pattern: pattern(i) }),
+    dueIn: (from, to) => (n * (to - from)) / (periodS * 1000),
+  };
+}
+
+/** A 6-field cron pattern firing at second `slot` of every `periodS`-second period (UTC). */
+function cronAt(slot: number, periodS: number): string {
+  if (periodS <= 60) return `${slot}/${periodS} * * * * *`;
+  const minutes = periodS / 60;
+  return `${slot % 60} ${Math.floor(slot / 60)}/${minutes} * * * *`;
+}
+
+/** Occurrences in [from, to) of n schedules with period `period` ms and phases 0..n-1 ms. */
+function countPhases(n: number, period: number, from: number, to: number): number {
+  // Phases are one per ms over the whole period: each ms of the window holds exactly one.
+  return n === period ? to - from : (n * (to - from)) / period;
+}
