@@ -47,3 +47,5 @@ export * from './schedule/overview.js';
 export * from './schedule/health-metrics.js';
 export * from './capacity/index.js';
 export * from './pg/index.js';
+export * from './schedules/index.js';
+export { defineScript, runScript, runScriptMany, type Script } from './redis/scripts.js';

@@ -3,11 +3,12 @@ import { z } from 'zod';
 import type { AnyJob } from './define-job.js';
 import { InvalidJobOptionError } from './errors.js';
 import { dateFromMs, epochMs, readJobOption, validOrUndefined } from './job-option.js';
-import { occurrenceKey } from './schedule/keys.js';
+import { manualOccurrenceKey, occurrenceKey } from './schedule/keys.js';
 import { REDRIVE_OPTION, redriveMeta, type RedriveMeta } from './dlq/entry.js';
 import { idempotencyWindowMs } from './catalog.js';
 import type { RunRecordPlace } from './idempotency/ledger.js';
 import { policiesOf } from './schedule/policy.js';
+import { OVERLAP_POLICIES, type OverlapPolicy } from './overlap/overlap-guard.js';
 
 /** What the worker needs to know about a delivery, independent of BullMQ's Job class. */
 export interface Delivery {
@@ -31,6 +32,17 @@ export interface ScheduledRun {
   nominal: number;
   /** Enqueued by missed-run catch-up rather than on time. */
   catchUp: boolean;
+  /**
+   * What the run needs from its schedule, carried so the hot path reads nothing new (absent on occurrences
+   * enqueued before the schedule store): `v` the definition's version (the worker skips the run if the
+   * schedule changed or is gone), `o` the overlap policy and `h` the history cap when not the default,
+   * `sa` slow-after ms for watched schedules, `m` the token of a manual run (runNow).
+   */
+  v?: number | undefined;
+  o?: OverlapPolicy | undefined;
+  h?: number | undefined;
+  sa?: number | undefined;
+  m?: string | undefined;
 }
 
 /**
@@ -43,6 +55,11 @@ export const scheduledRun = z.object({
   schedule: z.string().min(1),
   nominal: epochMs,
   catchUp: z.boolean().default(false),
+  v: z.number().int().positive().optional(),
+  o: z.enum(OVERLAP_POLICIES as [OverlapPolicy, ...OverlapPolicy[]]).optional(),
+  h: z.number().int().positive().optional(),
+  sa: z.number().int().positive().optional(),
+  m: z.string().min(1).max(100).optional(),
 });
 
 /** Reads the scheduler's marker from a job's options; anything malformed counts as "not scheduled". */
@@ -119,6 +136,7 @@ export function nominalTimeOf(delivery: Delivery): Date | undefined {
 export function idempotencyKeyOf(job: AnyJob, delivery: Delivery, data: unknown): string {
   if (delivery.redrive) return delivery.redrive.idempotencyKey;
   const nominal = nominalTimeOf(delivery);
+  if (delivery.scheduled?.m !== undefined) return manualOccurrenceKey(delivery.scheduled.schedule, delivery.scheduled.m);
   if (delivery.scheduled && nominal) return occurrenceKey(delivery.scheduled.schedule, nominal);
   if (delivery.repeatJobKey && nominal) return `${delivery.repeatJobKey}@${nominal.toISOString()}`;
   if (job.idempotencyKey) return `${job.name}@${job.idempotencyKey(data)}`;

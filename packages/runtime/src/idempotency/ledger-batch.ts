@@ -1,6 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { COMPLETE_AHEAD_LUA, LEDGER_LUA } from './ledger-lua.js';
+import { evalCached } from '../redis/scripts.js';
+
+/** The single Lua loader lives in redis/scripts.ts; re-exported for the ledger's callers. */
+export { evalCached };
 
 /**
  * How ledger operations reach Redis. Two paths, both batching the operations of many runs into one
@@ -72,16 +76,6 @@ function settle(batch: readonly Entry[], replies: Promise<LedgerReply[]>): Promi
 }
 
 const LEDGER_SHA = createHash('sha1').update(LEDGER_LUA).digest('hex');
-
-/** EVALSHA, falling back to EVAL when the server does not know the script (a new or restarted Redis). */
-export async function evalCached(redis: Redis, lua: string, sha: string, keys: string[], argv: (string | number)[]): Promise<unknown> {
-  try {
-    return await redis.evalsha(sha, keys.length, ...keys, ...argv);
-  } catch (err) {
-    if (!(err instanceof Error) || !err.message.includes('NOSCRIPT')) throw err;
-    return redis.eval(lua, keys.length, ...keys, ...argv);
-  }
-}
 
 /** Sends ledger operations in batches on the ledger's connection, one batch in flight at a time. */
 export class LedgerBatcher {

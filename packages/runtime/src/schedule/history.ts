@@ -1,10 +1,13 @@
 import type { Redis } from 'ioredis';
 import type { AnyJob } from '../define-job.js';
 import type { Logger } from '../logger.js';
+import { runScript } from '../redis/scripts.js';
 import type { Delivery } from '../run-identity.js';
-import { occurrenceKey, scheduleKeys } from './keys.js';
+import { historyKeysOf, shardKeys, shardOf } from '../schedules/keys.js';
+import { MERGE_RECORD, START_RUN } from '../schedules/lua.js';
+import { manualOccurrenceKey, occurrenceKey } from './keys.js';
 
-/** Occurrences kept per schedule; last success and last failure are kept apart and never trimmed. */
+/** Occurrences kept per catalog schedule; last success and last failure are kept apart and never trimmed. */
 export const HISTORY_CAP = 500;
 /** How long a run keeps retrying a history write that failed (Redis unreachable) before giving up on it. */
 export const HISTORY_RETRY_MS = 30_000;
@@ -12,14 +15,25 @@ export const HISTORY_RETRY_MS = 30_000;
 /**
  * - `completed` / `failed`: an on-time run finished (failed = its final attempt failed);
  * - `caught-up`: a catch-up run completed; `manual`: an on-demand run of a scheduled job completed;
- * - `missed`: never run, by the missed-run policy; `skipped-overlap`: not run because a previous run was active.
+ * - `missed`: never run, by the missed-run policy; `skipped-overlap`: not run because a previous run was active;
+ * - `skipped-paused`: due while its schedule was paused; `skipped-removed` / `skipped-changed`: enqueued
+ *   before its schedule was removed or changed, and not run.
  * An occurrence without an outcome is scheduled or running.
  */
-export type OccurrenceOutcome = 'completed' | 'failed' | 'skipped-overlap' | 'missed' | 'caught-up' | 'manual';
+export type OccurrenceOutcome =
+  | 'completed'
+  | 'failed'
+  | 'skipped-overlap'
+  | 'missed'
+  | 'caught-up'
+  | 'manual'
+  | 'skipped-paused'
+  | 'skipped-removed'
+  | 'skipped-changed';
 export type OccurrenceTrigger = 'schedule' | 'catch-up' | 'manual';
 
 export interface OccurrenceRecord {
-  /** `<schedule>@<nominal ISO>`, or `<schedule>@manual-<job id>`. */
+  /** `<schedule>@<nominal ISO>`, or `<schedule>@manual-<token or job id>`. */
   id: string;
   schedule: string;
   /** ISO UTC; for manual runs, when it was enqueued. */
@@ -34,67 +48,14 @@ export interface OccurrenceRecord {
   attempts?: number;
   outcome?: OccurrenceOutcome;
   error?: string;
+  /** Who asked for a manual run (runNow's `by`). */
+  by?: string;
 }
-
-// Trims the zset to the cap, deleting the evicted records from the hash with it.
-const TRIM = `
-local excess = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[1])
-if excess > 0 then
-  local old = redis.call('ZRANGE', KEYS[1], 0, excess - 1)
-  redis.call('ZREMRANGEBYRANK', KEYS[1], 0, excess - 1)
-  for _, id in ipairs(old) do redis.call('HDEL', KEYS[2], id) end
-end`;
 
 /**
- * Atomic claim: only the caller whose `expected` cursor is still current moves it and creates the records,
- * so with N scheduler replicas exactly one decides about each occurrence.
- * KEYS: history, records, cursor. ARGV: cap, expected ('' = unset), new cursor, then (id, score, json)*.
+ * Merges fields into a record (creating it with `defaults` if absent; a JSON null in `patch` deletes the
+ * field) and optionally copies the result to last-success/last-failure. Trims to `cap`.
  */
-const CLAIM = `
-local cur = redis.call('GET', KEYS[3]) or ''
-if cur ~= ARGV[2] then return 0 end
-redis.call('SET', KEYS[3], ARGV[3])
-for i = 4, #ARGV, 3 do
-  if redis.call('HSETNX', KEYS[2], ARGV[i], ARGV[i + 2]) == 1 then
-    redis.call('ZADD', KEYS[1], ARGV[i + 1], ARGV[i])
-  end
-end
-${TRIM}
-return 1`;
-
-/**
- * Merges fields into a record (creating it if absent) and optionally copies the result to a "last" key.
- * KEYS: history, records, [last]. ARGV: cap, id, score, patch json, defaults json (set only when missing).
- */
-const MERGE = `
-local cur = redis.call('HGET', KEYS[2], ARGV[2])
-local rec = {}
-if cur then rec = cjson.decode(cur) end
-for k, v in pairs(cjson.decode(ARGV[4])) do rec[k] = v end
-for k, v in pairs(cjson.decode(ARGV[5])) do if rec[k] == nil then rec[k] = v end end
-local json = cjson.encode(rec)
-redis.call('HSET', KEYS[2], ARGV[2], json)
-redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2])
-if KEYS[3] then redis.call('SET', KEYS[3], json) end
-${TRIM}
-return json`;
-
-export interface ClaimRequest {
-  /** The cursor value read before planning (`null` when unset); the claim fails if it moved since. */
-  expectedCursor: string | null;
-  newCursor: number;
-  records: OccurrenceRecord[];
-}
-
-/** Returns false when another replica claimed first (nothing was written). */
-export async function claimOccurrences(redis: Redis, prefix: string, schedule: string, req: ClaimRequest): Promise<boolean> {
-  const k = scheduleKeys(prefix, schedule);
-  const args: (string | number)[] = [HISTORY_CAP, req.expectedCursor ?? '', String(req.newCursor)];
-  for (const r of req.records) args.push(r.id, Date.parse(r.nominal), JSON.stringify(r));
-  return (await redis.eval(CLAIM, 3, k.history, k.records, k.cursor, ...args)) === 1;
-}
-
-/** Merges `patch` into the record `id` (creating it with `defaults`); returns the merged record. */
 export async function mergeOccurrence(
   redis: Redis,
   prefix: string,
@@ -104,25 +65,19 @@ export async function mergeOccurrence(
   patch: Partial<OccurrenceRecord>,
   defaults: Partial<OccurrenceRecord> = {},
   copyTo?: 'lastSuccess' | 'lastFailure',
+  opts: { cap?: number; running?: string } = {},
 ): Promise<OccurrenceRecord> {
-  const k = scheduleKeys(prefix, schedule);
-  const keys = copyTo ? [k.history, k.records, k[copyTo]] : [k.history, k.records];
-  const json = await redis.eval(
-    MERGE,
-    keys.length,
-    ...keys,
-    HISTORY_CAP,
-    id,
-    nominalMs,
-    JSON.stringify(patch),
-    JSON.stringify(defaults),
-  );
-  return JSON.parse(String(json)) as OccurrenceRecord;
+  const k = historyKeysOf(prefix, schedule);
+  const keys = [k.history, k.records];
+  if (copyTo) keys.push(k[copyTo]);
+  if (opts.running) keys.push(shardKeys(prefix, shardOf(schedule)).running);
+  const argv = [opts.cap ?? HISTORY_CAP, id, nominalMs, JSON.stringify(patch), JSON.stringify(defaults), copyTo ? '1' : '0', opts.running ?? ''];
+  return JSON.parse(String(await runScript(redis, MERGE_RECORD, keys, argv))) as OccurrenceRecord;
 }
 
 /** Newest first. */
 export async function readHistory(redis: Redis, prefix: string, schedule: string, limit = 50): Promise<OccurrenceRecord[]> {
-  const k = scheduleKeys(prefix, schedule);
+  const k = historyKeysOf(prefix, schedule);
   const ids = await redis.zrevrange(k.history, 0, limit - 1);
   if (ids.length === 0) return [];
   const raw = await redis.hmget(k.records, ...ids);
@@ -134,14 +89,18 @@ export async function lastOutcomes(
   prefix: string,
   schedule: string,
 ): Promise<{ lastSuccess: OccurrenceRecord | null; lastFailure: OccurrenceRecord | null }> {
-  const k = scheduleKeys(prefix, schedule);
+  const k = historyKeysOf(prefix, schedule);
   const [s, f] = await redis.mget(k.lastSuccess, k.lastFailure);
   return { lastSuccess: s ? (JSON.parse(s) as OccurrenceRecord) : null, lastFailure: f ? (JSON.parse(f) as OccurrenceRecord) : null };
 }
 
+/** Why a scheduled run does not run at all (its start's gate): its schedule is gone, changed, or paused. */
+export type StartVerdict = 'ok' | 'removed' | 'changed' | 'paused';
+
 /** The worker side: what a run of a scheduled job records. Never throws (history must not fail a job). */
 export interface RunRecorder {
-  started(attempt: number): Promise<void>;
+  /** Records the start; for occurrences of the schedule store also checks the schedule (see START_RUN). */
+  started(attempt: number): Promise<StartVerdict>;
   succeeded(): Promise<void>;
   /** `final`: no retry follows, so the occurrence's outcome is `failed`. */
   failed(err: unknown, final: boolean): Promise<void>;
@@ -154,41 +113,56 @@ export interface RunRecorder {
 }
 
 /** A recorder for runs of scheduled jobs (on time, catch-up or manual); undefined for unscheduled jobs. */
-export function runRecorder(
-  redis: Redis,
-  prefix: string,
-  job: AnyJob,
-  delivery: Delivery,
-  log: Logger,
-): RunRecorder | undefined {
-  if (!job.schedule && !delivery.scheduled) return undefined;
-  const schedule = delivery.scheduled?.schedule ?? job.name;
-  const nominalMs = delivery.scheduled?.nominal ?? Date.now();
-  const trigger: OccurrenceTrigger = delivery.scheduled ? (delivery.scheduled.catchUp ? 'catch-up' : 'schedule') : 'manual';
-  const id = delivery.scheduled ? occurrenceKey(schedule, new Date(nominalMs)) : `${schedule}@manual-${delivery.id}`;
+export function runRecorder(redis: Redis, prefix: string, job: AnyJob, delivery: Delivery, log: Logger): RunRecorder | undefined {
+  const scheduled = delivery.scheduled;
+  if (!job.schedule && !scheduled) return undefined;
+  const schedule = scheduled?.schedule ?? job.name;
+  const nominalMs = scheduled?.nominal ?? Date.now();
+  const manual = !scheduled || scheduled.m !== undefined;
+  const trigger: OccurrenceTrigger = manual ? 'manual' : scheduled.catchUp ? 'catch-up' : 'schedule';
+  const id = !scheduled
+    ? `${schedule}@manual-${delivery.id}`
+    : scheduled.m !== undefined
+      ? manualOccurrenceKey(schedule, scheduled.m)
+      : occurrenceKey(schedule, new Date(nominalMs));
+  const cap = scheduled?.h ?? HISTORY_CAP;
+  // Runs of watched schedules enter the slow-run index at start and leave it when they end.
+  const running = scheduled?.sa !== undefined ? id : undefined;
   const defaults: Partial<OccurrenceRecord> = { id, schedule, nominal: new Date(nominalMs).toISOString(), trigger, jobId: delivery.id };
   // A Redis blip must not leave an occurrence `started` forever while its run completes: the write is
   // retried (merging is idempotent) until Redis is back or HISTORY_RETRY_MS has passed. The job cannot be
   // acknowledged while Redis is down anyway, so waiting here holds nothing up that could proceed.
-  const merge = async (patch: Partial<OccurrenceRecord>, copyTo?: 'lastSuccess' | 'lastFailure') => {
+  const retried = async <T>(write: () => Promise<T>, fallback: T): Promise<T> => {
     const deadline = Date.now() + HISTORY_RETRY_MS;
     for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
       try {
-        await mergeOccurrence(redis, prefix, schedule, id, nominalMs, patch, defaults, copyTo);
-        return;
+        return await write();
       } catch (err) {
         if (Date.now() + delay > deadline) {
           log.warn({ err: { message: (err as Error).message }, occurrence: id }, 'could not record schedule history');
-          return;
+          return fallback;
         }
         await new Promise((resolve) => setTimeout(resolve, delay));
       }
     }
   };
+  const merge = (patch: Partial<OccurrenceRecord>, copyTo?: 'lastSuccess' | 'lastFailure') =>
+    retried(async () => {
+      await mergeOccurrence(redis, prefix, schedule, id, nominalMs, patch, defaults, copyTo, { cap, ...(running && { running }) });
+    }, undefined);
   const now = () => new Date().toISOString();
   let successOutcome: OccurrenceOutcome = trigger === 'catch-up' ? 'caught-up' : trigger === 'manual' ? 'manual' : 'completed';
   return {
-    started: (attempt) => merge({ startedAt: now(), attempts: attempt }),
+    started: (attempt) =>
+      retried(async () => {
+        const k = historyKeysOf(prefix, schedule);
+        const sk = shardKeys(prefix, shardOf(schedule));
+        // The gate applies to planned occurrences of the store (they carry the version), not to manual runs.
+        const version = scheduled?.v !== undefined && !manual ? String(scheduled.v) : '';
+        const slowAt = scheduled?.sa !== undefined ? String(Date.now() + scheduled.sa) : '';
+        const argv = [cap, id, nominalMs, JSON.stringify({ startedAt: now(), attempts: attempt }), JSON.stringify(defaults), schedule, version, nominalMs, slowAt, now()];
+        return (await runScript(redis, START_RUN, [k.history, k.records, sk.defs, sk.running], argv)) as StartVerdict;
+      }, 'ok' as StartVerdict),
     succeeded: () => merge({ endedAt: now(), outcome: successOutcome }, 'lastSuccess'),
     failed: (err, final) =>
       final

@@ -1,11 +1,19 @@
+import { encodeScheduleId, historyKeysOf } from '../schedules/keys.js';
+
 /**
- * Where schedule state lives in Redis, all under the queue prefix (QUEUE_PREFIX) so one prefix is one
- * tickwork installation. Per schedule:
- * - `cursor`: nominal time (ms) of the last occurrence the scheduler has dealt with (enqueued or recorded);
- * - `history` (zset, score = nominal ms) + `records` (hash id -> JSON): the last HISTORY_CAP occurrences;
+ * A schedule's history keys (see schedules/keys.ts for the whole store layout): under its shard's hash tag,
+ * - `history` (zset, score = nominal ms) + `records` (hash id -> JSON): the last occurrences, capped;
  * - `last-success` / `last-failure`: never trimmed.
  */
 export function scheduleKeys(prefix: string, schedule: string) {
+  return historyKeysOf(prefix, schedule);
+}
+
+/**
+ * The keys of a schedule before the schedule store (one cursor per schedule, visited every tick). Only the
+ * migration in schedules/catalog-source.ts reads them: the cursor seeds the due index, the history moves.
+ */
+export function legacyScheduleKeys(prefix: string, schedule: string) {
   const base = `${prefix}:schedule:${schedule}`;
   return {
     cursor: `${base}:cursor`,
@@ -17,12 +25,12 @@ export function scheduleKeys(prefix: string, schedule: string) {
 }
 
 /**
- * How long a removed schedule's state (cursor, history, last success and failure) is kept for inspection
- * before Redis drops it; registering the schedule again keeps it for good.
+ * How long a removed schedule's history (and last success and failure) is kept for inspection before
+ * Redis drops it; registering the schedule again keeps it for good.
  */
 export const REMOVED_SCHEDULE_STATE_TTL_MS = 30 * 24 * 3600_000;
 
-/** Hash: schedule name -> JSON registration. Reconcile makes it equal the catalog. */
+/** Hash: catalog schedule name -> JSON registration (queue, spec, speed-up). Reconcile makes it equal the catalog. */
 export function scheduleRegistryKey(prefix: string): string {
   return `${prefix}:meta:schedules`;
 }
@@ -33,9 +41,19 @@ export function occurrenceKey(schedule: string, nominal: Date): string {
 }
 
 /**
- * The BullMQ job id of an occurrence: the occurrence key without ':' (BullMQ forbids it in ids), e.g.
- * `billing.charge-monthly@2026-01-01T000000.000Z`. Deterministic, so every replica adds the same job.
+ * The BullMQ job id of an occurrence, e.g. `billing.charge-monthly@2026-01-01T000000.000Z`: the schedule
+ * id encoded (encodeScheduleId: ':' -> %3A) and the time without ':' (BullMQ forbids ':' in ids).
+ * Deterministic, so every replica adds the same job.
  */
 export function occurrenceJobId(schedule: string, nominal: Date): string {
-  return occurrenceKey(schedule, nominal).replaceAll(':', '');
+  return `${encodeScheduleId(schedule)}@${nominal.toISOString().replaceAll(':', '')}`;
+}
+
+/** A manual run's (runNow) idempotency key and history id: `<schedule>@manual-<token>`. */
+export function manualOccurrenceKey(schedule: string, token: string): string {
+  return `${schedule}@manual-${token}`;
+}
+
+export function manualOccurrenceJobId(schedule: string, token: string): string {
+  return `${encodeScheduleId(schedule)}@manual-${token}`;
 }

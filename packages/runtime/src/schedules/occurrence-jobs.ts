@@ -1,0 +1,66 @@
+import type { JobsOptions } from 'bullmq';
+import type { Catalog } from '../catalog.js';
+import { jobOptions, type QueueSet } from '../queues.js';
+import { SCHEDULED_RUN_OPTION, type ScheduledRun } from '../run-identity.js';
+import { slowAfterMsOf } from '../schedule/health.js';
+import { CATALOG_HISTORY_CAP } from './definition.js';
+import { occurrenceJobId } from '../schedule/keys.js';
+import { historyCapOf, isWatched, policiesOfCore, type StoredDef } from './definition.js';
+import { DEFAULT_OVERLAP_POLICY } from '../overlap/overlap-guard.js';
+
+/** One run to add: a schedule's occurrence (on time or catch-up) or a manual run. */
+export interface OccurrenceJob {
+  id: string;
+  def: StoredDef;
+  nominal: number;
+  catchUp: boolean;
+  /** The rule's interval near this occurrence (for the default slowAfter of watched schedules). */
+  intervalMs: number | null;
+  /** Set for runNow: the token naming the manual run; its job id and key. */
+  manual?: { token: string; jobId: string };
+}
+
+/** The occurrence option: everything the worker's hot path needs, defaults left out. */
+export function scheduledRunFor(o: OccurrenceJob): ScheduledRun {
+  const { core } = o.def;
+  const policies = policiesOfCore(core);
+  const cap = historyCapOf(core);
+  return {
+    schedule: o.id,
+    nominal: o.nominal,
+    catchUp: o.catchUp,
+    v: o.def.version,
+    ...(policies.overlap !== DEFAULT_OVERLAP_POLICY && { o: policies.overlap }),
+    ...(cap !== CATALOG_HISTORY_CAP && { h: cap }),
+    ...(isWatched(core) && { sa: Math.round(slowAfterMsOf(policies, o.intervalMs)) }),
+    ...(o.manual && { m: o.manual.token }),
+  };
+}
+
+/**
+ * Adds the runs, one `addBulk` per queue (deterministic job ids: adding one that exists is a no-op, so a
+ * replica re-planning a claim it took over adds nothing twice). Each is delayed to its nominal time.
+ * Returns the ids of runs whose job is unknown to this catalog (not added).
+ */
+export async function addOccurrenceJobs(queues: QueueSet, catalog: Catalog, runs: readonly OccurrenceJob[], now = Date.now()): Promise<string[]> {
+  const byQueue = new Map<string, { name: string; data: unknown; opts: JobsOptions }[]>();
+  const unknown: string[] = [];
+  for (const r of runs) {
+    const job = catalog.get(r.def.core.j);
+    if (!job) {
+      unknown.push(r.id);
+      continue;
+    }
+    const opts = {
+      ...jobOptions(job),
+      jobId: r.manual?.jobId ?? occurrenceJobId(r.id, new Date(r.nominal)),
+      delay: Math.max(0, r.nominal - now),
+      [SCHEDULED_RUN_OPTION]: scheduledRunFor(r),
+    } as JobsOptions;
+    let list = byQueue.get(job.queue);
+    if (!list) byQueue.set(job.queue, (list = []));
+    list.push({ name: job.name, data: r.def.core.d ?? {}, opts });
+  }
+  await Promise.all([...byQueue].map(([queue, jobs]) => queues.get(queue).addBulk(jobs)));
+  return unknown;
+}
