@@ -86,13 +86,20 @@ export async function startChild(entry: 'worker' | 'scheduler' | string, env: Re
   return { app, pid: app.proc.pid ?? 0, port, lagPort, startedAt, stop };
 }
 
-/** Milliseconds from the child's spawn until GET <path> answers 200. */
+/** Milliseconds from the child's spawn until GET <path> answers 200; fails at once if the child exits. */
 export async function msUntilOk(child: Child, path: string, timeoutMs = 600_000): Promise<number> {
-  await waitFor(async () => (await fetch(`http://127.0.0.1:${child.port}${path}`).catch(() => undefined))?.ok === true, {
+  const ok = waitFor(async () => (await fetch(`http://127.0.0.1:${child.port}${path}`).catch(() => undefined))?.ok === true, {
     timeoutMs,
     intervalMs: 10,
     what: `${path} of pid ${child.pid}`,
   });
+  const exited = child.app.exited.then((code) => {
+    throw new Error(`pid ${child.pid} exited (${code}) before ${path} answered:\n${child.app.lines.slice(-15).join('\n')}`);
+  });
+  // Whichever loses must not surface as an unhandled rejection (the child exits at the end of the bench).
+  ok.catch(() => undefined);
+  exited.catch(() => undefined);
+  await Promise.race([ok, exited]);
   return performance.now() - child.startedAt;
 }
 

@@ -25,4 +25,7 @@ export interface BenchSettings {
   concurrency: number;
   workerConcurrency: number;
   workers: number;
+  /** Upserts timed from this process; those beyond go through fill processes (tickwork-side.ts). */
+  timedUpserts: number;
+  fillProcesses: number;
 }

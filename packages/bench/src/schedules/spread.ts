@@ -3,14 +3,14 @@
  * sides. Both tickwork's and BullMQ's `every` are anchored to the epoch: N schedules of `every: P` with
  * nothing else would all fall due at the same instant once per P. So each schedule gets a phase:
  *
- * - `ms` (the default when both sides take a phase): every schedule repeats every N ms (1,000 a second
- *   over N schedules), schedule i at i ms past each multiple of N: one occurrence per millisecond. BullMQ
- *   takes the phase as `offset`; tickwork as its `every` schedule's offset.
- * - `seconds`: for an engine whose `every` takes no phase, cron patterns with a seconds field, on both
- *   sides. Cron can only repeat on periods that divide a minute, an hour or a day, so the period is the one
+ * - `seconds` (the default): tickwork's `every` takes no phase (ScheduleInput has no offset), so cron
+ *   patterns with a seconds field, the same on both sides. Cron can only repeat on periods that divide a minute, an hour or a day, so the period is the one
  *   of those nearest N/1,000 s (e.g. 120 s for N = 100,000: 833 a second) and each second of it gets N/P
  *   schedules, all due at the same instant: bursts once a second, not one occurrence per millisecond. The
  *   table prints the rate this gives.
+ * - `ms` (BullMQ alone, BENCH_SIDES=bullmq, until tickwork's `every` takes a phase): every schedule repeats
+ *   every N ms (1,000 a second over N schedules), schedule i at i ms past each multiple of N (BullMQ's
+ *   `offset`): one occurrence per millisecond, no bursts.
  */
 export type SpreadMode = 'ms' | 'seconds';
 
