@@ -15,10 +15,12 @@ const schema = z
     NODE_ENV: nodeEnv,
     /** How often registrations are reconciled again after start (catches a deleted registration, say). */
     RECONCILE_INTERVAL_MS: positiveInt(60_000),
-    /** How often each schedule is checked for due and missed occurrences. */
-    SCHEDULE_TICK_MS: positiveInt(1000),
-    /** Occurrences due within this window are enqueued ahead, delayed to their exact nominal time. */
-    SCHEDULE_LOOKAHEAD_MS: z.coerce.number().int().min(0).default(5000),
+    /** How often the dispatcher claims due entries (O(due) per tick, so a short tick is cheap when idle). */
+    SCHEDULE_TICK_MS: positiveInt(250),
+    /** Occurrences due within this window are enqueued ahead, delayed to their exact nominal time by BullMQ. */
+    SCHEDULE_LOOKAHEAD_MS: z.coerce.number().int().min(0).default(1000),
+    /** How long a dispatcher's claim is held; a replica that dies mid-tick leaves its claims to another after this. */
+    SCHEDULE_LEASE_MS: positiveInt(10_000),
     /** An occurrence noticed later than this after its time counts as missed (missed-run policy applies). */
     SCHEDULE_GRACE_MS: positiveInt(60_000),
     /** Staging only: `every=10s` runs every schedule on that interval. Refused when NODE_ENV=production. */

@@ -3,11 +3,11 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
-  claimOccurrences,
   createLogger,
   defineJob,
   HISTORY_CAP,
   lastOutcomes,
+  mergeOccurrence,
   occurrenceKey,
   readHistory,
   runRecorder,
@@ -35,17 +35,13 @@ const record = (schedule: string, ms: number, extra: Partial<OccurrenceRecord> =
 });
 
 describe('occurrence history', () => {
-  it('a claim succeeds once per cursor value, however many replicas race', async () => {
-    const recs = [record('race', 60_000), record('race', 120_000)];
-    const results = await Promise.all(
-      Array.from({ length: 5 }, () => claimOccurrences(redis, 'p1', 'race', { expectedCursor: null, newCursor: 120_000, records: recs })),
-    );
-    expect(results.filter(Boolean)).toHaveLength(1);
-    expect(await redis.get(scheduleKeys('p1', 'race').cursor)).toBe('120000');
-    expect((await readHistory(redis, 'p1', 'race')).map((r) => r.nominal)).toEqual([
-      '1970-01-01T00:02:00.000Z',
-      '1970-01-01T00:01:00.000Z',
-    ]);
+  it('the start of a run of the schedule store is gated: a schedule gone since the occurrence was planned skips it', async () => {
+    const gone = runRecorder(redis, 'p1', job, { id: 'g1', name: job.name, data: {}, scheduled: { schedule: 'tenant:gone', nominal: 60_000, catchUp: false, v: 3 } }, log);
+    expect(await gone?.started(1)).toBe('removed');
+    expect((await readHistory(redis, 'p1', 'tenant:gone'))[0]).toMatchObject({ id: 'tenant:gone@1970-01-01T00:01:00.000Z', outcome: 'skipped-removed', jobId: 'g1' });
+    // occurrences from before the store carry no version: not gated
+    const legacy = runRecorder(redis, 'p1', job, { id: 'g2', name: job.name, data: {}, scheduled: { schedule: job.name, nominal: 60_000, catchUp: false } }, log);
+    expect(await legacy?.started(1)).toBe('ok');
   });
 
   it('records start, retries and the final outcome; keeps last success/failure apart from the capped list', async () => {
@@ -80,7 +76,7 @@ describe('occurrence history', () => {
     const first = runRecorder(redis, 'p3', job, { id: 'first', name: job.name, data: {}, scheduled: { schedule: job.name, nominal: 0, catchUp: false } }, log);
     await first?.succeeded();
     const recs = Array.from({ length: HISTORY_CAP + 20 }, (_, i) => record(job.name, (i + 1) * 60_000, { outcome: 'missed' }));
-    expect(await claimOccurrences(redis, 'p3', job.name, { expectedCursor: null, newCursor: recs.length * 60_000, records: recs })).toBe(true);
+    for (const r of recs) await mergeOccurrence(redis, 'p3', job.name, r.id, Date.parse(r.nominal), r, r);
     const k = scheduleKeys('p3', job.name);
     expect(await redis.zcard(k.history)).toBe(HISTORY_CAP);
     expect(await redis.hlen(k.records)).toBe(HISTORY_CAP);

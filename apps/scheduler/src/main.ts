@@ -11,7 +11,7 @@ import {
 } from '@tickwork/runtime';
 import { loadSchedulerEnv } from './env.js';
 import { reconcileSchedules } from './reconcile.js';
-import { tickSchedule } from './tick.js';
+import { createTicker } from './tick.js';
 import { watchSchedules } from './watchdog.js';
 import { createCapacityWatch } from './capacity-watch.js';
 
@@ -28,25 +28,27 @@ async function main(): Promise<void> {
   }
 
   const reconcile = () => reconcileSchedules({ catalog, queues, redis, log, speedupMs: env.SCHEDULE_SPEEDUP });
-  const tickDeps = {
+  const ticker = createTicker({
     queues,
     redis,
+    catalog,
     log,
     graceMs: env.SCHEDULE_GRACE_MS,
     lookaheadMs: env.SCHEDULE_LOOKAHEAD_MS,
-    speedupMs: env.SCHEDULE_SPEEDUP,
-  };
-  // The first tick right at start is the catch-up pass: it finds what was due while no scheduler ran.
-  // The tick in progress, awaited on shutdown: a tick stopped between its claim and its enqueue would leave
-  // claimed occurrences for another replica's repair (or this one's restart) to enqueue late.
+    leaseMs: env.SCHEDULE_LEASE_MS,
+  });
+  // The first tick right at start is the catch-up pass: overdue entries are the lowest due scores.
+  // The tick in progress is awaited on shutdown: one stopped between its claim and its commit would leave
+  // its claims to expire (SCHEDULE_LEASE_MS) before another replica re-plans them.
   let ticking: Promise<void> | undefined;
+  let ticks = 0;
   const tickOnce = async () => {
-    for (const job of catalog.scheduled()) {
-      try {
-        await tickSchedule(tickDeps, job);
-      } catch (err) {
-        log.error({ err, schedule: job.name }, 'schedule tick failed; will retry');
-      }
+    try {
+      await ticker.tick();
+      // The backlog gauges every ~5 s of ticks: cheap, but not worth a round trip every 250 ms.
+      if (ticks++ % Math.max(1, Math.round(5000 / env.SCHEDULE_TICK_MS)) === 0) await ticker.measure();
+    } catch (err) {
+      log.error({ err }, 'schedule tick failed; will retry');
     }
   };
   const tick = async () => {
@@ -98,7 +100,7 @@ async function main(): Promise<void> {
   let stopping = false;
   const running = async () => (stopping ? { ok: false, detail: { scheduler: 'stopping' } } : { ok: true, detail: { scheduler: 'running' } });
   const health = await startHealthServer({ port: env.PORT, log, ready: allReady(redisPingCheck(redis), running), routes: metricsRoute, routesToken: env.METRICS_TOKEN });
-  log.info({ port: env.PORT, schedules: catalog.scheduled().length }, 'scheduler ready');
+  log.info({ port: env.PORT, catalogSchedules: catalog.scheduled().length }, 'scheduler ready');
 
   onShutdown(log, async () => {
     stopping = true;

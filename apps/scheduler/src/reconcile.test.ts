@@ -3,8 +3,13 @@ import {
   createLogger,
   defineJob,
   QueueSet,
+  lastOutcomes,
+  legacyScheduleKeys,
+  readHistory,
   REMOVED_SCHEDULE_STATE_TTL_MS,
   scheduleKeys,
+  shardKeys,
+  shardOf,
   scheduleRegistryKey,
   type AnyJob,
 } from '@tickwork/runtime';
@@ -63,16 +68,32 @@ describe('reconcileSchedules (real Redis)', () => {
   it("keeps a removed schedule's state for 30 days, and for good once it is registered again", async () => {
     await run([scheduled('come.back', 'q1', '0 * * * *')]);
     const keys = scheduleKeys('tickwork', 'come.back');
-    await redis.set(keys.cursor, '1');
     await redis.set(keys.lastSuccess, '{}');
     await redis.zadd(keys.history, 1, 'come.back@x');
     await run([]);
-    for (const key of [keys.cursor, keys.lastSuccess, keys.history]) {
+    for (const key of [keys.lastSuccess, keys.history]) {
       const ttl = await redis.pttl(key);
       expect({ key, expires: ttl > REMOVED_SCHEDULE_STATE_TTL_MS - 60_000 && ttl <= REMOVED_SCHEDULE_STATE_TTL_MS }).toEqual({ key, expires: true });
     }
     await run([scheduled('come.back', 'q1', '0 * * * *')]);
-    for (const key of [keys.cursor, keys.lastSuccess, keys.history]) expect({ key, ttl: await redis.pttl(key) }).toEqual({ key, ttl: -1 });
+    for (const key of [keys.lastSuccess, keys.history]) expect({ key, ttl: await redis.pttl(key) }).toEqual({ key, ttl: -1 });
+  });
+
+  it('migrates a schedule of the layout before the store: the old cursor seeds the next occurrence, the history moves', async () => {
+    const old = legacyScheduleKeys('tickwork', 'old.hourly');
+    const cursor = Date.parse('2026-01-01T05:00:00Z'); // the last occurrence the old scheduler dealt with
+    await redis.set(old.cursor, String(cursor));
+    await redis.zadd(old.history, cursor, 'old.hourly@2026-01-01T05:00:00.000Z');
+    await redis.hset(old.records, 'old.hourly@2026-01-01T05:00:00.000Z', JSON.stringify({ id: 'old.hourly@2026-01-01T05:00:00.000Z', outcome: 'completed' }));
+    await redis.set(old.lastSuccess, JSON.stringify({ id: 'old.hourly@2026-01-01T05:00:00.000Z' }));
+    const results = await Promise.all([1, 2].map(() => run([scheduled('old.hourly', 'q1', '0 * * * *')])));
+    // neither repeated (05:00) nor skipped (06:00): the due entry is the first occurrence after the cursor
+    expect(results[0]?.registered[0]?.next?.toISOString()).toBe('2026-01-01T06:00:00.000Z');
+    const sk = shardKeys('tickwork', shardOf('old.hourly'));
+    expect(Number(await redis.zscore(sk.due, 'old.hourly'))).toBe(Date.parse('2026-01-01T06:00:00Z'));
+    expect(await redis.exists(old.cursor, old.history, old.records, old.lastSuccess)).toBe(0);
+    expect((await readHistory(redis, 'tickwork', 'old.hourly')).map((r) => r.outcome)).toEqual(['completed']);
+    expect((await lastOutcomes(redis, 'tickwork', 'old.hourly')).lastSuccess?.id).toBe('old.hourly@2026-01-01T05:00:00.000Z');
   });
 
   it('updates a registration in place when its pattern changes, and running it again changes nothing', async () => {

@@ -1,10 +1,12 @@
 import {
   decideLateRun,
-  policiesOf,
   effectiveRule,
-  speedupOfRegistration,
-  scheduleKeys,
-  scheduleRegistryKey,
+  parseDef,
+  policiesOf,
+  policiesOfCore,
+  ruleOfCore,
+  shardKeys,
+  shardOf,
   type AnyJob,
   type LateRunDecision,
   type ScheduledRun,
@@ -16,8 +18,8 @@ const ON_TIME: LateRunDecision = { action: 'run', catchUp: false };
 /**
  * Applies the schedule's missed-run policy to an occurrence that starts `graceMs` or more after its time
  * (workers were down while the scheduler kept enqueuing; see decideLateRun). Redis is read only for a late
- * occurrence: the scheduler's cursor, and its registration for a SCHEDULE_SPEEDUP interval (the rule the
- * occurrences were really computed with).
+ * occurrence (the rare path): the schedule's definition in the store (its rule, a staging speed-up
+ * included, and policies) and its due entry, the next occurrence the scheduler has not dealt with yet.
  */
 export async function judgeLateOccurrence(
   redis: Redis,
@@ -27,18 +29,23 @@ export async function judgeLateOccurrence(
   graceMs: number,
   now = Date.now(),
 ): Promise<LateRunDecision> {
+  if (now - scheduled.nominal <= graceMs) return ON_TIME;
+  const id = scheduled.schedule;
+  const sk = shardKeys(prefix, shardOf(id));
+  const [[, raw], [, due], [, inflight]] = ((await redis.pipeline().hget(sk.defs, id).zscore(sk.due, id).hget(sk.inflight, id).exec()) ?? []) as [
+    [unknown, string | null],
+    [unknown, string | null],
+    [unknown, string | null],
+  ];
+  // Dealt with up to just before the due entry (or the nominal a dispatcher holds a claim on right now).
+  const next = due !== null ? Number(due) : inflight ? Number(inflight.split(':')[0]) : null;
+  const scheduledUpTo = next === null ? undefined : next - 1;
+  if (raw) {
+    const def = parseDef(raw);
+    return decideLateRun({ rule: ruleOfCore(id, def.core), policies: policiesOfCore(def.core), nominal: scheduled.nominal, now, graceMs, scheduledUpTo });
+  }
+  // Gone from the store (removed; the start gate skips the run) or a catalog schedule not reconciled yet.
   const spec = job.schedule;
-  if (!spec || now - scheduled.nominal <= graceMs) return ON_TIME;
-  const [cursor, registration] = await Promise.all([
-    redis.get(scheduleKeys(prefix, scheduled.schedule).cursor),
-    redis.hget(scheduleRegistryKey(prefix), scheduled.schedule),
-  ]);
-  return decideLateRun({
-    rule: effectiveRule(job, speedupOfRegistration(registration)),
-    policies: policiesOf(job.name, spec),
-    nominal: scheduled.nominal,
-    now,
-    graceMs,
-    scheduledUpTo: cursor === null ? undefined : Number(cursor),
-  });
+  if (!spec || id !== job.name) return ON_TIME;
+  return decideLateRun({ rule: effectiveRule(job), policies: policiesOf(job.name, spec), nominal: scheduled.nominal, now, graceMs, scheduledUpTo });
 }

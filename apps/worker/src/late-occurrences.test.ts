@@ -4,7 +4,8 @@ import {
   occurrenceKey,
   readHistory,
   SCHEDULED_RUN_OPTION,
-  scheduleKeys,
+  shardKeys,
+  shardOf,
   type MissedPolicy,
   type OccurrenceRecord,
   type ScheduledRun,
@@ -63,7 +64,7 @@ async function start(entry: string, env: Record<string, string>): Promise<AppPro
 
 it('occurrences queued while no worker ran follow the missed-run policy when a worker returns: no catch-up flood', async () => {
   // The scheduler runs alone for a few occurrences of each every-second schedule, then stops (so the backlog
-  // is fixed: its cursor is the last occurrence it enqueued).
+  // is fixed: its due entry follows the last occurrence it enqueued).
   const scheduler = await start(SCHEDULER, { SCHEDULE_TICK_MS: '200', SCHEDULE_LOOKAHEAD_MS: '0' });
   await waitFor(async () => (await Promise.all(POLICIES.map(backlogOf))).every((b) => b.length >= BACKLOG), {
     timeoutMs: 30_000,
@@ -73,7 +74,8 @@ it('occurrences queued while no worker ran follow the missed-run policy when a w
   const backlogs = new Map(await Promise.all(POLICIES.map(async (p) => [p, await backlogOf(p)] as const)));
   for (const policy of POLICIES) {
     const backlog = backlogs.get(policy) ?? [];
-    expect(Number(await redis.get(scheduleKeys(PREFIX, schedule(policy)).cursor))).toBe(Date.parse(backlog.at(-1)?.nominal ?? ''));
+    // the due entry is the first occurrence after the last one enqueued (every second)
+    expect(Number(await redis.zscore(shardKeys(PREFIX, shardOf(schedule(policy))).due, schedule(policy)))).toBe(Date.parse(backlog.at(-1)?.nominal ?? '') + 1000);
   }
   // Every queued occurrence must be past its grace when the worker picks it up: wait on the clock, not on work.
   const newest = Math.max(...[...backlogs.values()].map((b) => Date.parse(b.at(-1)?.nominal ?? '')));

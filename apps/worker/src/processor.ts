@@ -121,8 +121,11 @@ export function createProcessor(deps: ProcessorDeps) {
     const history = runRecorder(deps.redis, deps.exactlyOnce.prefix, def, delivery, log);
     // The overlap policy applies to occurrences the tickwork scheduler enqueued (BullMQ job schedulers are
     // legacy: reconcile removes them, and their last jobs share the occurrence's ledger key anyway).
-    const schedule = delivery.scheduled?.schedule;
-    const policy = def.schedule?.overlap ?? DEFAULT_OVERLAP_POLICY;
+    // Occurrences of the schedule store carry their overlap policy (absent = the default); older ones use
+    // the job's. Manual runs (runNow) are not subject to it, as a manual enqueue of a catalog job never was.
+    const scheduled = delivery.scheduled;
+    const schedule = scheduled?.m === undefined ? scheduled?.schedule : undefined;
+    const policy = scheduled?.v !== undefined ? (scheduled.o ?? DEFAULT_OVERLAP_POLICY) : (def.schedule?.overlap ?? DEFAULT_OVERLAP_POLICY);
     const overlap = schedule && policy !== 'allow' ? { schedule, policy, nominalTime } : undefined;
     const defer = async (ms: number): Promise<never> => {
       await job.moveToDelayed(Date.now() + ms, token);
@@ -131,8 +134,7 @@ export function createProcessor(deps: ProcessorDeps) {
     const onSkip = () => history?.skippedOverlap('the previous run of the schedule was still running');
     // Missed-run policy for occurrences that waited for a worker. Judged on the first delivery only: a retry,
     // a redelivery after a crash or a buffered occurrence coming back is late by design, not missed.
-    const scheduled = delivery.scheduled;
-    const judgeLate = scheduled && !scheduled.catchUp && !delivery.redrive && job.attemptsMade === 0 && job.attemptsStarted <= 1;
+    const judgeLate = scheduled && scheduled.m === undefined && !scheduled.catchUp && !delivery.redrive && job.attemptsMade === 0 && job.attemptsStarted <= 1;
     const preempt = judgeLate
       ? async () => {
           const d = await judgeLateOccurrence(deps.redis, deps.exactlyOnce.prefix, def, scheduled, deps.graceMs ?? 60_000);
@@ -151,8 +153,14 @@ export function createProcessor(deps: ProcessorDeps) {
     const ackConnection = await deps.ackConnectionOf?.(job.queueName);
     const exactlyOnceOpts = { key: idempotencyKey, place, log, labels, signal, defer, overlap, onSkip, preempt, ackConnection, onStepRecorded };
     return runExactlyOnce(deps.exactlyOnce, exactlyOnceOpts, async (run) => {
+      // The start's history write also checks the schedule (same script): a run enqueued before its
+      // schedule was removed, changed or paused is not run, and completes with the reason.
+      const verdict = (await history?.started(attempt)) ?? 'ok';
+      if (verdict !== 'ok') {
+        log.info({ schedule: scheduled?.schedule, nominalTime, verdict }, `scheduled run skipped: its schedule was ${verdict}`);
+        return { skipped: verdict };
+      }
       const stopTimer = jobDuration.startTimer(labels);
-      await history?.started(attempt);
       try {
         const result = await runHandler(def, (s) => makeContext(s, run), run.signal);
         jobsCompleted.inc(labels);

@@ -1,4 +1,4 @@
-import { Gauge } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
 import { metricsRegistry } from '../metrics.js';
 
 /** Set by the scheduler's watchdog on every pass. */
@@ -24,5 +24,32 @@ export const scheduleSlowRuns = new Gauge({
   name: 'tickwork_schedule_slow_runs',
   help: "Per schedule: runs in progress for longer than the schedule's slowAfter (as of the last watchdog pass)",
   labelNames: ['schedule'] as const,
+  registers: [metricsRegistry],
+});
+
+/** The dispatcher's work (scheduler). */
+export const occurrencesDispatched = new Counter({
+  name: 'tickwork_schedule_occurrences_total',
+  help: 'Occurrences the dispatcher dealt with, by action: enqueued (on time), caught-up, missed, skipped-paused',
+  labelNames: ['action'] as const,
+  registers: [metricsRegistry],
+});
+
+export const claimBatchSize = new Histogram({
+  name: 'tickwork_schedule_claim_batch_size',
+  help: 'Due entries claimed per dispatcher tick (all shards)',
+  buckets: [0, 1, 10, 50, 100, 500, 1000, 5000],
+  registers: [metricsRegistry],
+});
+
+export const dueBacklogGauge = new Gauge({
+  name: 'tickwork_schedule_due_backlog',
+  help: 'Due entries whose time has come and that no dispatcher has claimed yet (all shards)',
+  registers: [metricsRegistry],
+});
+
+export const dueLagGauge = new Gauge({
+  name: 'tickwork_schedule_due_lag_seconds',
+  help: 'now minus the oldest due score (0 when nothing is overdue): how far behind the dispatchers are',
   registers: [metricsRegistry],
 });

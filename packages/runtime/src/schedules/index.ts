@@ -5,4 +5,7 @@ export * from './keys.js';
 export * from './definition.js';
 export { MAX_SCHEDULE_ID_LENGTH, MAX_SCHEDULE_DATA_BYTES, checkScheduleId } from './input.js';
 export { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from './list.js';
+export { createDispatcher, dueBacklog, DEFAULT_CLAIM_LEASE_MS, DEFAULT_CLAIM_BATCH, type Dispatcher, type DispatcherOptions, type DispatchResult } from './dispatcher.js';
+export { CLAIM, COMMIT, SET_DEF, DELETE_DEF, START_RUN, MERGE_RECORD } from './lua.js';
 export { readState, ensureShards, type ScheduleState as StoredScheduleState } from './store-keys.js';
+export { createCatalogSource, catalogCore, type CatalogPutResult } from './catalog-source.js';

@@ -6,18 +6,18 @@ import { TickworkError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { QueueSet } from '../queues.js';
 import { runScript } from '../redis/scripts.js';
-import { manualOccurrenceJobId, manualOccurrenceKey, occurrenceJobId, REMOVED_SCHEDULE_STATE_TTL_MS } from '../schedule/keys.js';
-import { nextOccurrences, previousOccurrences } from '../schedule/occurrences.js';
+import { manualOccurrenceJobId, manualOccurrenceKey, REMOVED_SCHEDULE_STATE_TTL_MS } from '../schedule/keys.js';
 import type { ListPage, ListQuery, ScheduleInput, Schedules, ScheduleView, UpsertResult } from './api.js';
-import { encodeDef, parseDef, ruleOfCore, viewOf, type DefMeta, type StoredDef } from './definition.js';
+import { encodeDef, parseDef, viewOf, type StoredDef } from './definition.js';
+import { createWriter, nextAfter } from './writer.js';
 import { CatalogScheduleError, ScheduleNotFoundError } from './errors.js';
 import { coreFromInput } from './input.js';
 import { historyKeysOf } from './keys.js';
 import { countSchedules, listSchedules } from './list.js';
-import { DELETE_DEF, SET_DEF } from './lua.js';
+import { DELETE_DEF } from './lua.js';
 import { addOccurrenceJobs } from './occurrence-jobs.js';
 import { resumePlan, writeRecords } from './resume.js';
-import { deleteDefKeys, ensureShards, readState, setDefKeys, type ScheduleState } from './store-keys.js';
+import { deleteDefKeys, ensureShards, readState, type ScheduleState } from './store-keys.js';
 
 export interface ScheduleStoreOptions {
   redis: Redis;
@@ -50,42 +50,7 @@ export function createSchedules(opts: ScheduleStoreOptions): Schedules {
   const clock = opts.now ?? Date.now;
 
   const queueOf = (def: StoredDef) => catalog.get(def.core.j)?.queue ?? '?';
-  const nextAfter = (id: string, def: StoredDef | { core: StoredDef['core'] }, after: number): number | null =>
-    nextOccurrences(ruleOfCore(id, def.core), new Date(after), 1)[0]?.at.getTime() ?? null;
-
-  /**
-   * The occurrence already enqueued ahead of a definition that changes or goes: its job is removed if it
-   * has not started (BullMQ refuses to remove an active job). Returns the time the new rule's next
-   * occurrence must come after, so it cannot reuse the job id of an old job still in the queue (adding it
-   * would be a no-op). Runs that start anyway are skipped by the worker (version or existence check).
-   */
-  async function retirePending(id: string, state: ScheduleState, now: number): Promise<number> {
-    const def = state.def;
-    if (!def) return now;
-    let floor = now;
-    const candidates = new Set<number>();
-    if (state.due !== null) {
-      const prev = previousOccurrences(ruleOfCore(id, def.core), new Date(state.due), 1)[0]?.at.getTime();
-      if (prev !== undefined && prev > now) candidates.add(prev);
-    }
-    // A dispatcher holding a claim may add its job after this check: keep clear of that nominal.
-    if (state.inflight !== null) floor = Math.max(floor, state.inflight);
-    const job = catalog.get(def.core.j);
-    for (const nominal of candidates) {
-      if (!job) continue;
-      const removed = await queues
-        .get(job.queue)
-        .remove(occurrenceJobId(id, new Date(nominal)))
-        .catch(() => 0);
-      if (removed === 0 && (await queues.get(job.queue).getJob(occurrenceJobId(id, new Date(nominal))))) floor = Math.max(floor, nominal);
-    }
-    return floor;
-  }
-
-  async function setDef(id: string, expected: string, raw: string, job: string, previousJob: string, due: number | null | '-', persist: boolean): Promise<boolean> {
-    const argv = [id, expected, raw, due === null ? '' : String(due), persist ? '1' : '0'];
-    return (await runScript(redis, SET_DEF, setDefKeys(prefix, id, job, previousJob), argv)) === 1;
-  }
+  const { retirePending, setDef, replaceDef } = createWriter(opts);
 
   async function mustRead(id: string): Promise<ScheduleState & { raw: string; def: StoredDef }> {
     await ensureShards(redis, prefix);
@@ -112,10 +77,8 @@ export function createSchedules(opts: ScheduleStoreOptions): Schedules {
           const due = state.due ?? state.inflight;
           return { created: false, changed: false, next: due === null ? null : new Date(due) };
         }
-        const after = await retirePending(id, state, now);
-        const next = nextAfter(id, { core }, after);
-        const meta: DefMeta = old.paused ? [old.version + 1, old.createdAt, now, old.paused.at, old.paused.reason] : [old.version + 1, old.createdAt, now];
-        if (await setDef(id, state.raw, encodeDef(coreJson, meta), job.name, old.core.j, next, false)) return { created: false, changed: true, next: next === null ? null : new Date(next) };
+        const replaced = await replaceDef(id, state as ScheduleState & { raw: string; def: StoredDef }, core, coreJson, now);
+        if (replaced) return { created: false, changed: true, next: replaced.next === null ? null : new Date(replaced.next) };
       }
       throw new ScheduleConflictError(id);
     },

@@ -1,0 +1,196 @@
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { Catalog } from '../catalog.js';
+import type { Logger } from '../logger.js';
+import type { QueueSet } from '../queues.js';
+import { runScriptMany, type ScriptCall } from '../redis/scripts.js';
+import { planOccurrences } from '../schedule/catch-up.js';
+import { occurrenceJobId, occurrenceKey } from '../schedule/keys.js';
+import { nextOccurrences } from '../schedule/occurrences.js';
+import { historyCapOf, isWatched, parseDef, policiesOfCore, ruleOfCore } from './definition.js';
+import { historyKeysOf, SCHEDULE_SHARDS, shardKeys } from './keys.js';
+import { CLAIM, COMMIT } from './lua.js';
+import { addOccurrenceJobs, type OccurrenceJob } from './occurrence-jobs.js';
+import { intervalAfter } from './resume.js';
+
+export interface DispatcherOptions {
+  redis: Redis;
+  queues: QueueSet;
+  catalog: Catalog;
+  log: Logger;
+  /** An occurrence noticed later than this after its time is judged by its schedule's missed policy. */
+  graceMs: number;
+  /** Occurrences due within this are enqueued ahead, delayed to their exact time by BullMQ. */
+  lookaheadMs: number;
+  /** How long a claim is held before another replica may take it over (this one died mid-way). */
+  leaseMs?: number;
+  /** Entries claimed per shard per round. */
+  batch?: number;
+  /** Rounds per tick while shards return full batches (after an outage), so one tick stays bounded. */
+  maxRounds?: number;
+}
+
+export interface DispatchResult {
+  claimed: number;
+  enqueued: number;
+  caughtUp: number;
+  missed: number;
+  skippedPaused: number;
+  committed: number;
+  rounds: number;
+}
+
+export const DEFAULT_CLAIM_LEASE_MS = 10_000;
+export const DEFAULT_CLAIM_BATCH = 200;
+const UNKNOWN_JOB_RETRY_MS = 60_000;
+
+interface Commit {
+  id: string;
+  next: number | null;
+  watchDeadline: number | null;
+  cap: number;
+  records: { id: string; score: number; patch: Record<string, unknown>; defaults: Record<string, unknown> }[];
+}
+
+/**
+ * The dispatcher: claim -> enqueue -> commit, O(occurrences due) per tick. One pipelined round trip claims
+ * due entries on every shard (starting at a random shard, so replicas spread); each claimed entry is planned
+ * with the pure planner (missed/catch-up policies, grace) from its nominal time, its runs are added with
+ * deterministic job ids, and one COMMIT per shard puts the next occurrence back in the due index and writes
+ * the history records, only where this lease still holds. A replica that dies after claiming leaves its lease
+ * to expire; another re-plans from the same nominal: same job ids (adding is a no-op while the job exists),
+ * same occurrence keys (the ledger suppresses a second effect).
+ */
+export function createDispatcher(opts: DispatcherOptions) {
+  const { redis, queues, catalog, log } = opts;
+  const prefix = queues.prefix;
+  const leaseMs = opts.leaseMs ?? DEFAULT_CLAIM_LEASE_MS;
+  const batch = opts.batch ?? DEFAULT_CLAIM_BATCH;
+  const maxRounds = opts.maxRounds ?? 8;
+  const replica = randomBytes(4).toString('hex');
+  let seq = 0;
+
+  async function round(now: number, result: DispatchResult): Promise<boolean> {
+    const token = `${replica}.${++seq}`;
+    const start = Math.floor(Math.random() * SCHEDULE_SHARDS);
+    const shards = Array.from({ length: SCHEDULE_SHARDS }, (_, i) => (start + i) % SCHEDULE_SHARDS);
+    const claimArgs = [now, now + opts.lookaheadMs, batch, now + leaseMs, token];
+    const replies = await runScriptMany(
+      redis,
+      CLAIM,
+      shards.map((s): ScriptCall => {
+        const k = shardKeys(prefix, s);
+        return { keys: [k.due, k.claimed, k.inflight, k.defs], argv: claimArgs };
+      }),
+    );
+    let full = false;
+    const runs: OccurrenceJob[] = [];
+    const commits = new Map<number, Commit[]>();
+    replies.forEach((reply, i) => {
+      const flat = reply as string[];
+      if (flat.length / 3 >= batch) full = true;
+      const shard = shards[i] as number;
+      for (let j = 0; j < flat.length; j += 3) {
+        const commit = plan(flat[j] as string, Number(flat[j + 1]), flat[j + 2] as string, now, runs, result);
+        let list = commits.get(shard);
+        if (!list) commits.set(shard, (list = []));
+        list.push(commit);
+        result.claimed++;
+      }
+    });
+    if (runs.length === 0 && commits.size === 0) return false;
+    await addOccurrenceJobs(queues, catalog, runs, Date.now());
+    const calls = [...commits].map(([shard, list]) => commitCall(shard, token, list));
+    for (const n of await runScriptMany(redis, COMMIT, calls)) result.committed += Number(n);
+    return full;
+  }
+
+  function plan(id: string, nominal: number, raw: string, now: number, runs: OccurrenceJob[], result: DispatchResult): Commit {
+    const def = parseDef(raw);
+    const cap = historyCapOf(def.core);
+    if (!catalog.get(def.core.j)) {
+      // A runtime schedule of a job this deploy lacks (removed, or a newer deploy added it): retry later.
+      log.warn({ schedule: id, job: def.core.j }, 'schedule runs a job this catalog does not have; retrying in a minute');
+      return { id, next: now + UNKNOWN_JOB_RETRY_MS, watchDeadline: null, cap, records: [] };
+    }
+    const rule = ruleOfCore(id, def.core);
+    const policies = policiesOfCore(def.core);
+    const planned = planOccurrences({ rule, policies, cursor: nominal - 1, now, graceMs: opts.graceMs, lookaheadMs: opts.lookaheadMs });
+    const after = planned.items.length > 0 ? planned.cursor : nominal - 1;
+    const next = nextOccurrences(rule, new Date(after), 1)[0]?.at.getTime() ?? null;
+    const watched = isWatched(def.core);
+    const claimedAt = new Date(now).toISOString();
+    const records: Commit['records'] = [];
+    let watchDeadline: number | null = null;
+    for (const item of planned.items) {
+      const at = item.at.getTime();
+      const rid = occurrenceKey(id, item.at);
+      const trigger = item.action === 'catch-up' ? 'catch-up' : 'schedule';
+      if (item.action === 'missed' || def.paused) {
+        const outcome = item.action === 'missed' ? 'missed' : 'skipped-paused';
+        if (outcome === 'missed') result.missed++;
+        else result.skippedPaused++;
+        records.push({ id: rid, score: at, patch: { outcome }, defaults: { id: rid, schedule: id, nominal: item.at.toISOString(), trigger, claimedAt } });
+        continue;
+      }
+      const intervalMs = watched ? intervalAfter(rule, at) : null;
+      if (watched && watchDeadline === null) watchDeadline = at + 3 * (intervalMs ?? 60_000);
+      runs.push({ id, def, nominal: at, catchUp: item.action === 'catch-up', intervalMs });
+      if (item.action === 'catch-up') result.caughtUp++;
+      else result.enqueued++;
+      const jobId = occurrenceJobId(id, item.at);
+      records.push({ id: rid, score: at, patch: { enqueuedAt: new Date().toISOString() }, defaults: { id: rid, schedule: id, nominal: item.at.toISOString(), trigger, claimedAt, jobId } });
+    }
+    if (planned.items.some((i) => i.action !== 'enqueue')) {
+      log.warn({ schedule: id, policy: policies.missed, items: planned.items.length }, 'occurrences were due while no scheduler ran');
+    }
+    return { id, next, watchDeadline, cap, records };
+  }
+
+  function commitCall(shard: number, token: string, list: readonly Commit[]): ScriptCall {
+    const k = shardKeys(prefix, shard);
+    const keys = [k.due, k.claimed, k.inflight, k.watch];
+    const argv: (string | number)[] = [token, list.length];
+    for (const c of list) {
+      const h = historyKeysOf(prefix, c.id);
+      keys.push(h.history, h.records);
+      argv.push(c.id, c.next ?? '', c.watchDeadline ?? '', keys.length - 1, c.cap, c.records.length);
+      for (const r of c.records) argv.push(r.id, r.score, JSON.stringify(r.patch), JSON.stringify(r.defaults));
+    }
+    return { keys, argv };
+  }
+
+  return {
+    /** One tick: claim rounds until no shard returns a full batch (at most maxRounds). */
+    async tick(now = Date.now()): Promise<DispatchResult> {
+      const result: DispatchResult = { claimed: 0, enqueued: 0, caughtUp: 0, missed: 0, skippedPaused: 0, committed: 0, rounds: 0 };
+      for (let r = 0; r < maxRounds; r++) {
+        result.rounds++;
+        const before = result.claimed;
+        const full = await round(now, result);
+        if (!full || result.claimed === before) break;
+      }
+      return result;
+    },
+  };
+}
+
+export type Dispatcher = ReturnType<typeof createDispatcher>;
+
+/** Due entries at or before `now` over all shards (16 ZCOUNTs), and the oldest due score: the lag gauge. */
+export async function dueBacklog(redis: Redis, prefix: string, now = Date.now()): Promise<{ backlog: number; oldestDue: number | null }> {
+  const pipe = redis.pipeline();
+  for (let s = 0; s < SCHEDULE_SHARDS; s++) {
+    const k = shardKeys(prefix, s);
+    pipe.zcount(k.due, '-inf', now).zrange(k.due, '0', '0', 'WITHSCORES');
+  }
+  const replies = (await pipe.exec()) ?? [];
+  let backlog = 0;
+  let oldestDue: number | null = null;
+  for (let i = 0; i < replies.length; i += 2) {
+    backlog += Number(replies[i]?.[1] ?? 0);
+    const first = replies[i + 1]?.[1] as string[] | undefined;
+    if (first?.[1] !== undefined) oldestDue = Math.min(oldestDue ?? Number.POSITIVE_INFINITY, Number(first[1]));
+  }
+  return { backlog, oldestDue };
+}
