@@ -11,7 +11,7 @@
  * Env: BENCH_SCHEDULES (default 10000,100000,1000000), BENCH_FIRE_SECONDS (60), BENCH_REPLICAS (1,3),
  * BENCH_BULLMQ_MAX (100000: larger N run tickwork only), BENCH_WARMUP_SECONDS (15: firing before the window),
  * BENCH_UPSERT_CONCURRENCY (128), BENCH_WORKER_CONCURRENCY (50), BENCH_WORKERS (1 worker process),
- * BENCH_SPREAD (seconds, or ms for BullMQ alone; see spread.ts), BENCH_SIDES (tickwork,bullmq),
+ * BENCH_SPREAD (periods, seconds, or ms for BullMQ alone; see spread.ts), BENCH_SIDES (tickwork,bullmq),
  * BENCH_UPSERTS_TIMED (100000: tickwork upserts beyond these go through BENCH_FILL_PROCESSES (2) processes
  * at once, said in the output).
  * Progress goes to stderr, the table to stdout.
@@ -29,7 +29,7 @@ const NS = list(process.env.BENCH_SCHEDULES, '10000,100000,1000000').map(Number)
 const REPLICAS = list(process.env.BENCH_REPLICAS, '1,3').map(Number);
 const BULLMQ_MAX = Number(process.env.BENCH_BULLMQ_MAX ?? 100_000);
 const SIDES = list(process.env.BENCH_SIDES, 'tickwork,bullmq');
-const SPREAD = (process.env.BENCH_SPREAD ?? 'seconds') as SpreadMode;
+const SPREAD = (process.env.BENCH_SPREAD ?? 'periods') as SpreadMode;
 const settings: BenchSettings = {
   fireSeconds: Number(process.env.BENCH_FIRE_SECONDS ?? 60),
   warmupSeconds: Number(process.env.BENCH_WARMUP_SECONDS ?? 15),
@@ -42,7 +42,7 @@ const settings: BenchSettings = {
 
 async function main(): Promise<void> {
   installSignalCleanup();
-  if (SPREAD !== 'ms' && SPREAD !== 'seconds') throw new Error(`BENCH_SPREAD must be ms or seconds, not ${SPREAD}`);
+  if (!['periods', 'seconds', 'ms'].includes(SPREAD)) throw new Error(`BENCH_SPREAD must be periods, seconds or ms, not ${SPREAD}`);
   if (SPREAD === 'ms' && SIDES.includes('tickwork')) {
     throw new Error("BENCH_SPREAD=ms needs a phase for tickwork's every, which it does not take: use it with BENCH_SIDES=bullmq");
   }

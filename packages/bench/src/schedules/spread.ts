@@ -3,8 +3,13 @@
  * sides. Both tickwork's and BullMQ's `every` are anchored to the epoch: N schedules of `every: P` with
  * nothing else would all fall due at the same instant once per P. So each schedule gets a phase:
  *
- * - `seconds` (the default): tickwork's `every` takes no phase (ScheduleInput has no offset), so cron
- *   patterns with a seconds field, the same on both sides. Cron can only repeat on periods that divide a minute, an hour or a day, so the period is the one
+ * - `periods` (the default): tickwork's `every` takes no phase (ScheduleInput has no offset), so instead
+ *   each schedule gets an interval of its own, schedule i every ln2·N·(1 + i/N) ms (0.69 to 1.39 times N/1,000
+ *   s), on both sides. The sum of their rates is 1,000 a second (∫ dx/(ln2·(1+x)) over [0,1) = 1), and their
+ *   epoch-aligned instants fall across the milliseconds much as random ones would (per second 880 to 1,150
+ *   due; a few ms where many intervals divide the time hold up to about a hundred). `dueIn` counts them
+ *   exactly. Both sides stay on `every`, the cheap path: what is measured is scheduling, not cron.
+ * - `seconds`: cron patterns with a seconds field, the same on both sides. Cron can only repeat on periods that divide a minute, an hour or a day, so the period is the one
  *   of those nearest N/1,000 s (e.g. 120 s for N = 100,000: 833 a second) and each second of it gets N/P
  *   schedules, all due at the same instant: bursts once a second, not one occurrence per millisecond. The
  *   table prints the rate this gives.
@@ -12,7 +17,7 @@
  *   every N ms (1,000 a second over N schedules), schedule i at i ms past each multiple of N (BullMQ's
  *   `offset`): one occurrence per millisecond, no bursts.
  */
-export type SpreadMode = 'ms' | 'seconds';
+export type SpreadMode = 'periods' | 'seconds' | 'ms';
 
 export interface Spread {
   mode: SpreadMode;
@@ -23,7 +28,7 @@ export interface Spread {
   /** BullMQ job scheduler repeat options of schedule i (offset > 0: BullMQ treats 0 as "now"). */
   bullmq(i: number): { every: number; offset: number } | { pattern: string };
   /** tickwork schedule timing of schedule i. */
-  tickwork(i: number): { every: { milliseconds: number }; offsetMs: number } | { pattern: string };
+  tickwork(i: number): { every: { milliseconds: number }; offsetMs?: number } | { pattern: string };
   /** Occurrences due in [fromMs, toMs). */
   dueIn(fromMs: number, toMs: number): number;
 }
@@ -32,6 +37,26 @@ export interface Spread {
 const CRON_PERIODS_S = [1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30, 60, 120, 180, 240, 300, 360, 600, 720, 900, 1200, 1800, 3600];
 
 export function spreadFor(n: number, mode: SpreadMode): Spread {
+  if (mode === 'periods') {
+    const period = (i: number) => Math.round(Math.LN2 * n * (1 + i / n));
+    return {
+      mode,
+      periodMs: n,
+      rate: 1000,
+      describe: `every ${((Math.LN2 * n) / 1000).toFixed(1)}-${((2 * Math.LN2 * n) / 1000).toFixed(1)} s, a period of its own per schedule`,
+      // Offset = the period itself: BullMQ then aligns to the epoch as tickwork does (offset 0 means "now").
+      bullmq: (i) => ({ every: period(i), offset: period(i) }),
+      tickwork: (i) => ({ every: { milliseconds: period(i) } }),
+      dueIn: (from, to) => {
+        let due = 0;
+        for (let i = 0; i < n; i++) {
+          const p = period(i);
+          due += Math.floor((to - 1) / p) - Math.floor((from - 1) / p);
+        }
+        return due;
+      },
+    };
+  }
   if (mode === 'ms') {
     return {
       mode,

@@ -5,10 +5,10 @@ import type { Spread } from './spread.js';
 
 export function tickworkInput(spread: Spread, i: number): ScheduleInput<typeof benchTick> {
   const t = spread.tickwork(i);
-  // The engine's `every` is anchored to the epoch and takes no phase (ScheduleInput): schedules sharing an
-  // interval all fall due at one instant, so the spread must be a cron pattern with seconds (spread.ts).
-  if (!('pattern' in t)) throw new Error(`tickwork's every takes no offset: run with BENCH_SPREAD=seconds (${spread.describe})`);
-  return { job: benchTick, tz: 'UTC', data: { i }, pattern: t.pattern };
+  if ('pattern' in t) return { job: benchTick, tz: 'UTC', data: { i }, pattern: t.pattern };
+  // The engine's `every` is anchored to the epoch and takes no phase (ScheduleInput has no offset).
+  if (t.offsetMs !== undefined) throw new Error(`tickwork's every takes no offset: BENCH_SPREAD=${spread.mode} is for BullMQ alone`);
+  return { job: benchTick, tz: 'UTC', data: { i }, every: t.every };
 }
 
 export const scheduleId = (i: number) => `u:${i}`;
