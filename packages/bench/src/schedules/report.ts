@@ -52,7 +52,9 @@ const NOTES = `* BullMQ has no scheduler process: its Worker adds each job sched
   so its "start" is n/a and the CPU that schedules is inside the worker column (which also runs the job).
 upserts/s: N upserts from one process, BENCH_UPSERT_CONCURRENCY in flight. B/sched rest: Redis used_memory after
 the upserts (settled) less before, / N; "firing": at the end of the window less the same baseline, / N.
-start ms: scheduler process spawn until its /readyz answers 200 (the slowest replica; includes Node start-up).
+start ms: scheduler process spawn until its /readyz answers 200 (the slowest replica; includes Node start-up
+and the first tick's catch-up: for the first replica count, of every occurrence due since the upserts, when no
+scheduler ran; for the next, of those due while the previous replicas stopped).
 lag: handler start - the occurrence's nominal time, ms, for occurrences due in the window; ran/due: those that
 started / those the spread makes due in the window. cmds/occ: Redis total_commands_processed over the window
 (commands inside Lua scripts included) / occurrences run; redis/sched/worker us/occ: CPU time of the
