@@ -90,7 +90,7 @@ function verdicts(results: SideResult[]): string {
     out += b
       ? `  bytes per schedule at rest <= half of BullMQ's, N=${r.n}: ${f(r.bytesPerSchedule)} vs ${f(b.bytesPerSchedule)} (${f(r.bytesPerSchedule / b.bytesPerSchedule, 2)}x)  ` +
         `${v(r.bytesPerSchedule <= BYTES_RATIO * b.bytesPerSchedule)}\n`
-      : `  bytes per schedule at rest <= half of BullMQ's, N=${r.n}: BullMQ not measured at this N (BENCH_BULLMQ_MAX)\n`;
+      : `  bytes per schedule at rest <= half of BullMQ's, N=${r.n}: BullMQ not measured at this N (BENCH_BULLMQ_MAX, BENCH_SIDES)\n`;
   }
   for (const r of tw) {
     out += `  upserts >= ${UPSERTS_PER_S}/s, N=${r.n}: ${f(r.upsertsPerS)}/s${r.upsertNote ? ' (timed part only, see +)' : ''}  ${v(r.upsertsPerS >= UPSERTS_PER_S)}\n`;
