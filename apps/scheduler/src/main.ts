@@ -13,6 +13,7 @@ import { loadSchedulerEnv } from './env.js';
 import { reconcileSchedules } from './reconcile.js';
 import { createTicker } from './tick.js';
 import { watchSchedules } from './watchdog.js';
+import { watchIndexed } from './watchdog-index.js';
 import { createCapacityWatch } from './capacity-watch.js';
 
 const boot = createLogger('scheduler');
@@ -75,7 +76,8 @@ async function main(): Promise<void> {
   const watchDeps = { catalog, redis, prefix: env.QUEUE_PREFIX, log, alerter, speedupMs: env.SCHEDULE_SPEEDUP };
   let watching: Promise<void> | undefined;
   const watch = () => {
-    watching ??= watchSchedules(watchDeps).finally(() => {
+    // Catalog schedules: the full pass (few, with per-schedule gauges); runtime ones: their deadline indexes.
+    watching ??= Promise.all([watchSchedules(watchDeps), watchIndexed(watchDeps).catch((err: unknown) => log.warn({ err: { message: (err as Error).message } }, 'indexed watchdog pass failed; will retry'))]).then(() => undefined).finally(() => {
       watching = undefined;
     });
   };

@@ -23,4 +23,17 @@ export const fxSecond = defineJob({
   },
 });
 
-export const catalog = createCatalog([fxSecond]);
+/** Hash occurrence key -> how many times its handler ran (runtime schedules of the process tests). */
+export const FX_TENANT_RUNS_KEY = 'fx:tenant-runs';
+
+/** A job without a schedule: runtime schedules (one per tenant) are upserted for it through the API. */
+export const fxTenant = defineJob({
+  name: 'fx.tenant',
+  queue: 'fxt',
+  schema: z.object({ tenant: z.string() }),
+  async handler(ctx) {
+    await ctx.redis.hincrby(FX_TENANT_RUNS_KEY, ctx.idempotencyKey, 1);
+  },
+});
+
+export const catalog = createCatalog([fxSecond, fxTenant]);

@@ -15,6 +15,11 @@ describe('classifyKey', () => {
     expect(component('tw:ledger:email.send#42:steps')).toBe('ledger');
     expect(component('tw:schedule:billing.charge-monthly:history')).toBe('schedule-history');
     expect(component('tw:schedule:billing.charge-monthly:records')).toBe('schedule-history');
+    expect(component('tw:{sched:3}:h:tenant:7:weekly:history')).toBe('schedule-history');
+    expect(component('tw:{sched:3}:h:tenant:7:weekly:records')).toBe('schedule-history');
+    expect(component('tw:{sched:3}:h:tenant:7:weekly:last-success')).toBe('schedules');
+    expect(component('tw:{sched:12}:due')).toBe('schedules');
+    expect(component('tw:{sched:12}:defs')).toBe('schedules');
     expect(component('tw:schedule:billing.charge-monthly:cursor')).toBe('schedules');
     expect(component('tw:schedule:billing.charge-monthly:last-success')).toBe('schedules');
     expect(component('tw:meta:schedules')).toBe('schedules');

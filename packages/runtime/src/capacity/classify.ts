@@ -22,7 +22,7 @@ export type Component = (typeof COMPONENTS)[number];
 export const COMPONENT_HELP: Record<Component, string> = {
   ledger: 'idempotency ledger: records of runs with a key of their own, and step results (a run named by a generated job id keeps its record in its job)',
   'schedule-history': 'occurrence history per schedule',
-  schedules: 'schedule cursors, last success/failure, registrations, health',
+  schedules: 'schedule definitions and due/claim/lex indexes, last success/failure, registrations, health',
   overlap: 'overlap state and skip lists',
   dlq: 'dead-letter queues (never trimmed)',
   'jobs-pending': 'waiting, delayed and active jobs',
@@ -66,6 +66,8 @@ export function classifyKey(key: string, prefix: string): KeyClass {
   if (!key.startsWith(`${prefix}:`)) return { component: 'not-tickwork' };
   if (isLedgerKey(key, prefix)) return { component: 'ledger' };
   const rest = key.slice(prefix.length + 1);
+  // The schedule store: `{sched:<k>}:<index>` and a schedule's history `{sched:<k>}:h:<id>:history|records|last-*`.
+  if (rest.startsWith('{sched:')) return { component: /^\{sched:\d+\}:h:.*:(history|records)$/.test(rest) ? 'schedule-history' : 'schedules' };
   const sep = rest.indexOf(':');
   const head = sep < 0 ? rest : rest.slice(0, sep);
   const tail = sep < 0 ? '' : rest.slice(sep + 1);

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { dlqName } from '../queues.js';
 import { scheduleKeys, scheduleRegistryKey } from '../schedule/keys.js';
+import { SCHEDULE_SHARDS, shardKeys } from '../schedules/keys.js';
 import { queueRegistryKey } from '../registry.js';
 import { classifyKey, COMPONENTS, jobComponent, QUEUE_STRUCTURE_NAMES, type Component } from './classify.js';
 
@@ -48,6 +49,11 @@ function knownLargeKeys(opts: EstimateOptions): string[] {
     for (const name of [queue, dlqName(queue)]) for (const s of QUEUE_STRUCTURE_NAMES) keys.add(`${opts.prefix}:${name}:${s}`);
   }
   for (const schedule of opts.schedules) for (const key of Object.values(scheduleKeys(opts.prefix, schedule))) keys.add(key);
+  // The store's per-shard indexes grow with the number of schedules (a million runtime schedules).
+  for (let shard = 0; shard < SCHEDULE_SHARDS; shard++) {
+    const { jobIdx: _prefixOnly, ...indexes } = shardKeys(opts.prefix, shard);
+    for (const key of Object.values(indexes)) keys.add(key);
+  }
   return [...keys];
 }
 

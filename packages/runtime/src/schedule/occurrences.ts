@@ -95,9 +95,28 @@ interface CompiledCron {
   /** Every hour of the day matches: DST policy does not apply, the schedule keeps real-time spacing. */
   everyHour: boolean;
   fields: CronFieldCollection;
+  /** The day fields alone (time fields fixed at midnight), built once: matching days come from them. */
+  dayFields: CronFieldCollection;
 }
 
+/**
+ * Compiled patterns, shared by every schedule with the same pattern, zone and DST policy (a million
+ * runtime schedules use few distinct ones). Bounded: the oldest entry goes when it is full.
+ */
+const compiled = new Map<string, CompiledCron>();
+const COMPILED_MAX = 1000;
+
 function compileCron(rule: Extract<OccurrenceRule, { kind: 'cron' }>): CompiledCron {
+  const key = `${rule.pattern}\u0000${rule.tz}\u0000${rule.dst.gap}\u0000${rule.dst.fold}`;
+  const hit = compiled.get(key);
+  if (hit) return hit;
+  const c = compileCronUncached(rule);
+  if (compiled.size >= COMPILED_MAX) compiled.delete(compiled.keys().next().value as string);
+  compiled.set(key, c);
+  return c;
+}
+
+function compileCronUncached(rule: Extract<OccurrenceRule, { kind: 'cron' }>): CompiledCron {
   let fields: CronFieldCollection;
   try {
     fields = CronExpressionParser.parse(rule.pattern, { tz: 'UTC', strict: false }).fields;
@@ -109,7 +128,8 @@ function compileCron(rule: Extract<OccurrenceRule, { kind: 'cron' }>): CompiledC
     for (const m of fields.minute.values) for (const s of fields.second.values) times.push(h * 3600 + m * 60 + s);
   }
   times.sort((a, b) => a - b);
-  return { zone: IANAZone.create(rule.tz), dst: rule.dst, times, everyHour: fields.hour.values.length === 24, fields };
+  const dayFields = CronFieldCollection.from(fields, { second: [0], minute: [0], hour: [0] });
+  return { zone: IANAZone.create(rule.tz), dst: rule.dst, times, everyHour: fields.hour.values.length === 24, fields, dayFields };
 }
 
 /**
@@ -118,12 +138,16 @@ function compileCron(rule: Extract<OccurrenceRule, { kind: 'cron' }>): CompiledC
  * order (a gap-shifted time can land after the next day has started, hence the buffer).
  */
 function* cronAfter(c: CompiledCron, afterMs: number): Generator<Occurrence> {
-  const startDay = DateTime.fromMillis(afterMs, { zone: c.zone }).minus({ days: 1 });
-  const days = matchingDays(c, Date.UTC(startDay.year, startDay.month - 1, startDay.day));
+  // Start two UTC days back: at or before the local day before `afterMs` in any zone (offsets are within
+  // +-14 h), without asking the zone (slow); earlier times are dropped by `lastEmitted`.
+  const start = new Date(afterMs - 2 * DAY_MS);
+  const days = matchingDays(c, Date.UTC(start.getUTCFullYear(), start.getUTCMonth(), start.getUTCDate()));
   let pending: Occurrence[] = [];
   let lastEmitted = afterMs;
   for (const day of days) {
-    const dayStart = DateTime.fromObject({ year: day.y, month: day.m, day: day.d }, { zone: c.zone }).toMillis();
+    const offset = regularDayOffset(c, day);
+    const dayStart =
+      offset !== null ? Date.UTC(day.y, day.m - 1, day.d) - offset * 60_000 : DateTime.fromObject({ year: day.y, month: day.m, day: day.d }, { zone: c.zone }).toMillis();
     const ready = pending.filter((o) => o.at.getTime() < dayStart);
     pending = pending.filter((o) => o.at.getTime() >= dayStart);
     for (const o of ready) {
@@ -131,6 +155,17 @@ function* cronAfter(c: CompiledCron, afterMs: number): Generator<Occurrence> {
         lastEmitted = o.at.getTime();
         yield o;
       }
+    }
+    if (offset !== null && pending.length === 0) {
+      // A day without an offset change: its times are final and ascending, so they are yielded lazily from
+      // the first one after what was emitted (a per-second pattern has 86,400 a day; a tick needs a few).
+      const base = Date.UTC(day.y, day.m - 1, day.d) - offset * 60_000;
+      for (let i = firstTimeAfter(c.times, (lastEmitted - base) / 1000); i < c.times.length; i++) {
+        const at = base + (c.times[i] as number) * 1000;
+        lastEmitted = at;
+        yield { at: new Date(at), kind: 'regular' };
+      }
+      continue;
     }
     pending.push(...dayOccurrences(c, day));
     pending.sort((a, b) => a.at.getTime() - b.at.getTime());
@@ -146,8 +181,7 @@ interface LocalDay {
 
 /** Calendar days matching the day-of-month, month and day-of-week fields, from cron-parser itself (L, W, # included). */
 function* matchingDays(c: CompiledCron, fromUtcMidnight: number): Generator<LocalDay> {
-  const dayFields = CronFieldCollection.from(c.fields, { second: [0], minute: [0], hour: [0] });
-  const expr = CronExpression.fieldsToExpression(dayFields, { tz: 'UTC', currentDate: new Date(fromUtcMidnight - 1) });
+  const expr = CronExpression.fieldsToExpression(c.dayFields, { tz: 'UTC', currentDate: new Date(fromUtcMidnight - 1) });
   for (;;) {
     let next: Date;
     try {
@@ -157,6 +191,35 @@ function* matchingDays(c: CompiledCron, fromUtcMidnight: number): Generator<Loca
     }
     yield { y: next.getUTCFullYear(), m: next.getUTCMonth() + 1, d: next.getUTCDate() };
   }
+}
+
+/** Per zone and day: its offset when regular (null: it changes). Zone offsets come from Intl and are slow. */
+const dayOffsets = new Map<string, number | null>();
+const DAY_OFFSETS_MAX = 10_000;
+
+/** The day's UTC offset (minutes) when it does not change around that day, else null. */
+function regularDayOffset(c: CompiledCron, day: LocalDay): number | null {
+  const key = `${c.zone.name}\u0000${day.y}-${day.m}-${day.d}`;
+  const hit = dayOffsets.get(key);
+  if (hit !== undefined) return hit;
+  const wallMidnight = Date.UTC(day.y, day.m - 1, day.d);
+  const before = c.zone.offset(wallMidnight - DAY_MS);
+  const offset = before === c.zone.offset(wallMidnight + 2 * DAY_MS) && c.zone.offset(wallMidnight + DAY_MS / 2) === before ? before : null;
+  if (dayOffsets.size >= DAY_OFFSETS_MAX) dayOffsets.delete(dayOffsets.keys().next().value as string);
+  dayOffsets.set(key, offset);
+  return offset;
+}
+
+/** Index of the first of the ascending `times` (seconds into the day) strictly after `sec`. */
+function firstTimeAfter(times: readonly number[], sec: number): number {
+  let lo = 0;
+  let hi = times.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if ((times[mid] as number) <= sec) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 function dayOccurrences(c: CompiledCron, day: LocalDay): Occurrence[] {

@@ -7,7 +7,7 @@ import { runScriptMany, type ScriptCall } from '../redis/scripts.js';
 import { planOccurrences } from '../schedule/catch-up.js';
 import { occurrenceJobId, occurrenceKey } from '../schedule/keys.js';
 import { nextOccurrences } from '../schedule/occurrences.js';
-import { historyCapOf, isWatched, parseDef, policiesOfCore, ruleOfCore } from './definition.js';
+import { historyCapOf, parseDef, policiesOfCore, ruleOfCore } from './definition.js';
 import { historyKeysOf, SCHEDULE_SHARDS, shardKeys } from './keys.js';
 import { CLAIM, COMMIT } from './lua.js';
 import { addOccurrenceJobs, type OccurrenceJob } from './occurrence-jobs.js';
@@ -118,7 +118,8 @@ export function createDispatcher(opts: DispatcherOptions) {
     const planned = planOccurrences({ rule, policies, cursor: nominal - 1, now, graceMs: opts.graceMs, lookaheadMs: opts.lookaheadMs });
     const after = planned.items.length > 0 ? planned.cursor : nominal - 1;
     const next = nextOccurrences(rule, new Date(after), 1)[0]?.at.getTime() ?? null;
-    const watched = isWatched(def.core);
+    // The deadline index is for runtime schedules that opted in; catalog schedules have the watchdog's full pass.
+    const watched = def.core.W === 1;
     const claimedAt = new Date(now).toISOString();
     const records: Commit['records'] = [];
     let watchDeadline: number | null = null;

@@ -5,7 +5,7 @@ import { SCHEDULED_RUN_OPTION, type ScheduledRun } from '../run-identity.js';
 import { slowAfterMsOf } from '../schedule/health.js';
 import { CATALOG_HISTORY_CAP } from './definition.js';
 import { occurrenceJobId } from '../schedule/keys.js';
-import { historyCapOf, isWatched, policiesOfCore, type StoredDef } from './definition.js';
+import { historyCapOf, policiesOfCore, type StoredDef } from './definition.js';
 import { DEFAULT_OVERLAP_POLICY } from '../overlap/overlap-guard.js';
 
 /** One run to add: a schedule's occurrence (on time or catch-up) or a manual run. */
@@ -32,7 +32,8 @@ export function scheduledRunFor(o: OccurrenceJob): ScheduledRun {
     v: o.def.version,
     ...(policies.overlap !== DEFAULT_OVERLAP_POLICY && { o: policies.overlap }),
     ...(cap !== CATALOG_HISTORY_CAP && { h: cap }),
-    ...(isWatched(core) && { sa: Math.round(slowAfterMsOf(policies, o.intervalMs)) }),
+    // Runtime schedules that opted in (watch: true) use the slow-run index; catalog ones the watchdog's own pass.
+    ...(core.W === 1 && { sa: Math.round(slowAfterMsOf(policies, o.intervalMs)) }),
     ...(o.manual && { m: o.manual.token }),
   };
 }
