@@ -1,0 +1,24 @@
+/**
+ * The schedules bench's catalog, loaded by the stock scheduler and the stock worker through JOBS_MODULE
+ * (as soak-catalog.ts is): one no-op job that runtime schedules point at. Its handler records how late it
+ * started against the occurrence's nominal time (lag-recorder.ts) and does nothing else, so what the bench
+ * measures is the platform. Idempotent because: it does nothing.
+ */
+import { createCatalog, defineJob } from '@tickwork/runtime';
+import { z } from 'zod';
+import { recordLag, serve } from './lag-recorder.js';
+
+export const benchTick = defineJob({
+  name: 'bench.tick',
+  queue: 'sched',
+  // The same small payload BullMQ's job schedulers carry in the same run (bullmq-side.ts).
+  schema: z.object({ i: z.number() }),
+  handler: async (ctx) => {
+    if (ctx.nominalTime) recordLag(ctx.nominalTime.getTime());
+    return null;
+  },
+});
+
+export const catalog = createCatalog([benchTick]);
+
+serve();
