@@ -121,7 +121,7 @@ export function createDispatcher(opts: DispatcherOptions) {
     for (const n of await runScriptMany(redis, COMMIT, [...byShard].map(([shard, list]) => commitCall(shard, token, list)))) committed += Number(n);
     return committed;
   }
-  const lane = createFireLane({ fire, log, waitHeld: opts.waitHeld ?? true });
+  const lane = createFireLane({ fire, log, waitHeld: opts.waitHeld ?? true, maxHoldMs: leaseMs / 2 });
 
   function plan(id: string, nominal: number, raw: string, now: number, runs: OccurrenceJob[], result: DispatchResult): Commit {
     const def = parseDef(raw);

@@ -28,6 +28,11 @@ export function createFireLane(opts: {
   log: Logger;
   /** Whether `fire` resolves only once the held groups are added (tests) or at once (the scheduler's loop). */
   waitHeld: boolean;
+  /**
+   * Runs due later than this are added at once, delayed by BullMQ, rather than held: a claim must not be
+   * held near its lease (a look-ahead longer than half the lease, as some tests use to plan a day ahead).
+   */
+  maxHoldMs: number;
 }) {
   const pending = new Set<Promise<void>>();
 
@@ -62,7 +67,7 @@ export function createFireLane(opts: {
       const held = new Map<number, Claimed[]>();
       for (const c of claimed) {
         const at = c.runs.reduce((latest, r) => (r.catchUp ? latest : Math.max(latest, r.nominal)), now);
-        if (at - now <= FIRE_NOW_MS) ready.push(c);
+        if (at - now <= FIRE_NOW_MS || at - now > opts.maxHoldMs) ready.push(c);
         else {
           let group = held.get(at);
           if (!group) held.set(at, (group = []));

@@ -1,0 +1,68 @@
+/**
+ * The scheduled lane: an on-time occurrence is added at its time at the head of the wait list, so the next
+ * job a worker takes is the occurrence, not the backlog; a catch-up run queues behind the backlog.
+ */
+import { scheduledRunOf, type QueueSet } from '@tickwork/runtime';
+import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KINDS, scheduleOf } from './testing/store-fixture.js';
+
+let server: RedisServerHandle;
+let redis: Redis;
+const queueSets: QueueSet[] = [];
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  redis = server.client();
+});
+afterAll(async () => {
+  await Promise.all(queueSets.map((q) => q.close()));
+  await redis.quit();
+  await server.stop();
+});
+
+/** The wait list's next job (BullMQ takes from the right end). */
+async function nextWaiting(prefix: string): Promise<string | null> {
+  return redis.lindex(`${prefix}:q:wait`, -1);
+}
+
+async function backlog(queues: QueueSet, n: number): Promise<void> {
+  await queues.get('q').addBulk(Array.from({ length: n }, (_, i) => ({ name: 'minutely', data: {}, opts: { jobId: `backlog-${i}` } })));
+}
+
+describe.each(KINDS)('%s schedules', (kind) => {
+  it('an on-time occurrence is added at its time, never delayed, at the head of a 2,000-job backlog', async () => {
+    const now = Date.now();
+    const s = await scheduleOf(redis, kind, { every: { seconds: 1 }, tz: 'UTC' }, now - 60_000, { lookaheadMs: 1000, leaseMs: 10_000 });
+    queueSets.push(s.queues);
+    await s.dispatcher().tick(now - 1); // the catch-up pass of a new schedule records nothing
+    await backlog(s.queues, 2000);
+    const tickAt = Date.now();
+    const result = await s.dispatcher().tick(tickAt);
+    expect(result.enqueued).toBeGreaterThanOrEqual(1);
+    const next = await nextWaiting(s.prefix);
+    const job = next === null ? undefined : await s.queues.get('q').getJob(next);
+    const run = job && scheduledRunOf(job.opts);
+    expect(run?.schedule).toBe(s.id);
+    expect(run?.catchUp).toBe(false);
+    // Added at its nominal time (the tick waited for it), not ahead of it through the delayed set.
+    expect(job?.opts.delay ?? 0).toBe(0);
+    expect(job?.opts.lifo).toBe(true);
+    expect(job!.timestamp).toBeGreaterThanOrEqual(run!.nominal);
+    expect(await s.queues.get('q').getDelayedCount()).toBe(0);
+  });
+
+  it('a catch-up run queues behind the backlog', async () => {
+    const now = Date.now();
+    const s = await scheduleOf(redis, kind, { pattern: '* * * * *', tz: 'UTC', missed: 'once' }, now - 10 * 60_000, { lookaheadMs: 0, graceMs: 1 });
+    queueSets.push(s.queues);
+    await backlog(s.queues, 100);
+    const result = await s.dispatcher().tick(now);
+    expect(result.caughtUp).toBe(1);
+    expect(await nextWaiting(s.prefix)).toBe('backlog-0');
+    const waiting = await redis.lrange(`${s.prefix}:q:wait`, 0, 0);
+    const caughtUp = waiting[0] === undefined ? undefined : await s.queues.get('q').getJob(waiting[0]);
+    expect(caughtUp && scheduledRunOf(caughtUp.opts)?.catchUp).toBe(true);
+  });
+});
