@@ -13,14 +13,12 @@
  * A middle or last page is reached with the cursor a client paging there would hold (built from the
  * entry's index, as the cursor names it), not by paging 2,000 times.
  */
-import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { appEntry, fillDeadLetters, filledEntryOf, freePort, startApp, startRedisServer, waitFor, type FillOptions } from '@tickwork/testkit';
+import { reportPages, timePages } from './page-timing.js';
 
 const ENTRIES = Number(process.env.BENCH_DLQ_ENTRIES ?? 1_000_000);
 const ROUNDS = Number(process.env.BENCH_DLQ_ROUNDS ?? 5);
-const PAGE_MS = 200;
-const RSS_MIB = 200;
 const PASSWORD = 'bench-password';
 const AUTH = { authorization: `Basic ${Buffer.from(`admin:${PASSWORD}`).toString('base64')}` };
 const out = (s: string) => process.stdout.write(s);
@@ -30,17 +28,12 @@ function cursorAt(queue: string, index: number): string {
   return Buffer.from(JSON.stringify({ q: queue, s: 0, o: index })).toString('base64url');
 }
 
-function procStatus(pid: number, field: 'VmRSS' | 'VmHWM'): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`)) ?? '';
-  return Number(/(\d+) kB/.exec(line)?.[1] ?? NaN) / 1024;
-}
-
 async function main(): Promise<void> {
   const redis = await startRedisServer();
   const client = redis.client();
   const fill: FillOptions = { prefix: 'tw', queue: 'email', count: ENTRIES, jobNames: ['email.send', 'digest.weekly', 'digest.morning'] };
   out(`filling email.dlq with ${ENTRIES} entries... `);
-  let t = performance.now();
+  const t = performance.now();
   await fillDeadLetters(client, fill);
   const mem = /used_memory_human:(\S+)/.exec(await client.info('memory'))?.[1] ?? '?';
   out(`${((performance.now() - t) / 1000).toFixed(1)} s (Redis holds ${mem})\n`);
@@ -68,31 +61,7 @@ async function main(): Promise<void> {
       ['HTML filter: reason "timeout"', '/dead-letters?reason=timeout'],
       ['HTML one entry', `/dead-letters/email/${encodeURIComponent(mid)}`],
     ];
-    for (const [, path] of requests) await (await fetch(`${base}${path}`, { headers: AUTH })).arrayBuffer();
-    const results: { label: string; worst: number; median: number; bytes: number }[] = [];
-    for (const [label, path] of requests) {
-      const times: number[] = [];
-      let bytes = 0;
-      for (let r = 0; r < ROUNDS; r++) {
-        t = performance.now();
-        const res = await fetch(`${base}${path}`, { headers: AUTH });
-        const body = await res.arrayBuffer();
-        times.push(performance.now() - t);
-        if (res.status !== 200) throw new Error(`${path} answered ${res.status}: ${Buffer.from(body).toString('utf8').slice(0, 300)}`);
-        bytes = body.byteLength;
-      }
-      times.sort((a, b) => a - b);
-      results.push({ label, worst: times.at(-1) ?? NaN, median: times[Math.floor(times.length / 2)] ?? NaN, bytes });
-    }
-    const rss = procStatus(pid, 'VmRSS');
-    const peak = procStatus(pid, 'VmHWM');
-
-    out(`\n${'request'.padEnd(40)} ${'median ms'.padStart(10)} ${'worst ms'.padStart(10)} ${'bytes'.padStart(10)}\n`);
-    for (const r of results) out(`${r.label.padEnd(40)} ${r.median.toFixed(1).padStart(10)} ${r.worst.toFixed(1).padStart(10)} ${String(r.bytes).padStart(10)}\n`);
-    const slowest = Math.max(...results.map((r) => r.worst));
-    out(`\ndashboard RSS ${rss.toFixed(1)} MiB now, ${peak.toFixed(1)} MiB peak\n`);
-    out(`target: every page < ${PAGE_MS} ms with ${ENTRIES} dead letters (slowest ${slowest.toFixed(1)} ms): ${slowest < PAGE_MS ? 'MET' : 'NOT MET'}\n`);
-    out(`target: dashboard < ${RSS_MIB} MiB RSS (peak ${peak.toFixed(1)} MiB): ${peak < RSS_MIB ? 'MET' : 'NOT MET'}\n`);
+    reportPages(await timePages(base, AUTH, requests, ROUNDS), pid, `${ENTRIES} dead letters`);
   } finally {
     await dashboard.stop();
     await redis.stop();
