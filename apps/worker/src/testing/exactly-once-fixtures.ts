@@ -2,7 +2,7 @@
  * Test-only catalog (loaded by real worker processes through JOBS_MODULE) for the exactly-once tests.
  * Not part of the production catalog. Side effects go to Redis lists under `fx:` so tests can count them.
  */
-import { createCatalog, defineJob, type OverlapPolicy } from '@tickwork/runtime';
+import { createCatalog, defineJob, type JobContext, type OverlapPolicy } from '@tickwork/runtime';
 import { z } from 'zod';
 
 export const FX_KEYS = {
@@ -36,22 +36,26 @@ export const fxEffectById = defineJob({
   },
 });
 
+/** Sleeps 3 s and records its run under its schedule's id (the idempotency key's part before the last '@'). */
+async function overlapHandler(ctx: JobContext<Record<string, never>>): Promise<{ start: number }> {
+  const start = Date.now();
+  await new Promise((r) => setTimeout(r, 3000));
+  const schedule = ctx.idempotencyKey.slice(0, ctx.idempotencyKey.lastIndexOf('@'));
+  await ctx.redis.rpush(FX_KEYS.runs(schedule), JSON.stringify({ key: ctx.idempotencyKey, nominal: ctx.nominalTime?.getTime(), start, end: Date.now() }));
+  return { start };
+}
+
 const overlapJob = (policy: OverlapPolicy) =>
   defineJob({
     name: `fx.overlap-${policy}`,
     queue: 'fxoverlap',
     schema: z.object({}),
     schedule: { every: { seconds: 1 }, tz: 'UTC', overlap: policy },
-    async handler(ctx) {
-      const start = Date.now();
-      await new Promise((r) => setTimeout(r, 3000));
-      await ctx.redis.rpush(
-        FX_KEYS.runs(ctx.jobName),
-        JSON.stringify({ key: ctx.idempotencyKey, nominal: ctx.nominalTime?.getTime(), start, end: Date.now() }),
-      );
-      return { start };
-    },
+    handler: overlapHandler,
   });
+
+/** The same handler without a schedule of its own: runtime schedules (`rt:overlap-<policy>`) fire it. */
+export const fxOverlapRuntime = defineJob({ name: 'fx.overlap-runtime', queue: 'fxoverlap', schema: z.object({}), handler: overlapHandler });
 
 export const catalog = createCatalog([
   fxEffect,
@@ -59,4 +63,5 @@ export const catalog = createCatalog([
   overlapJob('skip'),
   overlapJob('buffer-one'),
   overlapJob('allow'),
+  fxOverlapRuntime,
 ]);
