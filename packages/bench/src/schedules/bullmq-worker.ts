@@ -15,6 +15,7 @@ const connection = new Redis(url, { maxRetriesPerRequest: null });
 
 /** A job scheduler's job is `repeat:<scheduler id>:<nominal ms>` (addJobScheduler-11.lua). */
 function nominalOf(job: Job): number | undefined {
+  if (!job.id?.startsWith('repeat:')) return undefined; // backlog jobs (lane.ts) have no nominal time
   const ms = Number(job.id?.slice(job.id.lastIndexOf(':') + 1));
   return Number.isFinite(ms) ? ms : undefined;
 }

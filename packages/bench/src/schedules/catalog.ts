@@ -19,6 +19,9 @@ export const benchTick = defineJob({
   },
 });
 
-export const catalog = createCatalog([benchTick]);
+/** Backlog for the scheduled-lane bench (lane.ts): a no-op on the same queue as the schedules' job. */
+export const benchNoop = defineJob({ name: 'bench.noop', queue: 'sched', schema: z.object({}), handler: async () => null });
+
+export const catalog = createCatalog([benchTick, benchNoop]);
 
 serve();

@@ -97,6 +97,8 @@ interface CompiledCron {
   fields: CronFieldCollection;
   /** The day fields alone (time fields fixed at midnight), built once: matching days come from them. */
   dayFields: CronFieldCollection;
+  /** Day of month, month and day of week are all `*`: every day matches (most patterns), no cron-parser walk. */
+  everyDay: boolean;
 }
 
 /**
@@ -129,7 +131,8 @@ function compileCronUncached(rule: Extract<OccurrenceRule, { kind: 'cron' }>): C
   }
   times.sort((a, b) => a - b);
   const dayFields = CronFieldCollection.from(fields, { second: [0], minute: [0], hour: [0] });
-  return { zone: IANAZone.create(rule.tz), dst: rule.dst, times, everyHour: fields.hour.values.length === 24, fields, dayFields };
+  const everyDay = fields.dayOfMonth.isWildcard && fields.month.isWildcard && fields.dayOfWeek.isWildcard;
+  return { zone: IANAZone.create(rule.tz), dst: rule.dst, times, everyHour: fields.hour.values.length === 24, fields, dayFields, everyDay };
 }
 
 /**
@@ -181,6 +184,12 @@ interface LocalDay {
 
 /** Calendar days matching the day-of-month, month and day-of-week fields, from cron-parser itself (L, W, # included). */
 function* matchingDays(c: CompiledCron, fromUtcMidnight: number): Generator<LocalDay> {
+  if (c.everyDay) {
+    for (let t = fromUtcMidnight; ; t += DAY_MS) {
+      const d = new Date(t);
+      yield { y: d.getUTCFullYear(), m: d.getUTCMonth() + 1, d: d.getUTCDate() };
+    }
+  }
   const expr = CronExpression.fieldsToExpression(c.dayFields, { tz: 'UTC', currentDate: new Date(fromUtcMidnight - 1) });
   for (;;) {
     let next: Date;

@@ -4,9 +4,36 @@ import type { ScheduleSpec } from '../define-job.js';
 import { JobDefinitionError } from '../errors.js';
 import { policiesOf } from './policy.js';
 
-/** Throws a JobDefinitionError naming the job and the bad value; returns the interval in ms for `every`. */
+/**
+ * What validating a zone and a pattern found, by value: a million runtime schedules use few distinct ones,
+ * and each check is costly (luxon builds an Intl formatter per zone check; cron-parser parses the pattern).
+ * Bounded: cleared when full.
+ */
+const zoneValid = new Map<string, boolean>();
+const patternError = new Map<string, string | null>();
+const CHECKS_MAX = 10_000;
+
+function remember<V>(cache: Map<string, V>, key: string, compute: () => V): V {
+  const hit = cache.get(key);
+  if (hit !== undefined) return hit;
+  const value = compute();
+  if (cache.size >= CHECKS_MAX) cache.clear();
+  cache.set(key, value);
+  return value;
+}
+
+function cronError(pattern: string): string | null {
+  try {
+    CronExpressionParser.parse(pattern, { tz: 'UTC', strict: false });
+    return null;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
+/** Throws a JobDefinitionError naming the job and the bad value. */
 export function validateSchedule(jobName: string, spec: ScheduleSpec): void {
-  if (!spec.tz || !IANAZone.isValidZone(spec.tz)) {
+  if (!spec.tz || typeof spec.tz !== 'string' || !remember(zoneValid, spec.tz, () => IANAZone.isValidZone(spec.tz))) {
     throw new JobDefinitionError(
       jobName,
       `schedule.tz ${JSON.stringify(spec.tz)} is not an IANA timezone; use e.g. "UTC" or "America/New_York"`,
@@ -16,13 +43,12 @@ export function validateSchedule(jobName: string, spec: ScheduleSpec): void {
     throw new JobDefinitionError(jobName, 'schedule has both pattern and every; choose one');
   }
   if (spec.pattern !== undefined) {
-    try {
-      CronExpressionParser.parse(spec.pattern, { tz: spec.tz, strict: false });
-    } catch (err) {
+    const error = typeof spec.pattern === 'string' ? remember(patternError, spec.pattern, () => cronError(spec.pattern as string)) : 'not a string';
+    if (error !== null) {
       throw new JobDefinitionError(
         jobName,
         `schedule.pattern ${JSON.stringify(spec.pattern)} is not a valid cron expression ` +
-          `(${(err as Error).message}); expected 5 or 6 fields, e.g. "0 0 1 * *"`,
+          `(${error}); expected 5 or 6 fields, e.g. "0 0 1 * *"`,
       );
     }
     policiesOf(jobName, spec);

@@ -1,0 +1,136 @@
+/**
+ * The scheduled-lane section of `pnpm bench` (issue 13, target 3): an every-second schedule on a queue
+ * that always has at least 20,000 no-op jobs waiting. tickwork: a runtime schedule fired by the stock
+ * scheduler into the stock worker (concurrency 50); BullMQ: a job scheduler (`every: 1000`) into a bare
+ * Worker (concurrency 50), each on its own private Redis. For each, BENCH_LANE_SECONDS (default 45) with
+ * the queue idle, then as long with a producer keeping the backlog at 20,000 or more; the lag of each
+ * occurrence (handler start - nominal time) is recorded in the worker's memory (schedules/lag-recorder.ts).
+ * Targets: tickwork p99 <= 100 ms behind the backlog, <= 20 ms idle.
+ */
+import { createLogger, createRedis, createSchedules, QueueSet } from '@tickwork/runtime';
+import { Queue } from 'bullmq';
+import { fileURLToPath } from 'node:url';
+import type { Redis } from 'ioredis';
+import { benchTick, catalog } from './schedules/catalog.js';
+import { cleanupAll, msUntilOk, percentile, privateRedis, sleep, startChild, type Child } from './schedules/harness.js';
+import type { LagReply } from './schedules/lag-recorder.js';
+
+const SECONDS = Number(process.env.BENCH_LANE_SECONDS ?? 45);
+const BACKLOG = 20_000;
+const IDLE_P99_MS = 20;
+const BACKLOG_P99_MS = 100;
+const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
+
+interface Lags {
+  n: number;
+  p50: number;
+  p99: number;
+  max: number;
+  /** The smallest number of jobs seen waiting during the window (backlog phase). */
+  minWaiting?: number;
+}
+
+/** Keeps at least BACKLOG no-op jobs waiting in `queue` until stopped; reports the lowest count it saw. */
+function keepBacklog(queue: Queue, name: string): { stop: () => Promise<number> } {
+  let running = true;
+  let min = Number.POSITIVE_INFINITY;
+  const loop = (async () => {
+    while (running) {
+      const waiting = await queue.getWaitingCount();
+      min = Math.min(min, waiting);
+      if (waiting < BACKLOG + 10_000) {
+        await queue.addBulk(Array.from({ length: 5000 }, () => ({ name, data: {}, opts: { removeOnComplete: true, removeOnFail: true } })));
+      } else await sleep(20);
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+      return min;
+    },
+  };
+}
+
+/** Lags of the occurrences due in the window, from the worker's lag recorder. */
+async function window(worker: Child, seconds: number, during?: () => { stop: () => Promise<number> }): Promise<Lags> {
+  const load = during?.();
+  if (load) await sleep(2000); // the backlog is built before the window opens
+  const t0 = Date.now();
+  await sleep(seconds * 1000);
+  const t1 = Date.now();
+  const minWaiting = load ? await load.stop() : undefined;
+  await sleep(1500);
+  const reply = (await (await fetch(`http://127.0.0.1:${worker.lagPort}/lags?from=${t0}&to=${t1}`)).json()) as LagReply;
+  const lags = [...reply.lags].sort((a, b) => a - b);
+  return { n: lags.length, p50: percentile(lags, 0.5), p99: percentile(lags, 0.99), max: lags.at(-1) ?? NaN, ...(minWaiting !== undefined && { minWaiting }) };
+}
+
+async function tickworkSide(): Promise<{ idle: Lags; backlog: Lags }> {
+  const redis = await privateRedis();
+  const command = createRedis(redis.url, 'command');
+  const queues = new QueueSet(command, 'tw', createLogger('bench', 'silent'));
+  try {
+    const env = { REDIS_URL: redis.url, QUEUE_PREFIX: 'tw', JOBS_MODULE: here('./schedules/catalog.js') };
+    const worker = await startChild('worker', { ...env, WORKER_CONCURRENCY: '50' }, { lagPort: true });
+    await msUntilOk(worker, '/readyz', 60_000);
+    await createSchedules({ redis: command, queues, catalog }).upsert('lane:tick', { job: benchTick, every: { seconds: 1 }, tz: 'UTC', data: { i: 0 } });
+    const scheduler = await startChild('scheduler', env);
+    await msUntilOk(scheduler, '/readyz', 60_000);
+    await sleep(3000);
+    const idle = await window(worker, SECONDS);
+    const backlog = await window(worker, SECONDS, () => keepBacklog(queues.get('sched'), 'bench.noop'));
+    return { idle, backlog };
+  } finally {
+    await queues.close();
+    command.disconnect();
+  }
+}
+
+async function bullmqSide(): Promise<{ idle: Lags; backlog: Lags }> {
+  const redis = await privateRedis();
+  const connection: Redis = createRedis(redis.url, 'command');
+  const queue = new Queue('sched', { connection });
+  try {
+    const worker = await startChild(here('./schedules/bullmq-worker.js'), { REDIS_URL: redis.url, BENCH_QUEUE: 'sched', BENCH_CONCURRENCY: '50' }, { lagPort: true });
+    await worker.app.waitForLog((l) => l.msg === 'bullmq worker ready', 'bullmq worker ready', 60_000);
+    await queue.upsertJobScheduler('lane-tick', { every: 1000 }, { name: 'bench.tick', data: { i: 0 } });
+    await sleep(3000);
+    const idle = await window(worker, SECONDS);
+    const backlog = await window(worker, SECONDS, () => keepBacklog(queue, 'bench.noop'));
+    return { idle, backlog };
+  } finally {
+    await queue.close();
+    connection.disconnect();
+  }
+}
+
+const fmt = (l: Lags) =>
+  `${String(l.n).padStart(3)} runs, p50 ${l.p50.toFixed(0).padStart(5)} ms, p99 ${l.p99.toFixed(0).padStart(5)} ms, max ${l.max.toFixed(0).padStart(5)} ms` +
+  (l.minWaiting === undefined ? '' : `, at least ${l.minWaiting} jobs waiting`);
+
+/** Runs both sides and prints the section with its verdicts. */
+export async function laneSection(out: (s: string) => void): Promise<void> {
+  out(`\nscheduled lane: an every-second schedule, ${SECONDS} s idle then ${SECONDS} s behind >= ${BACKLOG} waiting no-op jobs (worker concurrency 50)\n`);
+  try {
+    const tw = await tickworkSide();
+    await cleanupAll();
+    const bull = await bullmqSide();
+    out(`  tickwork idle     ${fmt(tw.idle)}\n  tickwork backlog  ${fmt(tw.backlog)}\n`);
+    out(`  bullmq   idle     ${fmt(bull.idle)}\n  bullmq   backlog  ${fmt(bull.backlog)}\n`);
+    out(`  target: tickwork p99 <= ${IDLE_P99_MS} ms idle (${tw.idle.p99.toFixed(0)} ms): ${tw.idle.p99 <= IDLE_P99_MS ? 'MET' : 'NOT MET'}\n`);
+    out(`  target: tickwork p99 <= ${BACKLOG_P99_MS} ms behind the backlog (${tw.backlog.p99.toFixed(0)} ms): ${tw.backlog.p99 <= BACKLOG_P99_MS ? 'MET' : 'NOT MET'}\n`);
+  } finally {
+    await cleanupAll();
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  laneSection((s) => process.stdout.write(s)).then(
+    () => process.exit(0),
+    (err: unknown) => {
+      process.stderr.write(`lane bench failed: ${(err as Error).stack ?? String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}
