@@ -30,20 +30,27 @@ interface Lags {
   minWaiting?: number;
 }
 
-/** Keeps at least BACKLOG no-op jobs waiting in `queue` until stopped; reports the lowest count it saw. */
-function keepBacklog(queue: Queue, name: string): { stop: () => Promise<number> } {
+/**
+ * Keeps at least BACKLOG no-op jobs waiting in `queue` until stopped; reports the lowest count it saw
+ * since `measure()` (called once the backlog is built and the window opens).
+ */
+function keepBacklog(queue: Queue, name: string): { measure: () => void; stop: () => Promise<number> } {
   let running = true;
   let min = Number.POSITIVE_INFINITY;
+  let measuring = false;
   const loop = (async () => {
     while (running) {
       const waiting = await queue.getWaitingCount();
-      min = Math.min(min, waiting);
+      if (measuring) min = Math.min(min, waiting);
       if (waiting < BACKLOG + 10_000) {
         await queue.addBulk(Array.from({ length: 5000 }, () => ({ name, data: {}, opts: { removeOnComplete: true, removeOnFail: true } })));
       } else await sleep(20);
     }
   })();
   return {
+    measure: () => {
+      measuring = true;
+    },
     stop: async () => {
       running = false;
       await loop;
@@ -53,9 +60,10 @@ function keepBacklog(queue: Queue, name: string): { stop: () => Promise<number> 
 }
 
 /** Lags of the occurrences due in the window, from the worker's lag recorder. */
-async function window(worker: Child, seconds: number, during?: () => { stop: () => Promise<number> }): Promise<Lags> {
+async function window(worker: Child, seconds: number, during?: () => ReturnType<typeof keepBacklog>): Promise<Lags> {
   const load = during?.();
-  if (load) await sleep(2000); // the backlog is built before the window opens
+  if (load) await sleep(3000); // the backlog is built before the window opens
+  load?.measure();
   const t0 = Date.now();
   await sleep(seconds * 1000);
   const t1 = Date.now();
