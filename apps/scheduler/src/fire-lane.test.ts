@@ -3,28 +3,17 @@
  * job a worker takes is the occurrence, not the backlog; a catch-up run queues behind the backlog.
  */
 import { scheduledRunOf, type QueueSet } from '@tickwork/runtime';
-import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { useRedisPerFile } from './testing/redis-per-file.js';
 import { KINDS, scheduleOf } from './testing/store-fixture.js';
 
-let server: RedisServerHandle;
-let redis: Redis;
-const queueSets: QueueSet[] = [];
+const t = useRedisPerFile();
+const queueSets = t.queueSets;
 
-beforeAll(async () => {
-  server = await startRedisServer();
-  redis = server.client();
-});
-afterAll(async () => {
-  await Promise.all(queueSets.map((q) => q.close()));
-  await redis.quit();
-  await server.stop();
-});
 
 /** The wait list's next job (BullMQ takes from the right end). */
 async function nextWaiting(prefix: string): Promise<string | null> {
-  return redis.lindex(`${prefix}:q:wait`, -1);
+  return t.redis.lindex(`${prefix}:q:wait`, -1);
 }
 
 async function backlog(queues: QueueSet, n: number): Promise<void> {
@@ -34,7 +23,7 @@ async function backlog(queues: QueueSet, n: number): Promise<void> {
 describe.each(KINDS)('%s schedules', (kind) => {
   it('an on-time occurrence is added at its time, never delayed, at the head of a 2,000-job backlog', async () => {
     const now = Date.now();
-    const s = await scheduleOf(redis, kind, { every: { seconds: 1 }, tz: 'UTC' }, now - 60_000, { lookaheadMs: 1000, leaseMs: 10_000 });
+    const s = await scheduleOf(t.redis, kind, { every: { seconds: 1 }, tz: 'UTC' }, now - 60_000, { lookaheadMs: 1000, leaseMs: 10_000 });
     queueSets.push(s.queues);
     await s.dispatcher().tick(now - 1); // the catch-up pass of a new schedule records nothing
     await backlog(s.queues, 2000);
@@ -55,13 +44,13 @@ describe.each(KINDS)('%s schedules', (kind) => {
 
   it('a catch-up run queues behind the backlog', async () => {
     const now = Date.now();
-    const s = await scheduleOf(redis, kind, { pattern: '* * * * *', tz: 'UTC', missed: 'once' }, now - 10 * 60_000, { lookaheadMs: 0, graceMs: 1 });
+    const s = await scheduleOf(t.redis, kind, { pattern: '* * * * *', tz: 'UTC', missed: 'once' }, now - 10 * 60_000, { lookaheadMs: 0, graceMs: 1 });
     queueSets.push(s.queues);
     await backlog(s.queues, 100);
     const result = await s.dispatcher().tick(now);
     expect(result.caughtUp).toBe(1);
     expect(await nextWaiting(s.prefix)).toBe('backlog-0');
-    const waiting = await redis.lrange(`${s.prefix}:q:wait`, 0, 0);
+    const waiting = await t.redis.lrange(`${s.prefix}:q:wait`, 0, 0);
     const caughtUp = waiting[0] === undefined ? undefined : await s.queues.get('q').getJob(waiting[0]);
     expect(caughtUp && scheduledRunOf(caughtUp.opts)?.catchUp).toBe(true);
   });

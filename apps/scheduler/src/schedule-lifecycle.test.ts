@@ -1,35 +1,24 @@
 import { createLogger, createSchedules, historyKeysOf, readHistory, runRecorder, scheduledRunOf, shardKeys, shardOf, type MissedPolicy, type QueueSet, type ScheduleSpec } from '@tickwork/runtime';
-import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { useRedisPerFile } from './testing/redis-per-file.js';
 import { scheduleOf } from './testing/store-fixture.js';
 
-let server: RedisServerHandle;
-let redis: Redis;
+const t = useRedisPerFile();
+const queueSets = t.queueSets;
 const log = createLogger('test', 'silent');
-const queueSets: QueueSet[] = [];
 const MIN = 60_000;
 const T0 = Date.parse('2026-05-01T00:00:00Z');
 
-beforeAll(async () => {
-  server = await startRedisServer();
-  redis = server.client();
-});
-afterAll(async () => {
-  await Promise.all(queueSets.map((q) => q.close()));
-  await redis.quit();
-  await server.stop();
-});
 
 async function runtime(spec: Partial<ScheduleSpec> = {}, lookaheadMs = 2 * MIN) {
-  const s = await scheduleOf(redis, 'runtime', { pattern: '* * * * *', tz: 'UTC', ...spec } as ScheduleSpec, T0, { lookaheadMs });
+  const s = await scheduleOf(t.redis, 'runtime', { pattern: '* * * * *', tz: 'UTC', ...spec } as ScheduleSpec, T0, { lookaheadMs });
   queueSets.push(s.queues);
   return s;
 }
 const pending = async (s: { queues: QueueSet }) =>
   (await s.queues.get('q').getJobs(['delayed', 'wait'], 0, -1)).map((j) => `${(((scheduledRunOf(j.opts)?.nominal ?? 0) - T0) / MIN).toString()}${scheduledRunOf(j.opts)?.catchUp ? ':catch-up' : ''}`).sort();
 const gate = (s: { prefix: string; id: string }, nominal: number, v: number) =>
-  runRecorder(redis, s.prefix, { name: 'minutely' } as never, { id: 'x', name: 'minutely', data: {}, scheduled: { schedule: s.id, nominal, catchUp: false, v } }, log)?.started(1);
+  runRecorder(t.redis, s.prefix, { name: 'minutely' } as never, { id: 'x', name: 'minutely', data: {}, scheduled: { schedule: s.id, nominal, catchUp: false, v } }, log)?.started(1);
 
 describe('a changed definition with an occurrence already enqueued ahead', () => {
   it('removes the not-yet-started jobs of the old definition, fires the new rule from now, and the worker skips an old run that starts anyway', async () => {
@@ -40,17 +29,17 @@ describe('a changed definition with an occurrence already enqueued ahead', () =>
     expect(changed).toMatchObject({ changed: true, next: new Date(T0 + 5 * MIN) });
     expect(await pending(s)).toEqual([]);
     expect(await gate(s, T0 + MIN, 1)).toBe('changed');
-    expect((await readHistory(redis, s.prefix, s.id)).find((r) => r.nominal === new Date(T0 + MIN).toISOString())?.outcome).toBe('skipped-changed');
+    expect((await readHistory(t.redis, s.prefix, s.id)).find((r) => r.nominal === new Date(T0 + MIN).toISOString())?.outcome).toBe('skipped-changed');
     expect(await gate(s, T0 + 5 * MIN, 2)).toBe('ok');
   });
 
   it('the same definition again leaves the enqueued occurrences and the due entry alone', async () => {
     const s = await runtime();
     await s.dispatcher().tick(T0 + 1000);
-    const due = await redis.zscore(shardKeys(s.prefix, shardOf(s.id)).due, s.id);
+    const due = await t.redis.zscore(shardKeys(s.prefix, shardOf(s.id)).due, s.id);
     expect(await s.storeAt(T0 + 2000).upsert(s.id, { job: 'minutely', pattern: '* * * * *', tz: 'UTC', history: 50 })).toMatchObject({ changed: false });
     expect(await pending(s)).toEqual(['1', '2']);
-    expect(await redis.zscore(shardKeys(s.prefix, shardOf(s.id)).due, s.id)).toBe(due);
+    expect(await t.redis.zscore(shardKeys(s.prefix, shardOf(s.id)).due, s.id)).toBe(due);
   });
 });
 
@@ -61,8 +50,8 @@ describe('remove with an occurrence enqueued', () => {
     expect(await s.storeAt(T0 + 2000).remove(s.id)).toBe(true);
     expect(await pending(s)).toEqual([]);
     expect(await gate(s, T0 + MIN, 1)).toBe('removed');
-    expect((await readHistory(redis, s.prefix, s.id)).find((r) => r.nominal === new Date(T0 + MIN).toISOString())?.outcome).toBe('skipped-removed');
-    expect(await redis.pttl(historyKeysOf(s.prefix, s.id).history)).toBeGreaterThan(29 * 24 * 3600_000);
+    expect((await readHistory(t.redis, s.prefix, s.id)).find((r) => r.nominal === new Date(T0 + MIN).toISOString())?.outcome).toBe('skipped-removed');
+    expect(await t.redis.pttl(historyKeysOf(s.prefix, s.id).history)).toBeGreaterThan(29 * 24 * 3600_000);
     expect(await s.dispatcher().tick(T0 + 10 * MIN)).toMatchObject({ claimed: 0 });
   });
 });
@@ -73,11 +62,11 @@ describe('pause and resume', () => {
     const s = await runtime({ missed, ...extra }, 0);
     expect(await s.storeAt(T0 + 30_000).pause(s.id, 'maintenance')).toBe(true);
     for (let m = 1; m <= 5; m++) await s.dispatcher().tick(T0 + m * MIN + 100);
-    const history = await readHistory(redis, s.prefix, s.id, 50);
+    const history = await readHistory(t.redis, s.prefix, s.id, 50);
     expect(history.map((h) => h.outcome)).toEqual(Array(5).fill('skipped-paused'));
     expect(await pending(s)).toEqual([]);
     expect(await gate(s, T0 + 6 * MIN, 1)).toBe('paused'); // an occurrence enqueued before the pause that starts during it
-    await redis.del(historyKeysOf(s.prefix, s.id).records, historyKeysOf(s.prefix, s.id).history);
+    await t.redis.del(historyKeysOf(s.prefix, s.id).records, historyKeysOf(s.prefix, s.id).history);
     for (let m = 1; m <= 5; m++) await s.dispatcher().tick(T0 + m * MIN + 100); // nothing more to do
     expect(await s.storeAt(T0 + 5 * MIN + 45_000).resume(s.id)).toBe(true);
     return s;
@@ -92,7 +81,7 @@ describe('pause and resume', () => {
   it("missed 'once': resume runs the latest paused occurrence as a catch-up", async () => {
     const s = await pausedFor5('once');
     expect(await pending(s)).toEqual(['5:catch-up']);
-    expect((await readHistory(redis, s.prefix, s.id))[0]).toMatchObject({ trigger: 'catch-up', nominal: new Date(T0 + 5 * MIN).toISOString() });
+    expect((await readHistory(t.redis, s.prefix, s.id))[0]).toMatchObject({ trigger: 'catch-up', nominal: new Date(T0 + 5 * MIN).toISOString() });
     expect((await s.store.get(s.id))?.next).toBe(new Date(T0 + 6 * MIN).toISOString());
   });
 
@@ -106,16 +95,16 @@ describe('runNow', () => {
   it('does not shift the next occurrence or its due entry', async () => {
     const s = await runtime({}, 0);
     const k = shardKeys(s.prefix, shardOf(s.id));
-    const due = await redis.zscore(k.due, s.id);
+    const due = await t.redis.zscore(k.due, s.id);
     await s.storeAt(T0 + 10_000).runNow(s.id);
-    expect(await redis.zscore(k.due, s.id)).toBe(due);
+    expect(await t.redis.zscore(k.due, s.id)).toBe(due);
     expect(await s.dispatcher().tick(T0 + MIN + 100)).toMatchObject({ enqueued: 1 });
   });
 });
 
 describe('writes racing with firing', () => {
   it('upsert, pause, resume and remove while three dispatchers fire: every due entry consistent, every stale run gated', async () => {
-    const s = await scheduleOf(redis, 'runtime', { pattern: '* * * * * *', tz: 'UTC' } as ScheduleSpec, Date.now(), { lookaheadMs: 1500, leaseMs: 2000 });
+    const s = await scheduleOf(t.redis, 'runtime', { pattern: '* * * * * *', tz: 'UTC' } as ScheduleSpec, Date.now(), { lookaheadMs: 1500, leaseMs: 2000 });
     queueSets.push(s.queues);
     const live = createSchedulesNow(s); // the real clock: dispatchers fire in real time here
     const ids = Array.from({ length: 40 }, (_, i) => `race:${i}`);
@@ -143,12 +132,12 @@ describe('writes racing with firing', () => {
     for (const id of ids) {
       const k = shardKeys(s.prefix, shardOf(id));
       const view = await live.get(id);
-      expect(await redis.hexists(k.inflight, id)).toBe(0);
+      expect(await t.redis.hexists(k.inflight, id)).toBe(0);
       if (!view) {
-        expect(await redis.zscore(k.due, id)).toBeNull();
+        expect(await t.redis.zscore(k.due, id)).toBeNull();
         continue;
       }
-      expect(await redis.zscore(k.due, id)).not.toBeNull();
+      expect(await t.redis.zscore(k.due, id)).not.toBeNull();
       for (const job of jobs.filter((j) => scheduledRunOf(j.opts)?.schedule === id)) {
         const run = scheduledRunOf(job.opts);
         // A run of an older version would be skipped at its start; a current one is before the due entry.
@@ -163,5 +152,5 @@ describe('writes racing with firing', () => {
 });
 
 function createSchedulesNow(s: { queues: QueueSet; catalog: import('@tickwork/runtime').Catalog }) {
-  return createSchedules({ redis, queues: s.queues, catalog: s.catalog, log });
+  return createSchedules({ redis: t.redis, queues: s.queues, catalog: s.catalog, log });
 }

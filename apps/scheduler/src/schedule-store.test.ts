@@ -22,37 +22,26 @@ import {
   type ListPage,
   type Schedules,
 } from '@tickwork/runtime';
-import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { useRedisPerFile } from './testing/redis-per-file.js';
 import { z } from 'zod';
 
-let server: RedisServerHandle;
-let redis: Redis;
+const t = useRedisPerFile();
+const queueSets = t.queueSets;
 const log = createLogger('test', 'silent');
-const queueSets: QueueSet[] = [];
 
 const report = defineJob({ name: 'reports.weekly', queue: 'reports', schema: z.object({ userId: z.string() }), handler: async () => undefined });
 const nightly = defineJob({ name: 'nightly', queue: 'reports', schema: z.object({}), schedule: { pattern: '0 3 * * *', tz: 'UTC' }, handler: async () => undefined });
 const catalog = createCatalog([report, nightly]);
 const T0 = Date.parse('2026-05-04T08:00:00Z'); // a Monday
 
-beforeAll(async () => {
-  server = await startRedisServer();
-  redis = server.client();
-});
-afterAll(async () => {
-  await Promise.all(queueSets.map((q) => q.close()));
-  await redis.quit();
-  await server.stop();
-});
 
 let n = 0;
 function setup(now = () => T0): { store: Schedules; prefix: string; queues: QueueSet } {
   const prefix = `st${++n}`;
-  const queues = new QueueSet(redis, prefix, log);
+  const queues = new QueueSet(t.redis, prefix, log);
   queueSets.push(queues);
-  return { store: createSchedules({ redis, queues, catalog, log, now }), prefix, queues };
+  return { store: createSchedules({ redis: t.redis, queues, catalog, log, now }), prefix, queues };
 }
 
 const weekly = { job: report, pattern: '0 9 * * 1', tz: 'Europe/Lisbon', data: { userId: 'u42' } } as const;
@@ -69,7 +58,7 @@ describe('upsert', () => {
     await expect(store.upsert('a\nb', weekly)).rejects.toBeInstanceOf(ScheduleIdError);
     await expect(store.upsert('x'.repeat(201), weekly)).rejects.toBeInstanceOf(ScheduleIdError);
     await expect(store.upsert('nightly', weekly)).rejects.toBeInstanceOf(CatalogScheduleError);
-    expect(await redis.keys(`${prefix}:*`)).toEqual([]);
+    expect(await t.redis.keys(`${prefix}:*`)).toEqual([]);
     expect(await store.count()).toBe(0);
   });
 
@@ -79,10 +68,10 @@ describe('upsert', () => {
     // 09:00 in Lisbon (UTC+1 in May) is exactly now: the next one is a week later.
     expect(first).toEqual({ created: true, changed: true, next: new Date('2026-05-11T08:00:00Z') });
     const sk = shardKeys(prefix, shardOf('reports.weekly:user-42'));
-    const before = await redis.hget(sk.defs, 'reports.weekly:user-42');
+    const before = await t.redis.hget(sk.defs, 'reports.weekly:user-42');
     const again = await store.upsert('reports.weekly:user-42', { ...weekly, data: { userId: 'u42' } });
     expect(again).toEqual({ created: false, changed: false, next: first.next });
-    expect(await redis.hget(sk.defs, 'reports.weekly:user-42')).toBe(before);
+    expect(await t.redis.hget(sk.defs, 'reports.weekly:user-42')).toBe(before);
     const view = await store.get('reports.weekly:user-42');
     expect(view).toMatchObject({ id: 'reports.weekly:user-42', source: 'runtime', job: 'reports.weekly', queue: 'reports', pattern: '0 9 * * 1', tz: 'Europe/Lisbon', data: { userId: 'u42' }, version: 1, historyCap: 5, watch: false, paused: null, next: first.next?.toISOString() });
   });
@@ -122,7 +111,7 @@ describe('pause, resume, remove, runNow', () => {
     expect(job?.data).toEqual({ userId: 'u42' });
     expect(job?.opts.delay ?? 0).toBe(0);
     expect((await store.get('reports.weekly:u:1'))?.next).toBe(next?.toISOString());
-    const history = await readHistory(redis, prefix, 'reports.weekly:u:1');
+    const history = await readHistory(t.redis, prefix, 'reports.weekly:u:1');
     expect(history.find((r) => r.id === a.occurrence)).toMatchObject({ trigger: 'manual', jobId: a.jobId, by: 'ops' });
   });
 
@@ -169,7 +158,7 @@ describe('list and count', () => {
     const core = encodeCore({ j: 'reports.weekly', p: '0 9 * * 1', z: 'UTC', d: { userId: 'x' } });
     for (let i = 0; i < N; i += 5000) {
       await runScriptMany(
-        redis,
+        t.redis,
         SET_DEF,
         Array.from({ length: 5000 }, (_, j) => {
           const sid = id(i + j);

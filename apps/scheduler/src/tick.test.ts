@@ -1,28 +1,17 @@
-import { CLAIM, occurrenceJobId, readHistory, runScript, scheduledRunOf, shardKeys, shardOf, type QueueSet, type ScheduleSpec } from '@tickwork/runtime';
-import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLAIM, occurrenceJobId, readHistory, runScript, scheduledRunOf, shardKeys, shardOf, type ScheduleSpec } from '@tickwork/runtime';
+import { describe, expect, it } from 'vitest';
+import { useRedisPerFile } from './testing/redis-per-file.js';
 import { KINDS, scheduleOf } from './testing/store-fixture.js';
 
-let server: RedisServerHandle;
-let redis: Redis;
-const queueSets: QueueSet[] = [];
+const t = useRedisPerFile();
+const queueSets = t.queueSets;
 const MIN = 60_000;
 const T0 = Date.parse('2026-05-01T00:00:00Z');
 
-beforeAll(async () => {
-  server = await startRedisServer();
-  redis = server.client();
-});
-afterAll(async () => {
-  await Promise.all(queueSets.map((q) => q.close()));
-  await redis.quit();
-  await server.stop();
-});
 
 describe.each(KINDS)('%s schedules', (kind) => {
   async function setup(schedule: Partial<ScheduleSpec> = {}, createdAt = T0, opts: { lookaheadMs?: number; leaseMs?: number } = {}) {
-    const s = await scheduleOf(redis, kind, { pattern: '* * * * *', tz: 'UTC', ...schedule } as ScheduleSpec, createdAt, opts);
+    const s = await scheduleOf(t.redis, kind, { pattern: '* * * * *', tz: 'UTC', ...schedule } as ScheduleSpec, createdAt, opts);
     queueSets.push(s.queues);
     return s;
   }
@@ -31,7 +20,7 @@ describe.each(KINDS)('%s schedules', (kind) => {
   async function outage(schedule: Partial<ScheduleSpec>) {
     const s = await setup(schedule);
     const result = await s.dispatcher().tick(T0 + 10 * MIN + 30_000);
-    const history = await readHistory(redis, s.prefix, s.id);
+    const history = await readHistory(t.redis, s.prefix, s.id);
     const outcome = (m: number) => history.find((r) => r.nominal === new Date(T0 + m * MIN).toISOString());
     const jobs = await s.queues.get('q').getJobs(['delayed', 'wait'], 0, -1);
     const runs = jobs
@@ -80,7 +69,7 @@ describe.each(KINDS)('%s schedules', (kind) => {
       const job = await s.queues.get('q').getJob(jobId);
       expect(scheduledRunOf(job?.opts)).toMatchObject({ schedule: s.id, nominal: T0 + 2 * MIN, catchUp: false, v: 1 });
       // the due entry moved to the first occurrence after what was enqueued
-      expect(Number(await redis.zscore(shardKeys(s.prefix, shardOf(s.id)).due, s.id))).toBe(T0 + 3 * MIN);
+      expect(Number(await t.redis.zscore(shardKeys(s.prefix, shardOf(s.id)).due, s.id))).toBe(T0 + 3 * MIN);
     });
   });
 
@@ -115,7 +104,7 @@ describe.each(KINDS)('%s schedules', (kind) => {
       expect(results.reduce((sum, r) => sum + r.caughtUp, 0)).toBe(5);
       expect(results.reduce((sum, r) => sum + r.missed, 0)).toBe(2);
       expect(await s.queues.get('q').getJobCountByTypes('delayed', 'wait')).toBe(6);
-      expect(await readHistory(redis, s.prefix, s.id)).toHaveLength(8);
+      expect(await readHistory(t.redis, s.prefix, s.id)).toHaveLength(8);
     });
 
     it('an occurrence claimed by a replica that died before enqueuing is enqueued once by another after the lease', async () => {
@@ -123,14 +112,14 @@ describe.each(KINDS)('%s schedules', (kind) => {
       const k = shardKeys(s.prefix, shardOf(s.id));
       const now = T0 + MIN + 1000;
       // the dead replica's claim: lease until now + 5 s, never committed
-      const claimed = (await runScript(redis, CLAIM, [k.due, k.claimed, k.inflight, k.defs], [now, now, 10, now + 5_000, 'dead'])) as string[];
+      const claimed = (await runScript(t.redis, CLAIM, [k.due, k.claimed, k.inflight, k.defs], [now, now, 10, now + 5_000, 'dead'])) as string[];
       expect(claimed[0]).toBe(s.id);
       expect(await s.dispatcher().tick(now + 1000)).toMatchObject({ claimed: 0 }); // lease still held
       const later = await Promise.all([1, 2].map(() => s.dispatcher().tick(now + 6_000)));
       expect(later.reduce((sum, r) => sum + r.enqueued, 0)).toBe(1);
       expect(await s.queues.get('q').getJobCountByTypes('delayed', 'wait')).toBe(1);
-      expect((await readHistory(redis, s.prefix, s.id))[0]?.enqueuedAt).toBeDefined();
-      expect(await redis.zcard(k.claimed)).toBe(0);
+      expect((await readHistory(t.redis, s.prefix, s.id))[0]?.enqueuedAt).toBeDefined();
+      expect(await t.redis.zcard(k.claimed)).toBe(0);
     });
   });
 });

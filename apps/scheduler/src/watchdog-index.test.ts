@@ -1,32 +1,21 @@
-import { createLogger, mergeOccurrence, occurrenceKey, runRecorder, type Alert, type QueueSet, type ScheduleSpec } from '@tickwork/runtime';
-import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger, mergeOccurrence, occurrenceKey, runRecorder, type Alert, type ScheduleSpec } from '@tickwork/runtime';
+import { describe, expect, it } from 'vitest';
+import { useRedisPerFile } from './testing/redis-per-file.js';
 import { scheduleOf } from './testing/store-fixture.js';
 import { watchIndexed } from './watchdog-index.js';
 
-let server: RedisServerHandle;
-let redis: Redis;
+const t = useRedisPerFile();
+const queueSets = t.queueSets;
 const log = createLogger('test', 'silent');
-const queueSets: QueueSet[] = [];
 const MIN = 60_000;
 const T0 = Date.parse('2026-05-01T00:00:00Z');
 
-beforeAll(async () => {
-  server = await startRedisServer();
-  redis = server.client();
-});
-afterAll(async () => {
-  await Promise.all(queueSets.map((q) => q.close()));
-  await redis.quit();
-  await server.stop();
-});
 
 async function watched(watch: boolean) {
-  const s = await scheduleOf(redis, 'runtime', { pattern: '* * * * *', tz: 'UTC', ...({ watch } as Partial<ScheduleSpec>) } as ScheduleSpec, T0);
+  const s = await scheduleOf(t.redis, 'runtime', { pattern: '* * * * *', tz: 'UTC', ...({ watch } as Partial<ScheduleSpec>) } as ScheduleSpec, T0);
   queueSets.push(s.queues);
   const alerts: Alert[] = [];
-  const deps = { catalog: s.catalog, redis, prefix: s.prefix, log, alerter: { scheduleHealth: (a: Alert) => void alerts.push(a) } };
+  const deps = { catalog: s.catalog, redis: t.redis, prefix: s.prefix, log, alerter: { scheduleHealth: (a: Alert) => void alerts.push(a) } };
   return { s, alerts, deps };
 }
 
@@ -40,14 +29,14 @@ describe('indexed watchdog for runtime schedules (watch: true)', () => {
     await Promise.all([watchIndexed(deps, new Date(T0 + 5 * MIN + 500)), watchIndexed(deps, new Date(T0 + 5 * MIN + 500))]);
     expect(alerts.map((a) => [a.type, 'schedule' in a && a.schedule])).toEqual([['schedule_stale', s.id]]);
     const id = occurrenceKey(s.id, new Date(T0 + 5 * MIN));
-    await mergeOccurrence(redis, s.prefix, s.id, id, T0 + 5 * MIN, { outcome: 'completed', endedAt: new Date(T0 + 5 * MIN + 1000).toISOString() }, { id }, 'lastSuccess');
+    await mergeOccurrence(t.redis, s.prefix, s.id, id, T0 + 5 * MIN, { outcome: 'completed', endedAt: new Date(T0 + 5 * MIN + 1000).toISOString() }, { id }, 'lastSuccess');
     await Promise.all([watchIndexed(deps, new Date(T0 + 5 * MIN + 2000)), watchIndexed(deps, new Date(T0 + 5 * MIN + 2000))]);
     expect(alerts.map((a) => a.type)).toEqual(['schedule_stale', 'schedule_recovered']);
   });
 
   it('alerts a run still going after slowAfter once, from the index of started runs', async () => {
     const { s, alerts, deps } = await watched(true);
-    const rec = runRecorder(redis, s.prefix, s.catalog.require('minutely'), { id: 'j', name: 'minutely', data: {}, scheduled: { schedule: s.id, nominal: T0 + MIN, catchUp: false, v: 1, sa: 1000 } }, log);
+    const rec = runRecorder(t.redis, s.prefix, s.catalog.require('minutely'), { id: 'j', name: 'minutely', data: {}, scheduled: { schedule: s.id, nominal: T0 + MIN, catchUp: false, v: 1, sa: 1000 } }, log);
     expect(await rec?.started(1)).toBe('ok');
     const later = new Date(Date.now() + 5000);
     await Promise.all([watchIndexed(deps, later), watchIndexed(deps, later)]);
