@@ -72,7 +72,7 @@ export function startCancelListener(opts: CancelListenerOptions): CancelListener
   let markReady: () => void = () => {};
   const ready = new Promise<void>((resolve) => (markReady = resolve));
   const reload = () =>
-    load().catch((err: Error) => opts.log.warn({ err: { message: err.message } }, 'could not read pending cancel requests; read again on the next reconnect'));
+    load().catch((err: Error) => opts.outage?.down || opts.log.warn({ err: { message: err.message } }, 'could not read pending cancel requests; read again on the next reconnect'));
   // The first read follows the subscription, so no request falls between the two. ioredis re-subscribes by
   // itself after a reconnect and emits `ready`: the read then picks up what was sent while it was down.
   sub

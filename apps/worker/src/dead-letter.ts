@@ -19,6 +19,8 @@ export interface DeadLetterRoutingOptions {
   redis: Redis;
   catalog: Catalog;
   log: Logger;
+  /** The process's outage log: a sweep that fails while Redis is known to be down is its to report. */
+  outage?: { readonly down: boolean } | undefined;
   alerter: Alerter;
   /** How often the failed sets are swept for final failures whose move was lost (crash, Redis blip). */
   sweepIntervalMs: number;
@@ -126,7 +128,7 @@ export function createDeadLetterRouting(opts: DeadLetterRoutingOptions): DeadLet
         moved += await sweepQueue(queue);
       } catch (err) {
         // One queue's failure (e.g. its failed set unreadable) does not stop the sweep of the others.
-        opts.log.warn({ err: { message: (err as Error).message }, queue }, 'dead-letter sweep of a queue failed; will retry');
+        if (!opts.outage?.down) opts.log.warn({ err: { message: (err as Error).message }, queue }, 'dead-letter sweep of a queue failed; will retry');
       }
     }
     if (moved > 0) opts.log.info({ moved }, 'dead-letter sweep moved failed jobs');
@@ -144,7 +146,7 @@ export function createDeadLetterRouting(opts: DeadLetterRoutingOptions): DeadLet
     if (closed) return;
     timer = setTimeout(() => {
       sweep()
-        .catch((err: Error) => opts.log.warn({ err: { message: err.message } }, 'dead-letter sweep failed; will retry'))
+        .catch((err: Error) => opts.outage?.down || opts.log.warn({ err: { message: err.message } }, 'dead-letter sweep failed; will retry'))
         .finally(schedule);
     }, opts.sweepIntervalMs);
     timer.unref();

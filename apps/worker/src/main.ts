@@ -33,7 +33,7 @@ async function main(): Promise<void> {
     escalateAfter: env.ALERT_ESCALATE_AFTER,
     ...(env.ALERT_WEBHOOK_URL && { webhook: { url: env.ALERT_WEBHOOK_URL, timeoutMs: env.ALERT_WEBHOOK_TIMEOUT_MS } }),
   });
-  const deadLetter = createDeadLetterRouting({ queues, redis, catalog, log, alerter, sweepIntervalMs: env.DLQ_SWEEP_INTERVAL_MS });
+  const deadLetter = createDeadLetterRouting({ queues, redis, catalog, log, outage, alerter, sweepIntervalMs: env.DLQ_SWEEP_INTERVAL_MS });
   const pool = startWorkerPool({
     catalog,
     redis,

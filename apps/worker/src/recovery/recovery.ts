@@ -42,6 +42,7 @@ export function createRecovery(opts: RecoveryOptions): Recovery {
     // Past the lease every run of the dead process is free anyway; until then a claim may still ask.
     forgetAfterMs: opts.leaseMs + deadAfterMs,
     log: opts.log,
+    outage: opts.outage,
   });
   const byQueue = new Map<string, Worker>();
   const reap = createReaper({

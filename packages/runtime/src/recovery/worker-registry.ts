@@ -53,6 +53,8 @@ export interface WorkerRegistryOptions {
   /** Silence after which a member is dropped; no shorter than the ledger lease (see stop). */
   forgetAfterMs: number;
   log: Logger;
+  /** The process's outage log: while Redis is known to be down, a failed beat is its to report, not ours. */
+  outage?: { readonly down: boolean } | undefined;
 }
 
 /** KEYS[1] registry. ARGV: deadAfterMs, forgetAfterMs, members... Replies {now, dead member, its score, ...}. */
@@ -147,7 +149,7 @@ export class WorkerRegistry implements OwnerLiveness {
       if (dead.length > 0 && this.onDead && this.seesContinuously()) this.onDead(dead);
     } catch (err) {
       // Once per failing streak: during a Redis outage the connection's own log says the rest.
-      if (!this.failing) this.opts.log.warn({ err: { message: (err as Error).message } }, 'worker heartbeat failed; retrying');
+      if (!this.failing && !this.opts.outage?.down) this.opts.log.warn({ err: { message: (err as Error).message } }, 'worker heartbeat failed; retrying');
       this.failing = true;
     } finally {
       if (!this.stopped) {
