@@ -30,9 +30,9 @@ export { evalCached };
  * Cluster (queue prefixes with hash tags) the ledger assumes one Redis.
  */
 
-export type LedgerOp = 'claim' | 'renew' | 'step' | 'complete' | 'release';
+export type LedgerOp = 'claim' | 'renew' | 'step' | 'complete' | 'completeUnclaimed' | 'release';
 
-const OP_CODES: Record<LedgerOp, string> = { claim: 'c', renew: 'r', step: 's', complete: 'd', release: 'x' };
+const OP_CODES: Record<LedgerOp, string> = { claim: 'c', renew: 'r', step: 's', complete: 'd', completeUnclaimed: 'f', release: 'x' };
 
 export type LedgerReply = number | string[];
 
@@ -134,12 +134,12 @@ export class CompletionWriter {
 
   constructor(private readonly redis: Redis) {}
 
-  complete(key: string, args: (string | number)[], outcome: AheadOutcome): Promise<void> {
+  complete(key: string, args: (string | number)[], outcome: AheadOutcome, op: 'complete' | 'completeUnclaimed' = 'complete'): Promise<void> {
     if (!this.written) {
       this.written = new Promise((resolve) => (this.markWritten = resolve));
       queueMicrotask(() => this.flush());
     }
-    this.pending.push({ op: 'complete', key, args, resolve: outcome, reject: outcome });
+    this.pending.push({ op, key, args, resolve: outcome, reject: outcome });
     return this.written;
   }
 
