@@ -6,7 +6,7 @@ import type { JobRun } from './job-run.js';
  * function). Effects that need the run to be this delivery's (`lock`, `enqueue`; steps claim by
  * themselves) wait for a lazily claimed run's claim first.
  */
-export function contextOf(run: JobRun, signal: AbortSignal): JobContext<unknown> {
+export function contextOf(run: JobRun, signalOf: () => AbortSignal): JobContext<unknown> {
   const { job, deps } = run;
   const eo = run.exactlyOnce;
   const ctx: JobContext<unknown> = {
@@ -19,7 +19,9 @@ export function contextOf(run: JobRun, signal: AbortSignal): JobContext<unknown>
     queue: job.queueName,
     attempt: run.attempt,
     maxAttempts: job.opts.attempts ?? 1,
-    signal,
+    get signal() {
+      return signalOf();
+    },
     idempotencyKey: run.key,
     nominalTime: run.nominalTime,
     isCatchUp: isCatchUpOf(run.delivery) || run.lateCatchUp,
@@ -30,7 +32,7 @@ export function contextOf(run: JobRun, signal: AbortSignal): JobContext<unknown>
       return eo.redisStep;
     },
     get lock(): LockFn {
-      const lock = lockFn(deps.exactlyOnce.redis, deps.exactlyOnce.prefix, signal);
+      const lock = lockFn(deps.exactlyOnce.redis, deps.exactlyOnce.prefix, signalOf());
       return (name, opts, fn) => eo.claim().then(() => lock(name, opts, fn));
     },
     get enqueue(): Enqueue {

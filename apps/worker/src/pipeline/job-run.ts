@@ -1,18 +1,31 @@
-import type { AnyJob, Delivery, ExactlyOnceRun, Logger, RunExactlyOnceOptions, RunRecorder, RunRecordPlace } from '@tickwork/runtime';
+import { jobDuration, jobsCompleted, jobsFailed, type AnyJob, type Delivery, type ExactlyOnceRun, type Logger, type RunExactlyOnceOptions, type RunRecorder, type RunRecordPlace } from '@tickwork/runtime';
 import { DelayedError, type Job } from 'bullmq';
 import type { ProcessorDeps } from '../processor.js';
 
 export type Labels = { queue: string; job: string };
 
-/** Metric label objects, one per queue and job name, reused by every job (prom-client only reads them). */
-const labelCache = new Map<string, Map<string, Labels>>();
+/**
+ * A job's metrics, one set per queue and job name, reused by every run: prom-client hashes the labels on
+ * every `inc(labels)`, a labelled child counts without that.
+ */
+export interface JobMetrics {
+  labels: Labels;
+  completed: ReturnType<typeof jobsCompleted.labels>;
+  failed: ReturnType<typeof jobsFailed.labels>;
+  duration: ReturnType<typeof jobDuration.labels>;
+}
 
-function labelsOf(queue: string, job: string): Labels {
-  let byJob = labelCache.get(queue);
-  if (!byJob) labelCache.set(queue, (byJob = new Map()));
-  let labels = byJob.get(job);
-  if (!labels) byJob.set(job, (labels = { queue, job }));
-  return labels;
+const metricsCache = new Map<string, Map<string, JobMetrics>>();
+
+function metricsOf(queue: string, job: string): JobMetrics {
+  let byJob = metricsCache.get(queue);
+  if (!byJob) metricsCache.set(queue, (byJob = new Map()));
+  let m = byJob.get(job);
+  if (!m) {
+    const labels = { queue, job };
+    byJob.set(job, (m = { labels, completed: jobsCompleted.labels(labels), failed: jobsFailed.labels(labels), duration: jobDuration.labels(labels) }));
+  }
+  return m;
 }
 
 /**
@@ -22,6 +35,7 @@ function labelsOf(queue: string, job: string): Labels {
  */
 export class JobRun {
   readonly attempt: number;
+  readonly metrics: JobMetrics;
   readonly labels: Labels;
   /** Set by validate. */
   def!: AnyJob;
@@ -50,7 +64,8 @@ export class JobRun {
     readonly signal: AbortSignal | undefined,
   ) {
     this.attempt = job.attemptsMade + 1;
-    this.labels = labelsOf(job.queueName, job.name);
+    this.metrics = metricsOf(job.queueName, job.name);
+    this.labels = this.metrics.labels;
   }
 
   get jobId(): string {

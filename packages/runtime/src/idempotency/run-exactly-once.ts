@@ -46,6 +46,8 @@ export interface ExactlyOnceRun {
    * RunClaimRefusedError when another delivery completed or holds the run.
    */
   claim(): Promise<void>;
+  /** Calls `listener` once when the run is aborted, without making `signal` (RunLease.onAbort). */
+  onAbort(listener: (reason: unknown) => void): () => void;
 }
 
 export interface RunExactlyOnceOptions {
@@ -200,6 +202,7 @@ function exactlyOnceRun(host: StepHost, lease: RunLease, opts: RunExactlyOnceOpt
       return stepsOf().redisStep;
     },
     claim,
+    onAbort: (listener) => lease.onAbort(listener),
   };
 }
 

@@ -4,6 +4,8 @@ import { LeaseKeeper } from './lease-keeper.js';
 import { leasesLost } from './metrics.js';
 import type { ExactlyOnce, RunExactlyOnceOptions } from './run-exactly-once.js';
 
+const noop = () => {};
+
 /** One renewal timer per ledger, shared by its runs (see LeaseKeeper). */
 const keepers = new WeakMap<ExactlyOnce['ledger'], LeaseKeeper>();
 
@@ -31,6 +33,7 @@ export class RunLease {
   private controller: AbortController | undefined;
   private lostWith: LeaseLostError | undefined;
   private unkeep: (() => void) | undefined;
+  private abortListener: ((reason: unknown) => void) | undefined;
 
   constructor(
     private readonly eo: ExactlyOnce,
@@ -54,6 +57,7 @@ export class RunLease {
         if (this.lostWith) return;
         this.lostWith = lostLease(opts, detail);
         this.controller?.abort(this.lostWith);
+        this.abortListener?.(this.lostWith);
       },
     });
   }
@@ -67,6 +71,23 @@ export class RunLease {
       else workerSignal?.addEventListener('abort', this.onWorkerAbort, { once: true });
     }
     return this.controller.signal;
+  }
+
+  /**
+   * Calls `listener` once when the run is aborted (the worker aborts the delivery, or the lease is lost),
+   * without making the run's signal; one listener at a time. Returns the function that stops listening.
+   */
+  onAbort(listener: (reason: unknown) => void): () => void {
+    const workerSignal = this.opts.signal;
+    if (this.lostWith) return listener(this.lostWith), noop;
+    if (workerSignal?.aborted) return listener(workerSignal.reason), noop;
+    this.abortListener = listener;
+    const onWorker = () => listener(workerSignal?.reason);
+    workerSignal?.addEventListener('abort', onWorker, { once: true });
+    return () => {
+      this.abortListener = undefined;
+      workerSignal?.removeEventListener('abort', onWorker);
+    };
   }
 
   get lost(): LeaseLostError | undefined {

@@ -1,4 +1,4 @@
-import { jobDuration, jobsCompleted, jobsFailed, RunClaimRefusedError } from '@tickwork/runtime';
+import { RunClaimRefusedError } from '@tickwork/runtime';
 import { UnrecoverableError } from 'bullmq';
 import { JobCancelledError, WorkerShutdownError } from '../../errors.js';
 import { runHandler } from '../../run-handler.js';
@@ -11,11 +11,11 @@ import { cancelled } from './cancel-gate.js';
  * for runs of scheduled jobs). The last stage.
  */
 export const execute: Stage = async (run) => {
-  const { labels } = run;
-  const stopTimer = jobDuration.startTimer(labels);
+  const { metrics } = run;
+  const stopTimer = metrics.duration.startTimer();
   try {
-    const result = await runHandler(run.def, (signal) => contextOf(run, signal), run.exactlyOnce.signal);
-    jobsCompleted.inc(labels);
+    const result = await runHandler(run.def, (signalOf) => contextOf(run, signalOf), run.exactlyOnce);
+    metrics.completed.inc();
     if (run.logs('info')) run.log.info('job completed');
     await run.history?.succeeded();
     return result;
@@ -28,7 +28,7 @@ export const execute: Stage = async (run) => {
       return run.defer(0);
     }
     if (err instanceof JobCancelledError) return cancelled(run, err, 'while running');
-    jobsFailed.inc(labels);
+    metrics.failed.inc();
     await run.history?.failed(err, err instanceof UnrecoverableError || run.attempt >= (run.job.opts.attempts ?? 1));
     throw err;
   } finally {
