@@ -9,7 +9,8 @@
  * - no-op jobs at concurrency 1 (latency, not batching, shows): bare and tickwork. Target 1 again.
  * - a job writing one Redis key, at concurrency 50: bare (a BullMQ Worker awaiting that SET), tickwork
  *   with the write in one `ctx.redisStep`, and tickwork with it in one `ctx.step`. Target 2: >= 0.80x bare
- *   and at most one extra command per job (awaited or not), counted as the commands this process sent.
+ *   and at most one extra request to Redis per job (awaited or not): the commands this process sent, each
+ *   ledger operation counted as one even when batched with others (measure.ts).
  *
  * Every mode of a series runs once per round, the order rotating from round to round, so drift (other load
  * on the machine) and position hit each mode alike. A warm-up round is not counted. Ratios are the median
@@ -112,7 +113,7 @@ async function main(): Promise<void> {
   const results: SeriesResult[] = [];
   for (const s of series) {
     process.stdout.write(`\n${s.title}: ${s.jobs} jobs per mode and round\n`);
-    results.push(await runSeries(url, s, () => `bench-${queueNo++}`));
+    results.push(await runSeries(url, s, () => `bench-${queueNo++}`, exactlyOnce.ledger.batcher.sent));
   }
   const [c50, c1, write] = results as [SeriesResult, SeriesResult, SeriesResult];
   const ratio = (r: SeriesResult, mode: string) => median(r.ratios[mode] ?? []);
@@ -122,7 +123,7 @@ async function main(): Promise<void> {
     `  1. no-op job, every feature on, concurrency ${c}: ${ratio(r, 'tickwork').toFixed(2)}x bare jobs/s (target >= ${NOOP_GOAL.toFixed(2)}x): ${verdict(ratio(r, 'tickwork') >= NOOP_GOAL)}\n`;
   const writeLine = (mode: 'redisStep' | 'step') =>
     `  2. one ctx.${mode} writing one key, concurrency ${CONCURRENCY}: ${ratio(write, mode).toFixed(2)}x bare jobs/s (target >= ${WRITE_GOAL.toFixed(2)}x), ` +
-    `${extra(write, mode).toFixed(2)} extra commands per job (target <= ${EXTRA_COMMANDS_GOAL}): ${verdict(ratio(write, mode) >= WRITE_GOAL && extra(write, mode) <= EXTRA_COMMANDS_GOAL)}\n`;
+    `${extra(write, mode).toFixed(2)} extra requests to Redis per job, awaited or not (target <= ${EXTRA_COMMANDS_GOAL}): ${verdict(ratio(write, mode) >= WRITE_GOAL && extra(write, mode) <= EXTRA_COMMANDS_GOAL)}\n`;
   process.stdout.write(
     `\nfloor (one awaited round trip per job): ${ratio(c50, 'floor').toFixed(2)}x bare; ledger alone: ${ratio(c50, 'ledger').toFixed(2)}x bare` +
       ` (${(ratio(c50, 'ledger') / ratio(c50, 'floor')).toFixed(2)}x the floor); ledger calls per batch: ` +
@@ -142,7 +143,7 @@ async function main(): Promise<void> {
 }
 
 /** Runs every mode of `s` once per round (plus a warm-up), printing each measurement. */
-async function runSeries(url: string, s: Series, nextQueue: () => string): Promise<SeriesResult> {
+async function runSeries(url: string, s: Series, nextQueue: () => string, ledgerSent: { batches: number; ops: number }): Promise<SeriesResult> {
   const names = Object.keys(s.modes);
   const out: SeriesResult = { rates: {}, ratios: {}, commands: {} };
   for (let r = 0; r <= ROUNDS; r++) {
@@ -152,12 +153,12 @@ async function runSeries(url: string, s: Series, nextQueue: () => string): Promi
     for (let i = 0; i < names.length; i++) {
       const name = names[(i + r) % names.length] as string;
       const mode = s.modes[name] as Series['modes'][string];
-      const m = await measure(url, nextQueue(), mode.job, mode.processor, jobs, s.concurrency);
+      const m = await measure(url, nextQueue(), mode.job, mode.processor, jobs, s.concurrency, ledgerSent);
       await mode.after?.(jobs);
       round[name] = m.rate;
       process.stdout.write(
         `  ${warmUp ? 'warm-up' : `round ${r}`.padEnd(7)} ${name.padEnd(9)} ${m.rate.toFixed(0).padStart(6)} jobs/s` +
-          `   cpu per job: node ${m.nodeUs.toFixed(0).padStart(3)} us, redis ${m.redisUs.toFixed(0).padStart(3)} us   commands per job ${m.commandsPerJob.toFixed(2)}` +
+          `   cpu per job: node ${m.nodeUs.toFixed(0).padStart(3)} us, redis ${m.redisUs.toFixed(0).padStart(3)} us   requests per job ${m.commandsPerJob.toFixed(2)}` +
           `${m.completionsPerCall === undefined ? '' : `   results per write-ahead call: ${m.completionsPerCall.toFixed(1)}`}\n`,
       );
       if (!warmUp) (out.commands[name] ??= []).push(m.commandsPerJob);

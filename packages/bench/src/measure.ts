@@ -16,7 +16,11 @@ export interface Measured {
   rate: number;
   nodeUs: number;
   redisUs: number;
-  /** Commands this process sent to Redis per job (every connection: the Worker's, the ledger's, the handler's). */
+  /**
+   * Requests to Redis per job, awaited or not: the commands this process sent (every connection: the
+   * Worker's, the ledger's, the handler's), each ledger operation counted as one even when it shared a
+   * batched script call with others (a job still waits for, or writes, its own).
+   */
   commandsPerJob: number;
   completionsPerCall: number | undefined;
 }
@@ -33,7 +37,15 @@ Redis.prototype.sendCommand = function (this: Redis, ...args: Parameters<Redis['
 } as Redis['sendCommand'];
 
 /** Pre-fills a fresh queue with `jobs` jobs named `name`, then times a worker draining it. */
-export async function measure(url: string, queueName: string, name: string, processorFor: ProcessorFor, jobs: number, concurrency: number): Promise<Measured> {
+export async function measure(
+  url: string,
+  queueName: string,
+  name: string,
+  processorFor: ProcessorFor,
+  jobs: number,
+  concurrency: number,
+  ledgerSent: { batches: number; ops: number },
+): Promise<Measured> {
   const producer = createRedis(url, 'command');
   const queue = new Queue(queueName, { connection: producer, prefix: PREFIX });
   for (let i = 0; i < jobs; i += 1000) {
@@ -48,6 +60,7 @@ export async function measure(url: string, queueName: string, name: string, proc
   const started = performance.now();
   const cpu0 = process.cpuUsage();
   const sent0 = commandsSent;
+  const ledger0 = ledgerSent.ops - ledgerSent.batches;
   const blocking = createRedis(url, 'blocking');
   const worker: Worker = new Worker(queueName, processorFor(() => ackConnectionOf(worker)), { connection: blocking, prefix: PREFIX, concurrency });
   worker.on('completed', () => {
@@ -60,11 +73,12 @@ export async function measure(url: string, queueName: string, name: string, proc
   await finished;
   const seconds = (performance.now() - started) / 1000;
   const cpu = process.cpuUsage(cpu0);
-  const sent = commandsSent - sent0;
+  const unbatched = ledgerSent.ops - ledgerSent.batches - ledger0;
   const redisSeconds = (await redisCpu(producer)) - rcpu0;
   const ack = await ackConnectionOf(worker);
   const written = ack ? completionWriter(ack).sent : undefined;
   const completionsPerCall = written && written.batches > 0 ? written.ops / written.batches : undefined;
+  const sent = commandsSent - sent0 + unbatched + (written ? written.ops - written.batches : 0);
   await worker.close();
   blocking.disconnect();
   await queue.obliterate({ force: true });

@@ -17,7 +17,7 @@ import {
   type ExactlyOnce,
   type RunExactlyOnceOptions,
 } from '@tickwork/runtime';
-import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
+import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import { Queue, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
@@ -114,6 +114,23 @@ describe('a lazily claimed run', () => {
     expect(stepRan).toBe(false);
     expect(await redis.get(`lz:count:${key}`)).toBeNull();
     expect(await ledger.inspect(key, place)).toMatchObject({ state: 'running', owner: 'other' });
+  });
+
+  it("takes over an expired run at its first redisStep and does not apply a step the previous holder recorded", async () => {
+    const { key, place, opts } = await newRun();
+    const shortLease = new IdempotencyLedger(redis, { prefix: 'tw', leaseMs: 100 });
+    const other = await shortLease.claim(key, place, 'other');
+    if (other.kind !== 'claimed') throw new Error('setup: expected a claim');
+    expect(await other.run.recordTxStep('write', 'theirs', [['INCRBY', `lz:count:${key}`, 1]])).toBe(true);
+    await waitFor(async () => {
+      const entry = await ledger.inspect(key, place);
+      const [seconds] = await redis.time();
+      return entry?.leaseUntil !== undefined && entry.leaseUntil.getTime() < Number(seconds) * 1000 - 1000;
+    }, { timeoutMs: 10_000, what: "the other delivery's lease expired" });
+    const result = await runExactlyOnce(eo, opts, async (run) => run.redisStep('write', (tx) => (tx.incrby(`lz:count:${key}`, 1), 'mine')));
+    expect(result).toBe('theirs');
+    expect(await redis.get(`lz:count:${key}`)).toBe('1');
+    expect(await ledger.inspect(key, place)).toMatchObject({ state: 'done', claims: 2 });
   });
 
   it('runs a handler without steps beside a delivery that holds the run: counted, and the holder keeps the run', async () => {

@@ -1,7 +1,10 @@
 import { createHash } from 'node:crypto';
 import { RunClaimRefusedError } from './errors.js';
 import { encodeValue, LedgerRun, type ClaimOutcome, type IdempotencyLedger } from './ledger.js';
-import { evalCached } from './ledger-batch.js';
+import { completionWriter, evalCached, type LedgerReply } from './ledger-batch.js';
+import { duplicatesRanUnclaimed } from './metrics.js';
+import type { ExactlyOnce, RunExactlyOnceOptions } from './run-exactly-once.js';
+import { logOf } from './run-lease.js';
 import { CLAIM_TX_STEP_LUA } from './ledger-lua.js';
 import type { StepHost } from './steps.js';
 
@@ -41,6 +44,11 @@ export class LazyRun implements StepHost {
   /** The claimed run, if the handler made an effect. */
   get claimedRun(): LedgerRun | undefined {
     return this.run;
+  }
+
+  /** Waits for a claim still in flight (a step the handler did not await), whatever its outcome. */
+  async settled(): Promise<void> {
+    if (this.claiming && !this.run) await this.claiming.catch(() => undefined);
   }
 
   recordedStep(id: string): { value: unknown } | undefined {
@@ -94,4 +102,31 @@ export class LazyRun implements StepHost {
     this.onClaimed(run, { kind: 'claimed', run, tookOver: false });
     return run;
   }
+}
+
+/**
+ * Records the result of a lazily claimed run that made no effect: claim and completion in one write, ahead
+ * of the acknowledgement like any result. If another delivery of the job holds or completed the run (the
+ * job stalled and was redelivered while this one ran), this delivery's handler ran beside it: that is the
+ * documented cost of the lazy claim for a handler without steps, counted and logged, and nothing is written.
+ */
+export async function recordUnclaimed(eo: ExactlyOnce, opts: RunExactlyOnceOptions, jobKey: string, owner: string, result: unknown): Promise<unknown> {
+  const args = ['j', owner, encodeValue(result)];
+  const outcome = (reply: LedgerReply | Error) => {
+    if (reply instanceof Error) {
+      logOf(opts).error({ idempotencyKey: opts.key, err: { message: reply.message } }, 'could not record the result; a redelivery may run it again');
+    } else if (reply !== 1) {
+      duplicatesRanUnclaimed.inc(opts.labels);
+      logOf(opts).warn(
+        { idempotencyKey: opts.key, otherDelivery: reply === 2 ? 'completed' : 'running' },
+        'a handler without steps ran beside another delivery of the same job; its result is not recorded',
+      );
+    }
+  };
+  if (opts.ackConnection) {
+    await completionWriter(opts.ackConnection).complete(jobKey, args, outcome, 'completeUnclaimed');
+    return result;
+  }
+  outcome(await eo.ledger.batcher.call('completeUnclaimed', jobKey, args).catch((err: Error) => err));
+  return result;
 }

@@ -3,10 +3,10 @@ import type { Logger } from '../logger.js';
 import { OverlapGuard, type OverlapPolicy } from '../overlap/overlap-guard.js';
 import { LeaseLostError, RunClaimRefusedError } from './errors.js';
 import type { OwnerLiveness } from '../recovery/worker-registry.js';
-import { encodeValue, IdempotencyLedger, newOwner, type ClaimOutcome, type LedgerRun, type RunRecordPlace } from './ledger.js';
-import { completionWriter, type LedgerReply } from './ledger-batch.js';
-import { duplicatesDeferred, duplicatesRanUnclaimed, duplicatesSuppressed, leaseTakeovers, overlapSkipped } from './metrics.js';
-import { LazyRun } from './lazy-run.js';
+import { IdempotencyLedger, newOwner, type ClaimOutcome, type LedgerRun, type RunRecordPlace } from './ledger.js';
+import { completionWriter } from './ledger-batch.js';
+import { duplicatesDeferred, duplicatesSuppressed, leaseTakeovers, overlapSkipped } from './metrics.js';
+import { LazyRun, recordUnclaimed } from './lazy-run.js';
 import { logOf, lostLease, RunLease } from './run-lease.js';
 import { createSteps, type RedisStepFn, type StepFn, type StepHost, type Steps } from './steps.js';
 
@@ -172,6 +172,7 @@ async function runLazily<T>(eo: ExactlyOnce, opts: RunExactlyOnceOptions, jobKey
   });
   try {
     const result = await body(exactlyOnceRun(lazy, lease, opts, () => lazy.claimed().then(() => undefined)));
+    await lazy.settled();
     lease.stop();
     // A refusal the handler caught still ends the delivery: the run is not this delivery's.
     if (lazy.refused) return await notOurs(opts, lazy.refused.outcome);
@@ -239,33 +240,6 @@ async function record(opts: RunExactlyOnceOptions, run: LedgerRun, result: unkno
     return result;
   }
   if (!(await run.complete(result))) throw lostLease(opts, 'when recording the result');
-  return result;
-}
-
-/**
- * Records the result of a lazily claimed run that made no effect: claim and completion in one write, ahead
- * of the acknowledgement like any result. If another delivery of the job holds or completed the run (the
- * job stalled and was redelivered while this one ran), this delivery's handler ran beside it: that is the
- * documented cost of the lazy claim for a handler without steps, counted and logged, and nothing is written.
- */
-async function recordUnclaimed(eo: ExactlyOnce, opts: RunExactlyOnceOptions, jobKey: string, owner: string, result: unknown): Promise<unknown> {
-  const args = ['j', owner, encodeValue(result)];
-  const outcome = (reply: LedgerReply | Error) => {
-    if (reply instanceof Error) {
-      logOf(opts).error({ idempotencyKey: opts.key, err: { message: reply.message } }, 'could not record the result; a redelivery may run it again');
-    } else if (reply !== 1) {
-      duplicatesRanUnclaimed.inc(opts.labels);
-      logOf(opts).warn(
-        { idempotencyKey: opts.key, otherDelivery: reply === 2 ? 'completed' : 'running' },
-        'a handler without steps ran beside another delivery of the same job; its result is not recorded',
-      );
-    }
-  };
-  if (opts.ackConnection) {
-    await completionWriter(opts.ackConnection).complete(jobKey, args, outcome, 'completeUnclaimed');
-    return result;
-  }
-  outcome(await eo.ledger.batcher.call('completeUnclaimed', jobKey, args).catch((err: Error) => err));
   return result;
 }
 

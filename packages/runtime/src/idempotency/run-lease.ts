@@ -34,6 +34,7 @@ export class RunLease {
   private lostWith: LeaseLostError | undefined;
   private unkeep: (() => void) | undefined;
   private abortListener: ((reason: unknown) => void) | undefined;
+  private stopped = false;
 
   constructor(
     private readonly eo: ExactlyOnce,
@@ -44,6 +45,7 @@ export class RunLease {
 
   keep(run: LedgerRun): void {
     const { eo, opts } = this;
+    if (this.stopped) return; // a claim that landed after the run ended (a step the handler did not await)
     let keeper = keepers.get(eo.ledger);
     if (!keeper) keepers.set(eo.ledger, (keeper = new LeaseKeeper(eo.ledger.leaseMs)));
     const overlap = opts.overlap;
@@ -95,6 +97,7 @@ export class RunLease {
   }
 
   stop(): void {
+    this.stopped = true;
     this.unkeep?.();
     this.unkeep = undefined;
     if (this.controller) this.opts.signal?.removeEventListener('abort', this.onWorkerAbort);
