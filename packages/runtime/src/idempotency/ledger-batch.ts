@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { Writable } from 'node:stream';
 import type { Redis } from 'ioredis';
 import { COMPLETE_AHEAD_LUA, LEDGER_LUA } from './ledger-lua.js';
 import { evalCached } from '../redis/scripts.js';
@@ -130,6 +131,7 @@ export class CompletionWriter {
   /** Script calls and completions sent so far (the bench reports completions per call). */
   readonly sent = { batches: 0, ops: 0 };
   private written: Promise<void> | undefined;
+  private corked = false;
   private markWritten: (() => void) | undefined;
 
   constructor(private readonly redis: Redis) {}
@@ -151,11 +153,33 @@ export class CompletionWriter {
     this.sent.batches++;
     this.sent.ops += batch.length;
     const { keys, argv } = encode(batch);
+    this.corkUntilTickEnds();
     // EVAL, not EVALSHA: a NOSCRIPT reply would arrive after the acknowledgement had already run.
-    void settle(batch, this.redis.eval(COMPLETE_AHEAD_LUA, keys.length, ...keys, ...argv) as Promise<LedgerReply[]>);
+    void settle(batch, this.redis.eval(COMPLETE_AHEAD_SCRIPT, keys.length, ...keys, ...argv) as Promise<LedgerReply[]>);
     markWritten();
   }
+
+  /**
+   * Holds the connection's socket writes until the current run of microtasks ends, so this write and the
+   * acknowledgements BullMQ sends right after it (moveToFinished, in the same chain of microtasks) leave in
+   * one system call instead of one each: measured with \`pnpm bench\`, a socket write cost more Node CPU per
+   * job than anything else the ledger does. Order is kept (corking only buffers), so a result still reaches
+   * Redis ahead of its acknowledgement. process.nextTick runs once the microtask queue is drained.
+   */
+  private corkUntilTickEnds(): void {
+    const stream = (this.redis as unknown as { stream?: Writable }).stream;
+    if (this.corked || !stream || this.redis.status !== 'ready') return;
+    this.corked = true;
+    stream.cork();
+    process.nextTick(() => {
+      this.corked = false;
+      stream.uncork();
+    });
+  }
 }
+
+/** Encoded once: the script is sent whole with every call, and a Buffer goes out as it is. */
+const COMPLETE_AHEAD_SCRIPT = Buffer.from(COMPLETE_AHEAD_LUA);
 
 const writers = new WeakMap<Redis, CompletionWriter>();
 
