@@ -121,7 +121,9 @@ export type AheadOutcome = (reply: LedgerReply | Error) => void;
 
 /**
  * Writes completions on the connection the queue acknowledges jobs on, ahead of the acknowledgement (see
- * the file comment). Completions made in the same microtask turn go in one script call. The promise
+ * the file comment). Completions made before the microtask queue next drains go in one script call (the
+ * flush is a process.nextTick, which runs once it has drained: the jobs whose replies arrived in one socket
+ * read finish in one drain, so they share the call). The promise
  * `complete` returns resolves once that call is handed to ioredis, which keeps one connection's commands in
  * order (also across a reconnect: its offline queue replays them in order); the caller acknowledges only
  * after that. The reply comes later, to `outcome`.
@@ -139,7 +141,7 @@ export class CompletionWriter {
   complete(key: string, args: (string | number)[], outcome: AheadOutcome, op: 'complete' | 'completeUnclaimed' = 'complete'): Promise<void> {
     if (!this.written) {
       this.written = new Promise((resolve) => (this.markWritten = resolve));
-      queueMicrotask(() => this.flush());
+      process.nextTick(() => this.flush());
     }
     this.pending.push({ op, key, args, resolve: outcome, reject: outcome });
     return this.written;
@@ -160,18 +162,18 @@ export class CompletionWriter {
   }
 
   /**
-   * Holds the connection's socket writes until the current run of microtasks ends, so this write and the
-   * acknowledgements BullMQ sends right after it (moveToFinished, in the same chain of microtasks) leave in
-   * one system call instead of one each: measured with \`pnpm bench\`, a socket write cost more Node CPU per
-   * job than anything else the ledger does. Order is kept (corking only buffers), so a result still reaches
-   * Redis ahead of its acknowledgement. process.nextTick runs once the microtask queue is drained.
+   * Holds the connection's socket writes until the event loop's next check phase (setImmediate: after the
+   * microtasks and ticks of this turn), so this write and the acknowledgements BullMQ sends right after it
+   * (moveToFinished, once the processors resolve) leave in one system call instead of one each: measured
+   * with \`pnpm bench\`, a socket write cost more Node CPU per job than anything else the ledger does. Order
+   * is kept (corking only buffers), so a result still reaches Redis ahead of its acknowledgement.
    */
   private corkUntilTickEnds(): void {
     const stream = (this.redis as unknown as { stream?: Writable }).stream;
     if (this.corked || !stream || this.redis.status !== 'ready') return;
     this.corked = true;
     stream.cork();
-    process.nextTick(() => {
+    setImmediate(() => {
       this.corked = false;
       stream.uncork();
     });

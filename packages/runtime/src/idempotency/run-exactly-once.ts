@@ -104,13 +104,17 @@ export interface OverlapSkipResult {
  * 3. run `body` while renewing the lease; record its result, or release the run on failure (steps kept).
  * A lazily claimed run (`opts.lazy`) does 1 at its first effect instead, and skips 2.
  */
-export async function runExactlyOnce<T>(
+export function runExactlyOnce<T>(
   eo: ExactlyOnce,
   opts: RunExactlyOnceOptions,
   body: (run: ExactlyOnceRun) => Promise<T>,
 ): Promise<T | unknown> {
   const place = opts.place;
   if (opts.lazy && place?.kind === 'job' && !opts.overlap && !opts.preempt) return runLazily(eo, opts, place.jobKey, body);
+  return runClaimedFirst(eo, opts, body);
+}
+
+async function runClaimedFirst<T>(eo: ExactlyOnce, opts: RunExactlyOnceOptions, body: (run: ExactlyOnceRun) => Promise<T>): Promise<T | unknown> {
   const claim = await claimRun(eo, opts);
   if (claim.kind !== 'claimed') return notOurs(opts, claim);
   const run = claim.run;

@@ -8,14 +8,19 @@ import type { Stage } from '../stage.js';
  * cancelGate: a job an operator cancelled before it started ends here, without running. Checked in
  * memory (the listener follows requests by pub/sub): no round trip on a job's start.
  */
-export const cancelGate: Stage = async (run, next) => {
+export const cancelGate: Stage = (run, next) => {
   const cancels = run.deps.cancels;
   if (!cancels) return next();
-  if (!cancels.loaded) await cancels.ready;
-  const request = cancels.pending(run.job.queueName, run.jobId);
+  // Not async: a job start that finds the requests loaded and none pending costs no promise of its own.
+  if (!cancels.loaded) return cancels.ready.then(() => gate(run, next));
+  return gate(run, next);
+};
+
+function gate(run: JobRun, next: () => Promise<unknown>): Promise<unknown> {
+  const request = run.deps.cancels?.pending(run.job.queueName, run.jobId);
   if (request) return cancelled(run, JobCancelledError.of(request), 'before it started');
   return next();
-};
+}
 
 /**
  * A cancelled run ends failed with `cancelled by ...` and UnrecoverableError (no retry), which the DLQ

@@ -1,4 +1,5 @@
 import { runExactlyOnce, type RunExactlyOnceOptions } from '@tickwork/runtime';
+import type { Redis } from 'ioredis';
 import { stallResetOnProgress } from '../../stall-progress.js';
 import type { JobRun } from '../job-run.js';
 import type { Stage } from '../stage.js';
@@ -13,8 +14,26 @@ import type { Stage } from '../stage.js';
  * the job's own hash (a BullMQ-generated id, no idempotency key, not scheduled, not a re-drive) claims at
  * its first effect; everything else claims before it starts.
  */
-export const claim: Stage = async (run, next) => {
+export const claim: Stage = (run, next) => {
   const { deps, job } = run;
+  // The queue's ack connection, resolved once per queue: a job start awaits nothing for it after that.
+  const of = deps.ackConnectionOf;
+  if (!of) return claimWith(run, next, undefined);
+  let acks = acksBy.get(of);
+  if (!acks) acksBy.set(of, (acks = new Map()));
+  const ack = acks.get(job.queueName);
+  if (ack) return claimWith(run, next, ack);
+  return Promise.resolve(of(job.queueName)).then((redis) => {
+    if (redis) acks?.set(job.queueName, redis);
+    return claimWith(run, next, redis);
+  });
+};
+
+/** Per processor (its ackConnectionOf), ack connections by queue; one keeps its identity across reconnects (ioredis). */
+const acksBy = new WeakMap<NonNullable<JobRun['deps']['ackConnectionOf']>, Map<string, Redis>>();
+
+function claimWith(run: JobRun, next: () => Promise<unknown>, ackConnection: Redis | undefined): Promise<unknown> {
+  const { deps } = run;
   if (run.logs('debug')) run.log.debug({ idempotencyKey: run.key }, 'job started');
   const opts: RunExactlyOnceOptions = {
     key: run.key,
@@ -26,7 +45,7 @@ export const claim: Stage = async (run, next) => {
     overlap: run.overlap,
     onSkip: run.overlap && (() => run.history?.skippedOverlap('the previous run of the schedule was still running')),
     preempt: run.preempt,
-    ackConnection: await deps.ackConnectionOf?.(job.queueName),
+    ackConnection,
     onStepRecorded: (run.onStepRecorded = onStepRecordedOf(run)),
     lazy: claimsLazily(run),
   };
@@ -34,7 +53,7 @@ export const claim: Stage = async (run, next) => {
     run.exactlyOnce = eo;
     return next();
   });
-};
+}
 
 /**
  * A first delivery (BullMQ counts starts in `attemptsStarted`: a redelivery after a stall, a take-back or
