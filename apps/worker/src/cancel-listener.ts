@@ -90,6 +90,7 @@ export function startCancelListener(opts: CancelListenerOptions): CancelListener
       return loaded;
     },
     pending(queue, jobId) {
+      if (pending.size === 0) return undefined; // the usual case: no key to build
       const r = pending.get(keyOf(queue, jobId));
       if (r && r.expiresAt <= Date.now()) {
         pending.delete(keyOf(queue, jobId));

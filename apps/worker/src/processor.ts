@@ -1,38 +1,14 @@
-import {
-  DEFAULT_OVERLAP_POLICY,
-  idempotencyKeyOf,
-  isCatchUpOf,
-  jobRecordKey,
-  runRecordPlaceOf,
-  lockFn,
-  onStepRecordedFor,
-  runExactlyOnce,
-  type ExactlyOnce,
-  jobDuration,
-  jobsCancelled,
-  jobsCompleted,
-  jobsFailed,
-  nominalTimeOf,
-  PayloadValidationError,
-  runRecorder,
-  checkedDeliveryOf,
-  InvalidJobOptionError,
-  validatePayload,
-  describeIssues,
-  type Catalog,
-  type Delivery,
-  type Enqueue,
-  type ExactlyOnceRun,
-  type JobContext,
-  type Logger,
-} from '@tickwork/runtime';
-import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
+import type { Catalog, Enqueue, ExactlyOnce, Logger } from '@tickwork/runtime';
+import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { CancelListener } from './cancel-listener.js';
-import { JobCancelledError, WorkerShutdownError } from './errors.js';
-import { judgeLateOccurrence } from './late-occurrence.js';
-import { runHandler } from './run-handler.js';
-import { stallResetOnProgress } from './stall-progress.js';
+import { JobRun } from './pipeline/job-run.js';
+import { compose } from './pipeline/stage.js';
+import { identify, validate } from './pipeline/stages/admit.js';
+import { cancelGate } from './pipeline/stages/cancel-gate.js';
+import { claim } from './pipeline/stages/claim.js';
+import { execute } from './pipeline/stages/execute.js';
+import { judgeLate, overlapPolicy, scheduleGate } from './pipeline/stages/scheduled.js';
 
 export interface ProcessorDeps {
   catalog: Catalog;
@@ -60,146 +36,22 @@ export interface MissedRunResult {
 }
 
 /**
- * The BullMQ processor: finds the handler by job name, validates the payload, builds the context and
- * runs the handler. Unknown names and invalid payloads can never succeed, so they fail without retries
- * (UnrecoverableError) instead of burning attempts.
+ * A job's way through the worker, stage by stage (pipeline/stages):
+ *
+ *   validate → identify → cancelGate → [judgeLate → overlapPolicy →] claim → [scheduleGate →] execute
+ *
+ * The bracketed stages are for runs of scheduled jobs only; every other job skips them entirely. claim
+ * frames the stages after it: it records their result (or gives the run back) when they end.
  */
+const onDemand = compose([cancelGate, claim, execute]);
+const scheduled = compose([cancelGate, judgeLate, overlapPolicy, claim, scheduleGate, execute]);
+
+/** The BullMQ processor. */
 export function createProcessor(deps: ProcessorDeps) {
   return async (job: Job, token?: string, signal?: AbortSignal): Promise<unknown> => {
-    const def = deps.catalog.get(job.name);
-    const attempt = job.attemptsMade + 1;
-    const log = deps.log.child({ queue: job.queueName, job: job.name, jobId: job.id, attempt });
-    if (!def) {
-      log.error({ known: deps.catalog.jobs.map((j) => j.name) }, 'unknown job: no handler in the catalog of this worker');
-      throw new UnrecoverableError('unknown job');
-    }
-    let data: unknown;
-    let delivery: Delivery;
-    try {
-      delivery = checkedDeliveryOf(job);
-      data = validatePayload(def, job.data);
-    } catch (err) {
-      if (err instanceof PayloadValidationError) {
-        log.error({ issues: err.issues }, 'invalid payload');
-        throw new UnrecoverableError(`invalid payload: ${describeIssues(err.issues)}`);
-      }
-      if (err instanceof InvalidJobOptionError) {
-        log.error({ option: err.option, issues: err.issues }, 'invalid job option');
-        throw new UnrecoverableError(err.message);
-      }
-      throw err;
-    }
-    const labels = { queue: job.queueName, job: job.name };
-    const history = runRecorder(deps.redis, deps.exactlyOnce.prefix, def, delivery, log);
-    /**
-     * A cancelled run ends failed with `cancelled by ...` and UnrecoverableError (no retry), which the DLQ
-     * move leaves alone (no dead letter, no alert); it counts as cancelled, not failed. The request is
-     * cleared, so an operator's retry of the job runs it.
-     */
-    const cancelled = async (err: JobCancelledError, when: string): Promise<never> => {
-      jobsCancelled.inc(labels);
-      log.info({ reason: err.message }, `job cancelled ${when}`);
-      await history?.cancelled(err.message);
-      await deps.cancels?.finished(job.queueName, String(job.id));
-      throw new UnrecoverableError(err.message);
-    };
-    // Checked in memory (the listener follows requests by pub/sub): no round trip on a job's start.
-    if (deps.cancels && !deps.cancels.loaded) await deps.cancels.ready;
-    const request = deps.cancels?.pending(job.queueName, String(job.id));
-    if (request) return cancelled(JobCancelledError.of(request), 'before it started');
-    const nominalTime = nominalTimeOf(delivery);
-    const idempotencyKey = idempotencyKeyOf(def, delivery, data);
-    const eo = deps.exactlyOnce;
-    const jobKey = jobRecordKey(eo.prefix, job.queueName, String(job.id));
-    const place = runRecordPlaceOf(def, delivery, jobKey, eo.ledger.windowMs);
-    /** Set when a late occurrence is allowed to run by its missed-run policy. */
-    let lateCatchUp = false;
-    const onStepRecorded = stallResetOnProgress({ job, jobKey, token, redis: deps.redis, log });
-    const makeContext = (runSignal: AbortSignal, run: ExactlyOnceRun): JobContext<unknown> => {
-      const ctx: JobContext<unknown> = {
-        data,
-        log,
-        jobId: String(job.id),
-        jobName: job.name,
-        queue: job.queueName,
-        attempt,
-        maxAttempts: job.opts.attempts ?? 1,
-        signal: runSignal,
-        idempotencyKey,
-        nominalTime,
-        isCatchUp: isCatchUpOf(delivery) || lateCatchUp,
-        step: run.step,
-        redisStep: run.redisStep,
-        lock: lockFn(deps.exactlyOnce.redis, deps.exactlyOnce.prefix, runSignal),
-        enqueue: deps.enqueue,
-        redis: deps.redis,
-        progress: (value) => job.updateProgress(value),
-      };
-      onStepRecordedFor(ctx, onStepRecorded); // pgStep's progress, recorded outside the ledger
-      return ctx;
-    };
-    log.debug({ idempotencyKey }, 'job started');
-    // The overlap policy applies to occurrences the tickwork scheduler enqueued (BullMQ job schedulers are
-    // legacy: reconcile removes them, and their last jobs share the occurrence's ledger key anyway).
-    // Occurrences of the schedule store carry their overlap policy (absent = the default); older ones use
-    // the job's. Manual runs (runNow) are not subject to it, as a manual enqueue of a catalog job never was.
-    const scheduled = delivery.scheduled;
-    const schedule = scheduled?.m === undefined ? scheduled?.schedule : undefined;
-    const policy = scheduled?.v !== undefined ? (scheduled.o ?? DEFAULT_OVERLAP_POLICY) : (def.schedule?.overlap ?? DEFAULT_OVERLAP_POLICY);
-    const overlap = schedule && policy !== 'allow' ? { schedule, policy, nominalTime } : undefined;
-    const defer = async (ms: number): Promise<never> => {
-      await job.moveToDelayed(Date.now() + ms, token);
-      throw new DelayedError();
-    };
-    const onSkip = () => history?.skippedOverlap('the previous run of the schedule was still running');
-    // Missed-run policy for occurrences that waited for a worker. Judged on the first delivery only: a retry,
-    // a redelivery after a crash or a buffered occurrence coming back is late by design, not missed.
-    const judgeLate = scheduled && scheduled.m === undefined && !scheduled.catchUp && !delivery.redrive && job.attemptsMade === 0 && job.attemptsStarted <= 1;
-    const preempt = judgeLate
-      ? async () => {
-          const d = await judgeLateOccurrence(deps.redis, deps.exactlyOnce.prefix, def, scheduled, deps.graceMs ?? 60_000);
-          if (d.action === 'run') {
-            if (!d.catchUp) return undefined;
-            lateCatchUp = true;
-            log.info({ schedule: scheduled.schedule, nominalTime, lateByMs: d.lateByMs, laterDue: d.laterDue }, 'late occurrence runs as a catch-up');
-            await history?.catchingUp();
-            return undefined;
-          }
-          const result: MissedRunResult = { skipped: 'missed', reason: d.reason };
-          log.warn({ schedule: scheduled.schedule, nominalTime, lateByMs: d.lateByMs, laterDue: d.laterDue }, `occurrence missed: ${d.reason}`);
-          return { result, recorded: () => history?.missed(d.reason) ?? Promise.resolve() };
-        }
-      : undefined;
-    const ackConnection = await deps.ackConnectionOf?.(job.queueName);
-    const exactlyOnceOpts = { key: idempotencyKey, place, log, labels, signal, defer, overlap, onSkip, preempt, ackConnection, onStepRecorded };
-    return runExactlyOnce(deps.exactlyOnce, exactlyOnceOpts, async (run) => {
-      // The start's history write also checks the schedule (same script): a run enqueued before its
-      // schedule was removed, changed or paused is not run, and completes with the reason.
-      const verdict = (await history?.started(attempt)) ?? 'ok';
-      if (verdict !== 'ok') {
-        log.info({ schedule: scheduled?.schedule, nominalTime, verdict }, `scheduled run skipped: its schedule was ${verdict}`);
-        return { skipped: verdict };
-      }
-      const stopTimer = jobDuration.startTimer(labels);
-      try {
-        const result = await runHandler(def, (s) => makeContext(s, run), run.signal);
-        jobsCompleted.inc(labels);
-        log.info('job completed');
-        await history?.succeeded();
-        return result;
-      } catch (err) {
-        if (err instanceof WorkerShutdownError) {
-          // Hand the job back at once, without spending an attempt: it did not fail, this worker left.
-          log.warn('interrupted by shutdown; handing the job back to the queue');
-          return defer(0);
-        }
-        if (err instanceof JobCancelledError) return cancelled(err, 'while running');
-        jobsFailed.inc(labels);
-        await history?.failed(err, err instanceof UnrecoverableError || attempt >= (job.opts.attempts ?? 1));
-        throw err;
-      } finally {
-        stopTimer();
-      }
-    });
+    const run = new JobRun(deps, job, token, signal);
+    validate(run);
+    identify(run);
+    return (run.history ? scheduled : onDemand)(run);
   };
 }

@@ -22,3 +22,23 @@ export class StepError extends TickworkError {
     super(`ctx.step(${JSON.stringify(stepId)}): ${detail}`);
   }
 }
+
+/**
+ * A lazily claimed run (lazy-run.ts) found, at its first effect, that another delivery completed the run
+ * (`done`) or holds it (`busy`). Thrown out of that effect (`ctx.step`, `ctx.redisStep`, `ctx.lock`,
+ * `ctx.enqueue`) before it happens; the delivery then ends as a suppressed duplicate or is deferred, as if
+ * the claim had been made before the handler started. Handlers need not catch it.
+ */
+export class RunClaimRefusedError extends TickworkError {
+  override name = 'RunClaimRefusedError';
+  constructor(
+    readonly idempotencyKey: string,
+    readonly outcome: { kind: 'done'; result: unknown; completedAt: Date | undefined } | { kind: 'busy'; leaseLeftMs: number; holder: string },
+  ) {
+    super(
+      outcome.kind === 'done'
+        ? `run "${idempotencyKey}" was completed by another delivery; this one stops before its first effect`
+        : `run "${idempotencyKey}" is held by another delivery; this one is deferred before its first effect`,
+    );
+  }
+}

@@ -22,6 +22,7 @@
  * - claim: 1 for a new run with no recorded steps (the common case, kept to one small reply), else
  *   {'done', result, completedAt} | {'busy', msLeftOnLease, holder} | {'claimed', tookOver, stepId1, stepValue1, ...}
  *   (returning recorded steps so a resumed run needs no round trip per step);
+ * - complete-unclaimed (f): see the op;
  * - renew, step, complete, release: 1, or 0 when the caller no longer owns the running lease (the fence
  *   for every write after the claim); complete also answers 1 when the caller already completed the run
  *   (a batch resent after a reconnect);
@@ -86,6 +87,17 @@ const OP_COMPLETE = `ops.d = function(key, mode, owner, result, doneTtl, stepsKe
   rput(mode, key, 'd|' .. owner .. '|' .. string.format('%d', now) .. '|' .. claims .. '|' .. result, doneTtl)
   redis.call('DEL', stepsKey)
   return 1
+end
+
+-- Completes a run that was never claimed (a lazily claimed run whose handler made no effect: see
+-- lazy-run.ts); mode j only. 1 recorded; 2 a duplicate delivery completed the run first (kept as it is);
+-- 0 another delivery holds it, or the job is gone (a job's hash is never recreated for its record).
+ops.f = function(key, mode, owner, result)
+  if redis.call('EXISTS', key) == 0 then return 0 end
+  if redis.call('HSETNX', key, 'tw', 'd|' .. owner .. '|' .. string.format('%d', now) .. '|1|' .. result) == 1 then return 1 end
+  local state = parse(rget(mode, key))
+  if state == 'd' then return 2 end
+  return 0
 end
 
 `;
@@ -155,9 +167,9 @@ end
 export const LEDGER_LUA = `${PRELUDE}local ops = {}\n${OPS}${OP_COMPLETE}${DISPATCH}`;
 
 /**
- * Only `complete`: the script written ahead of a job's acknowledgement on the queue's connection. Small, so
- * it is sent whole (EVAL) rather than by hash: a NOSCRIPT reply would come back only after the
- * acknowledgement had already run.
+ * Only the completions (`complete`, and `complete-unclaimed` for a run that made no effect): the script
+ * written ahead of a job's acknowledgement on the queue's connection. Small, so it is sent whole (EVAL)
+ * rather than by hash: a NOSCRIPT reply would come back only after the acknowledgement had already run.
  */
 export const COMPLETE_AHEAD_LUA = `${PRELUDE}local ops = {}\n${OP_COMPLETE}${DISPATCH}`;
 
@@ -171,6 +183,27 @@ export const COMPLETE_AHEAD_LUA = `${PRELUDE}local ops = {}\n${OP_COMPLETE}${DIS
 export const TX_STEP_LUA = `${PRELUDE}
 local state, holder = parse(rget(ARGV[1], KEYS[1]))
 if state ~= 'r' or holder ~= ARGV[2] then return 0 end
+local a = 6
+while a <= #ARGV do
+  local n = tonumber(ARGV[a])
+  redis.call(unpack(ARGV, a + 1, a + n))
+  a = a + n + 1
+end
+redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
+redis.call('PEXPIRE', KEYS[2], ARGV[5])
+return 1
+`;
+
+/**
+ * A lazily claimed run's first Redis step (lazy-run.ts): claims the run in its job's hash (mode j) and
+ * commits the step's writes and record, in one script, when the run is new. KEYS: the job's hash, steps,
+ * then the keys the writes touch. ARGV: owner, lease ms, step id, encoded result, unfinished TTL, then the
+ * writes as in TX_STEP_LUA. Replies 1 (claimed and committed) or 2 (not new, or the job is gone: nothing
+ * was written; the caller claims the usual way, which answers every other case).
+ */
+export const CLAIM_TX_STEP_LUA = `${PRELUDE}
+if redis.call('EXISTS', KEYS[1]) == 0 then return 2 end
+if redis.call('HSETNX', KEYS[1], 'tw', running(ARGV[1], ARGV[2], 1)) == 0 then return 2 end
 local a = 6
 while a <= #ARGV do
   local n = tonumber(ARGV[a])

@@ -36,13 +36,18 @@ export function jobRecordKey(prefix: string, queue: string, jobId: string): stri
   return `${prefix}:${queue}:${jobId}`;
 }
 
+const processRandom = randomBytes(6).toString('base64url');
+let deliveries = 0;
+
 /**
  * A delivery's owner token: short (it is kept in every done record) and never containing `|`. With the
  * tag of the process making the delivery (`<tag>.<random>`, see recovery/worker-registry.ts), a later
  * delivery that finds the run held can ask whether that process is still alive (ownerTagOf).
  */
 export function newOwner(processTag?: string): string {
-  const random = randomBytes(9).toString('base64url');
+  // Unique, not secret (it fences writes, it grants nothing): a random part drawn once per process and a
+  // counter, instead of a random draw per delivery.
+  const random = `${processRandom}${(deliveries++).toString(36)}`;
   return processTag ? `${processTag}.${random}` : random;
 }
 

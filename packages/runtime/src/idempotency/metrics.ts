@@ -35,3 +35,10 @@ export const overlapSkipped = new Counter({
   labelNames: ['queue', 'schedule', 'policy'] as const,
   registers: [metricsRegistry],
 });
+
+export const duplicatesRanUnclaimed = new Counter({
+  name: 'tickwork_duplicates_unclaimed_total',
+  help: 'Deliveries that ran a handler without steps while another delivery of the same job held or had completed its run (lazy claim)',
+  labelNames: ['queue', 'job'] as const,
+  registers: [metricsRegistry],
+});

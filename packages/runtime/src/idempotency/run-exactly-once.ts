@@ -1,13 +1,14 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.js';
 import { OverlapGuard, type OverlapPolicy } from '../overlap/overlap-guard.js';
-import { LeaseLostError } from './errors.js';
+import { LeaseLostError, RunClaimRefusedError } from './errors.js';
 import type { OwnerLiveness } from '../recovery/worker-registry.js';
 import { IdempotencyLedger, newOwner, type ClaimOutcome, type LedgerRun, type RunRecordPlace } from './ledger.js';
 import { completionWriter } from './ledger-batch.js';
-import { duplicatesDeferred, duplicatesSuppressed, leasesLost, leaseTakeovers, overlapSkipped } from './metrics.js';
-import { LeaseKeeper } from './lease-keeper.js';
-import { createSteps, type RedisStepFn, type StepFn, type Steps } from './steps.js';
+import { duplicatesDeferred, duplicatesSuppressed, leaseTakeovers, overlapSkipped } from './metrics.js';
+import { LazyRun, recordUnclaimed } from './lazy-run.js';
+import { logOf, lostLease, RunLease } from './run-lease.js';
+import { createSteps, type RedisStepFn, type StepFn, type StepHost, type Steps } from './steps.js';
 
 /** The exactly-once machinery one worker process shares across its jobs. */
 export interface ExactlyOnce {
@@ -39,13 +40,22 @@ export interface ExactlyOnceRun {
   signal: AbortSignal;
   step: StepFn;
   redisStep: RedisStepFn;
+  /**
+   * Resolves once this delivery owns the run: at once for a run claimed up front; a lazily claimed run
+   * claims here (effects outside steps that need the run first: `ctx.lock`, `ctx.enqueue`). Rejects with
+   * RunClaimRefusedError when another delivery completed or holds the run.
+   */
+  claim(): Promise<void>;
+  /** Calls `listener` once when the run is aborted, without making `signal` (RunLease.onAbort). */
+  onAbort(listener: (reason: unknown) => void): () => void;
 }
 
 export interface RunExactlyOnceOptions {
   key: string;
   /** Where the run's record lives, and so how long it suppresses duplicates (default: its own key, the ledger's window). */
   place?: RunRecordPlace | undefined;
-  log: Logger;
+  /** The run's logger, or a function making it on first use (it is needed only on the rarer paths). */
+  log: Logger | (() => Logger);
   labels: { queue: string; job: string };
   /** The worker's signal for this delivery (shutdown, cancel). */
   signal?: AbortSignal | undefined;
@@ -72,6 +82,12 @@ export interface RunExactlyOnceOptions {
    * it as done, so a duplicate is not run later either; `recorded` is called after that.
    */
   preempt?: (() => Promise<{ result: unknown; recorded?: () => Promise<void> } | undefined>) | undefined;
+  /**
+   * Claim the run at its first effect rather than before `body` (lazy-run.ts). Honoured only for a run
+   * recorded in its job's hash (`place.kind === 'job'`) without `overlap` or `preempt`; the caller asks
+   * for it only on a job's first delivery (README, "When a run is claimed").
+   */
+  lazy?: boolean | undefined;
 }
 
 /** The result a skipped occurrence completes with (also recorded in the ledger). */
@@ -86,31 +102,23 @@ export interface OverlapSkipResult {
  *    another delivery) defers this one; otherwise (new, failed before, or its holder died) run it;
  * 2. let `preempt` drop the run (missed-run policy), then, for scheduled occurrences, apply the overlap policy;
  * 3. run `body` while renewing the lease; record its result, or release the run on failure (steps kept).
+ * A lazily claimed run (`opts.lazy`) does 1 at its first effect instead, and skips 2.
  */
-export async function runExactlyOnce<T>(
+export function runExactlyOnce<T>(
   eo: ExactlyOnce,
   opts: RunExactlyOnceOptions,
   body: (run: ExactlyOnceRun) => Promise<T>,
 ): Promise<T | unknown> {
+  const place = opts.place;
+  if (opts.lazy && place?.kind === 'job' && !opts.overlap && !opts.preempt) return runLazily(eo, opts, place.jobKey, body);
+  return runClaimedFirst(eo, opts, body);
+}
+
+async function runClaimedFirst<T>(eo: ExactlyOnce, opts: RunExactlyOnceOptions, body: (run: ExactlyOnceRun) => Promise<T>): Promise<T | unknown> {
   const claim = await claimRun(eo, opts);
-  if (claim.kind === 'done') {
-    duplicatesSuppressed.inc(opts.labels);
-    opts.log.info({ idempotencyKey: opts.key, completedAt: claim.completedAt?.toISOString() }, 'duplicate suppressed');
-    return claim.result;
-  }
-  if (claim.kind === 'busy') {
-    duplicatesDeferred.inc(opts.labels);
-    // Come back around when the holder's lease would run out; jitter spreads a burst of duplicates.
-    const ms = Math.min(Math.max(claim.leaseLeftMs, 100), 5_000) + Math.floor(Math.random() * 100);
-    opts.log.info({ idempotencyKey: opts.key, retryInMs: ms }, 'run held by another delivery; deferred');
-    return opts.defer(ms);
-  }
+  if (claim.kind !== 'claimed') return notOurs(opts, claim);
   const run = claim.run;
-  if (claim.tookOver) {
-    leaseTakeovers.inc(opts.labels);
-    const holderDead = 'holderDead' in claim;
-    opts.log.warn({ idempotencyKey: opts.key, recordedSteps: run.recordedStepCount, holderDead }, 'took over a run whose holder stopped renewing its lease');
-  }
+  if (claim.tookOver) tookOver(opts, claim);
 
   const preempted = opts.preempt ? await opts.preempt() : undefined;
   if (preempted) {
@@ -124,13 +132,13 @@ export async function runExactlyOnce<T>(
     const decision = await eo.overlap.enter(overlap.schedule, opts.key, overlap.policy, overlap.nominalTime);
     if (decision.kind === 'wait') {
       await run.release();
-      opts.log.debug({ schedule: overlap.schedule }, 'previous occurrence still running; buffered');
+      logOf(opts).debug({ schedule: overlap.schedule }, 'previous occurrence still running; buffered');
       return opts.defer(decision.retryInMs);
     }
     if (decision.kind === 'skip') {
       const result: OverlapSkipResult = { skipped: 'overlap', runningKey: decision.runningKey };
       overlapSkipped.inc({ queue: opts.labels.queue, schedule: overlap.schedule, policy: overlap.policy });
-      opts.log.warn(
+      logOf(opts).warn(
         { schedule: overlap.schedule, policy: overlap.policy, idempotencyKey: opts.key, runningKey: decision.runningKey },
         'occurrence skipped: the previous run of the schedule is still running',
       );
@@ -140,44 +148,109 @@ export async function runExactlyOnce<T>(
     }
   }
 
-  const lease = keepLease(eo, run, opts);
-  let steps: Steps | undefined;
-  const stepsOf = () => (steps ??= createSteps(run, () => lease.signal, opts.onStepRecorded));
+  const lease = new RunLease(eo, opts);
+  lease.keep(run);
   try {
-    const result = await body({
-      get signal() {
-        return lease.signal;
-      },
-      get step() {
-        return stepsOf().step;
-      },
-      get redisStep() {
-        return stepsOf().redisStep;
-      },
-    });
+    const result = await body(exactlyOnceRun(run, lease, opts, claimedAlready));
     lease.stop();
     if (lease.lost) throw lease.lost;
-    if (opts.ackConnection) {
-      await run.completeAhead(completionWriter(opts.ackConnection), result, (reply) => {
-        if (reply instanceof Error) {
-          opts.log.error({ idempotencyKey: opts.key, err: { message: reply.message } }, 'could not record the result; a redelivery may run it again');
-        } else if (reply !== 1) {
-          lostLease(opts, 'when recording the result; the job is acknowledged, and the delivery that took the run over records its own');
-        }
-      });
-      return result;
-    }
-    if (!(await run.complete(result))) throw lostLease(opts, 'when recording the result');
-    return result;
+    return await record(opts, run, result);
   } catch (err) {
     lease.stop();
-    if (!(err instanceof LeaseLostError)) {
-      await run.release().catch((e: Error) => opts.log.warn({ err: { message: e.message } }, 'could not release the run'));
-    }
+    await releaseAfter(err, run, opts);
     throw err;
   } finally {
     if (overlap) await eo.overlap.leave(overlap.schedule, opts.key).catch(() => false);
   }
+}
+
+const claimedAlready = () => Promise.resolve();
+
+/** A lazily claimed run (see LazyRun): the body starts at once; the claim rides with its first effect. */
+async function runLazily<T>(eo: ExactlyOnce, opts: RunExactlyOnceOptions, jobKey: string, body: (run: ExactlyOnceRun) => Promise<T>): Promise<T | unknown> {
+  const lease = new RunLease(eo, opts);
+  const owner = newOwner(eo.liveness?.tag);
+  const lazy = new LazyRun(eo.ledger, opts.key, jobKey, owner, () => claimRun(eo, opts, owner), (run, outcome) => {
+    if (outcome.tookOver) tookOver(opts, outcome);
+    lease.keep(run);
+  });
+  try {
+    const result = await body(exactlyOnceRun(lazy, lease, opts, () => lazy.claimed().then(() => undefined)));
+    await lazy.settled();
+    lease.stop();
+    // A refusal the handler caught still ends the delivery: the run is not this delivery's.
+    if (lazy.refused) return await notOurs(opts, lazy.refused.outcome);
+    if (lease.lost) throw lease.lost;
+    const run = lazy.claimedRun;
+    return run ? await record(opts, run, result) : await recordUnclaimed(eo, opts, jobKey, owner, result);
+  } catch (err) {
+    lease.stop();
+    if (lazy.refused) return notOurs(opts, lazy.refused.outcome);
+    const run = lazy.claimedRun;
+    if (run) await releaseAfter(err, run, opts);
+    throw err;
+  }
+}
+
+/** What the handler's context gets from a run: its signal, its steps (made on first use) and its claim. */
+function exactlyOnceRun(host: StepHost, lease: RunLease, opts: RunExactlyOnceOptions, claim: () => Promise<void>): ExactlyOnceRun {
+  let steps: Steps | undefined;
+  const stepsOf = () => (steps ??= createSteps(host, () => lease.signal, opts.onStepRecorded));
+  return {
+    get signal() {
+      return lease.signal;
+    },
+    get step() {
+      return stepsOf().step;
+    },
+    get redisStep() {
+      return stepsOf().redisStep;
+    },
+    claim,
+    onAbort: (listener) => lease.onAbort(listener),
+  };
+}
+
+/** Another delivery completed the run (its result is this delivery's) or holds it (come back later). */
+function notOurs(opts: RunExactlyOnceOptions, claim: Exclude<ClaimOutcome, { kind: 'claimed' }>): unknown {
+  if (claim.kind === 'done') {
+    duplicatesSuppressed.inc(opts.labels);
+    logOf(opts).info({ idempotencyKey: opts.key, completedAt: claim.completedAt?.toISOString() }, 'duplicate suppressed');
+    return claim.result;
+  }
+  duplicatesDeferred.inc(opts.labels);
+  // Come back around when the holder's lease would run out; jitter spreads a burst of duplicates.
+  const ms = Math.min(Math.max(claim.leaseLeftMs, 100), 5_000) + Math.floor(Math.random() * 100);
+  logOf(opts).info({ idempotencyKey: opts.key, retryInMs: ms }, 'run held by another delivery; deferred');
+  return opts.defer(ms);
+}
+
+function tookOver(opts: RunExactlyOnceOptions, claim: ClaimOutcome & { kind: 'claimed' }): void {
+  leaseTakeovers.inc(opts.labels);
+  const holderDead = 'holderDead' in claim;
+  logOf(opts).warn({ idempotencyKey: opts.key, recordedSteps: claim.run.recordedStepCount, holderDead }, 'took over a run whose holder stopped renewing its lease');
+}
+
+/** Records the result: written ahead of the job's acknowledgement when its connection is known, else awaited. */
+async function record(opts: RunExactlyOnceOptions, run: LedgerRun, result: unknown): Promise<unknown> {
+  if (opts.ackConnection) {
+    await run.completeAhead(completionWriter(opts.ackConnection), result, (reply) => {
+      if (reply instanceof Error) {
+        logOf(opts).error({ idempotencyKey: opts.key, err: { message: reply.message } }, 'could not record the result; a redelivery may run it again');
+      } else if (reply !== 1) {
+        lostLease(opts, 'when recording the result; the job is acknowledged, and the delivery that took the run over records its own');
+      }
+    });
+    return result;
+  }
+  if (!(await run.complete(result))) throw lostLease(opts, 'when recording the result');
+  return result;
+}
+
+/** A failed attempt gives the run back (steps kept), unless the run was already lost or refused. */
+async function releaseAfter(err: unknown, run: LedgerRun, opts: RunExactlyOnceOptions): Promise<void> {
+  if (err instanceof LeaseLostError || err instanceof RunClaimRefusedError) return;
+  await run.release().catch((e: Error) => logOf(opts).warn({ err: { message: e.message } }, 'could not release the run'));
 }
 
 /**
@@ -186,69 +259,15 @@ export async function runExactlyOnce<T>(
  * over at once, compare-and-set on that holder, instead of waiting for it to expire. The registry is a
  * different key than the run's record, so it is read here, not in the claim's script (Redis Cluster).
  */
-async function claimRun(eo: ExactlyOnce, opts: RunExactlyOnceOptions): Promise<ClaimOutcome | (ClaimOutcome & { holderDead: true })> {
-  const owner = newOwner(eo.liveness?.tag);
+async function claimRun(
+  eo: ExactlyOnce,
+  opts: RunExactlyOnceOptions,
+  owner: string = newOwner(eo.liveness?.tag),
+): Promise<ClaimOutcome | (ClaimOutcome & { holderDead: true })> {
   const claim = await eo.ledger.claim(opts.key, opts.place, owner);
   if (claim.kind !== 'busy' || !eo.liveness) return claim;
   // A failed check changes nothing: the delivery is deferred as if the holder were alive.
   if (!(await eo.liveness.isDead(claim.holder).catch(() => false))) return claim;
   const again = await eo.ledger.claim(opts.key, opts.place, owner, claim.holder);
   return again.kind === 'claimed' ? { ...again, holderDead: true } : again;
-}
-
-function lostLease(opts: RunExactlyOnceOptions, detail: string): LeaseLostError {
-  leasesLost.inc(opts.labels);
-  const err = new LeaseLostError(opts.key, detail);
-  opts.log.error({ idempotencyKey: opts.key }, err.message);
-  return err;
-}
-
-/** One renewal timer per ledger, shared by its runs (see LeaseKeeper). */
-const keepers = new WeakMap<IdempotencyLedger, LeaseKeeper>();
-
-/**
- * Keeps the run's ledger lease (and its overlap slot) renewed while the body runs. The run's signal
- * aborts when the worker aborts the delivery, or when renewal is refused or keeps failing until the lease
- * must have expired: someone else may own the run then. The signal is made on first use (most no-op and
- * short handlers never look at it), linked to the worker's signal by a listener (AbortSignal.any costs
- * far more per call and in GC).
- */
-function keepLease(eo: ExactlyOnce, run: LedgerRun, opts: RunExactlyOnceOptions) {
-  let controller: AbortController | undefined;
-  let lost: LeaseLostError | undefined;
-  const workerSignal = opts.signal;
-  const onWorkerAbort = () => controller?.abort(workerSignal?.reason);
-  let keeper = keepers.get(eo.ledger);
-  if (!keeper) keepers.set(eo.ledger, (keeper = new LeaseKeeper(eo.ledger.leaseMs)));
-  const overlap = opts.overlap;
-  const unkeep = keeper.keep({
-    renew: async () => {
-      const ok = await run.renew();
-      if (overlap) await eo.overlap.renew(overlap.schedule, opts.key);
-      return ok;
-    },
-    lose: (detail) => {
-      if (lost) return;
-      lost = lostLease(opts, detail);
-      controller?.abort(lost);
-    },
-  });
-  return {
-    get signal(): AbortSignal {
-      if (!controller) {
-        controller = new AbortController();
-        if (lost) controller.abort(lost);
-        else if (workerSignal?.aborted) controller.abort(workerSignal.reason);
-        else workerSignal?.addEventListener('abort', onWorkerAbort, { once: true });
-      }
-      return controller.signal;
-    },
-    get lost() {
-      return lost;
-    },
-    stop() {
-      unkeep();
-      if (controller) workerSignal?.removeEventListener('abort', onWorkerAbort);
-    },
-  };
 }

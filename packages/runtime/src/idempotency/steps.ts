@@ -1,5 +1,4 @@
 import { LeaseLostError, StepError } from './errors.js';
-import type { LedgerRun } from './ledger.js';
 import { RedisTx } from './redis-tx.js';
 
 /** What a step's function gets. */
@@ -48,6 +47,18 @@ export async function stepRecordedBy(ctx: object): Promise<void> {
   await progressHooks.get(ctx)?.();
 }
 
+/**
+ * The run a step records into: a claimed LedgerRun, or a LazyRun that claims on its first effect
+ * (lazy-run.ts). `claimed` resolves once this delivery owns the run; a step's function runs only then.
+ */
+export interface StepHost {
+  readonly idempotencyKey: string;
+  recordedStep(id: string): { value: unknown } | undefined;
+  recordStep(id: string, value: unknown): Promise<boolean>;
+  recordTxStep(id: string, value: unknown, commands: readonly (string | number)[][]): Promise<boolean>;
+  claimed?(): Promise<unknown>;
+}
+
 export interface Steps {
   step: StepFn;
   redisStep: RedisStepFn;
@@ -67,11 +78,14 @@ export interface Steps {
  * Results must be JSON values (they are stored in Redis); a Date comes back as its ISO string.
  * `onRecorded` is told when a step is newly recorded (progress), not when one is replayed.
  */
-export function createSteps(run: LedgerRun, signalOf: () => AbortSignal, onRecorded?: () => Promise<void>): Steps {
+export function createSteps(run: StepHost, signalOf: () => AbortSignal, onRecorded?: () => Promise<void>): Steps {
   let inFlight: Set<string> | undefined; // most runs have no steps: no Set for them
 
-  const once = async <T>(id: string, execute: (info: StepInfo) => Promise<{ value: T; record: () => Promise<boolean> }>): Promise<T> => {
+  const once = async <T>(id: string, execute: (info: StepInfo) => Promise<{ value: T; record: () => Promise<boolean> }>, claimFirst: boolean): Promise<T> => {
     assertStepId(id);
+    // A step's function has effects outside the ledger, so it runs only once this delivery owns the run. A
+    // Redis step's effects commit with its record, which claims a new run in the same script (lazy-run.ts).
+    if (claimFirst && run.claimed) await run.claimed();
     const recorded = run.recordedStep(id);
     if (recorded) return recorded.value as T;
     if (inFlight?.has(id)) throw new StepError(id, 'is already running in this run; give concurrent steps distinct ids');
@@ -96,12 +110,12 @@ export function createSteps(run: LedgerRun, signalOf: () => AbortSignal, onRecor
       once(id, async (info) => {
         const value = await fn(info);
         return { value, record: () => run.recordStep(id, value) };
-      }),
+      }, true),
     redisStep: (id, fn) =>
       once(id, async (info) => {
         const tx = new RedisTx();
         const value = await fn(tx, info);
         return { value, record: () => run.recordTxStep(id, value, tx.commands) };
-      }),
+      }, false),
   };
 }

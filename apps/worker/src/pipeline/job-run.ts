@@ -1,0 +1,90 @@
+import { jobDuration, jobsCompleted, jobsFailed, type AnyJob, type Delivery, type ExactlyOnceRun, type Logger, type RunExactlyOnceOptions, type RunRecorder, type RunRecordPlace } from '@tickwork/runtime';
+import { DelayedError, type Job } from 'bullmq';
+import type { ProcessorDeps } from '../processor.js';
+
+export type Labels = { queue: string; job: string };
+
+/**
+ * A job's metrics, one set per queue and job name, reused by every run: prom-client hashes the labels on
+ * every `inc(labels)`, a labelled child counts without that.
+ */
+export interface JobMetrics {
+  labels: Labels;
+  completed: ReturnType<typeof jobsCompleted.labels>;
+  failed: ReturnType<typeof jobsFailed.labels>;
+  duration: ReturnType<typeof jobDuration.labels>;
+}
+
+const metricsCache = new Map<string, Map<string, JobMetrics>>();
+
+function metricsOf(queue: string, job: string): JobMetrics {
+  let byJob = metricsCache.get(queue);
+  if (!byJob) metricsCache.set(queue, (byJob = new Map()));
+  let m = byJob.get(job);
+  if (!m) {
+    const labels = { queue, job };
+    byJob.set(job, (m = { labels, completed: jobsCompleted.labels(labels), failed: jobsFailed.labels(labels), duration: jobDuration.labels(labels) }));
+  }
+  return m;
+}
+
+/**
+ * One delivery of a job on its way through the stages (pipeline/stages): what the job is, filled in by
+ * validate and identify, and what the stages decide for it. Things a run may not need (its child logger)
+ * are made on first use.
+ */
+export class JobRun {
+  readonly attempt: number;
+  readonly metrics: JobMetrics;
+  readonly labels: Labels;
+  /** Set by validate. */
+  def!: AnyJob;
+  data: unknown;
+  delivery!: Delivery;
+  /** Set by identify. */
+  key!: string;
+  place!: RunRecordPlace;
+  nominalTime: Date | undefined;
+  /** The schedule's history of this run: only for runs of scheduled jobs (undefined costs nothing). */
+  history: RunRecorder | undefined;
+  /** Set when a late occurrence is allowed to run by its missed-run policy (judgeLate). */
+  lateCatchUp = false;
+  preempt: RunExactlyOnceOptions['preempt'];
+  overlap: RunExactlyOnceOptions['overlap'];
+  /** Set by claim, for execute. */
+  exactlyOnce!: ExactlyOnceRun;
+  onStepRecorded: (() => Promise<void>) | undefined;
+  private childLog: Logger | undefined;
+
+  constructor(
+    readonly deps: ProcessorDeps,
+    readonly job: Job,
+    readonly token: string | undefined,
+    /** BullMQ's signal for this delivery (shutdown, cancel). */
+    readonly signal: AbortSignal | undefined,
+  ) {
+    this.attempt = job.attemptsMade + 1;
+    this.metrics = metricsOf(job.queueName, job.name);
+    this.labels = this.metrics.labels;
+  }
+
+  get jobId(): string {
+    return String(this.job.id);
+  }
+
+  /** The run's logger, bound to queue, job name, id and attempt; made on first use. */
+  get log(): Logger {
+    return (this.childLog ??= this.deps.log.child({ queue: this.job.queueName, job: this.job.name, jobId: this.job.id, attempt: this.attempt }));
+  }
+
+  /** True when `level` lines are written: a line that would not be is not built (nor its child logger). */
+  logs(level: 'debug' | 'info'): boolean {
+    return this.deps.log.isLevelEnabled(level);
+  }
+
+  /** Puts this delivery back for `ms` without consuming an attempt, and never returns. */
+  readonly defer = async (ms: number): Promise<never> => {
+    await this.job.moveToDelayed(Date.now() + ms, this.token);
+    throw new DelayedError();
+  };
+}

@@ -1,0 +1,56 @@
+import {
+  checkedDeliveryOf,
+  describeIssues,
+  idempotencyKeyOf,
+  InvalidJobOptionError,
+  jobRecordKey,
+  nominalTimeOf,
+  PayloadValidationError,
+  runRecordPlaceOf,
+  runRecorder,
+  validatePayload,
+} from '@tickwork/runtime';
+import { UnrecoverableError } from 'bullmq';
+import type { JobRun } from '../job-run.js';
+
+/**
+ * validate: finds the handler by job name and validates the payload and tickwork's job options. Unknown
+ * names and invalid payloads can never succeed, so they fail without retries (UnrecoverableError) instead
+ * of burning attempts. Synchronous: a job that cannot run fails before anything is awaited.
+ */
+export function validate(run: JobRun): void {
+  const { job, deps } = run;
+  const def = deps.catalog.get(job.name);
+  if (!def) {
+    run.log.error({ known: deps.catalog.jobs.map((j) => j.name) }, 'unknown job: no handler in the catalog of this worker');
+    throw new UnrecoverableError('unknown job');
+  }
+  run.def = def;
+  try {
+    run.delivery = checkedDeliveryOf(job);
+    run.data = validatePayload(def, job.data);
+  } catch (err) {
+    if (err instanceof PayloadValidationError) {
+      run.log.error({ issues: err.issues }, 'invalid payload');
+      throw new UnrecoverableError(`invalid payload: ${describeIssues(err.issues)}`);
+    }
+    if (err instanceof InvalidJobOptionError) {
+      run.log.error({ option: err.option, issues: err.issues }, 'invalid job option');
+      throw new UnrecoverableError(err.message);
+    }
+    throw err;
+  }
+}
+
+/**
+ * identify: the run's idempotency key, where its ledger record lives, its nominal time, and (jobs with a
+ * schedule only) its history recorder.
+ */
+export function identify(run: JobRun): void {
+  const { def, delivery, deps } = run;
+  const eo = deps.exactlyOnce;
+  run.nominalTime = nominalTimeOf(delivery);
+  run.key = idempotencyKeyOf(def, delivery, run.data);
+  run.place = runRecordPlaceOf(def, delivery, jobRecordKey(eo.prefix, run.job.queueName, run.jobId), eo.ledger.windowMs);
+  if (def.schedule || delivery.scheduled) run.history = runRecorder(deps.redis, eo.prefix, def, delivery, run.log);
+}

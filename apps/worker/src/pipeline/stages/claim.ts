@@ -1,0 +1,74 @@
+import { runExactlyOnce, type RunExactlyOnceOptions } from '@tickwork/runtime';
+import type { Redis } from 'ioredis';
+import { stallResetOnProgress } from '../../stall-progress.js';
+import type { JobRun } from '../job-run.js';
+import type { Stage } from '../stage.js';
+
+/**
+ * claim: the run's exactly-once frame (runExactlyOnce) around the rest of the stages: claim the run's
+ * ledger record (done → the recorded result, held → deferred), apply judgeLate's and overlapPolicy's
+ * decisions, keep the lease while the rest runs, and record the result ahead of BullMQ's acknowledgement
+ * (or give the run back on failure).
+ *
+ * When the claim happens (README, "When a run is claimed"): a job's first delivery whose run is recorded in
+ * the job's own hash (a BullMQ-generated id, no idempotency key, not scheduled, not a re-drive) claims at
+ * its first effect; everything else claims before it starts.
+ */
+export const claim: Stage = (run, next) => {
+  const { deps, job } = run;
+  // The queue's ack connection, resolved once per queue: a job start awaits nothing for it after that.
+  const of = deps.ackConnectionOf;
+  if (!of) return claimWith(run, next, undefined);
+  let acks = acksBy.get(of);
+  if (!acks) acksBy.set(of, (acks = new Map()));
+  const ack = acks.get(job.queueName);
+  if (ack) return claimWith(run, next, ack);
+  return Promise.resolve(of(job.queueName)).then((redis) => {
+    if (redis) acks?.set(job.queueName, redis);
+    return claimWith(run, next, redis);
+  });
+};
+
+/** Per processor (its ackConnectionOf), ack connections by queue; one keeps its identity across reconnects (ioredis). */
+const acksBy = new WeakMap<NonNullable<JobRun['deps']['ackConnectionOf']>, Map<string, Redis>>();
+
+function claimWith(run: JobRun, next: () => Promise<unknown>, ackConnection: Redis | undefined): Promise<unknown> {
+  const { deps } = run;
+  if (run.logs('debug')) run.log.debug({ idempotencyKey: run.key }, 'job started');
+  const opts: RunExactlyOnceOptions = {
+    key: run.key,
+    place: run.place,
+    log: () => run.log,
+    labels: run.labels,
+    signal: run.signal,
+    defer: run.defer,
+    overlap: run.overlap,
+    onSkip: run.overlap && (() => run.history?.skippedOverlap('the previous run of the schedule was still running')),
+    preempt: run.preempt,
+    ackConnection,
+    onStepRecorded: (run.onStepRecorded = onStepRecordedOf(run)),
+    lazy: claimsLazily(run),
+  };
+  return runExactlyOnce(deps.exactlyOnce, opts, (eo) => {
+    run.exactlyOnce = eo;
+    return next();
+  });
+}
+
+/**
+ * A first delivery (BullMQ counts starts in `attemptsStarted`: a redelivery after a stall, a take-back or
+ * a deferral starts again) of a run kept in its job's hash. No other delivery can hold such a run unless
+ * this job stalled meanwhile, and a redelivery claims up front.
+ */
+function claimsLazily(run: JobRun): boolean {
+  const { job } = run;
+  return run.place.kind === 'job' && job.attemptsMade === 0 && job.attemptsStarted <= 1 && !(job.stalledCounter > 0);
+}
+
+/** The run's progress hook (stall-progress.ts): only for a job that stalled before. */
+export function onStepRecordedOf(run: JobRun): (() => Promise<void>) | undefined {
+  const { job } = run;
+  if (!(job.stalledCounter > 0)) return undefined;
+  const jobKey = `${run.deps.exactlyOnce.prefix}:${job.queueName}:${run.jobId}`;
+  return stallResetOnProgress({ job, jobKey, token: run.token, redis: run.deps.redis, log: run.log });
+}

@@ -1,0 +1,56 @@
+import { DEFAULT_OVERLAP_POLICY } from '@tickwork/runtime';
+import { judgeLateOccurrence } from '../../late-occurrence.js';
+import type { MissedRunResult } from '../../processor.js';
+import type { Stage } from '../stage.js';
+
+/**
+ * judgeLate: the missed-run policy for occurrences that waited for a worker, applied once the run is
+ * claimed (claim runs it as its `preempt`, so a dropped occurrence is recorded done). Judged on the first
+ * delivery only: a retry, a redelivery after a crash or a buffered occurrence coming back is late by
+ * design, not missed.
+ */
+export const judgeLate: Stage = (run, next) => {
+  const { job, delivery, deps, def } = run;
+  const scheduled = delivery.scheduled;
+  if (!scheduled || scheduled.m !== undefined || scheduled.catchUp || delivery.redrive || job.attemptsMade !== 0 || job.attemptsStarted > 1) return next();
+  run.preempt = async () => {
+    const d = await judgeLateOccurrence(deps.redis, deps.exactlyOnce.prefix, def, scheduled, deps.graceMs ?? 60_000);
+    if (d.action === 'run' && !d.catchUp) return undefined;
+    const fields = { schedule: scheduled.schedule, nominalTime: run.nominalTime, lateByMs: d.lateByMs, laterDue: d.laterDue };
+    if (d.action === 'run') {
+      run.lateCatchUp = true;
+      run.log.info(fields, 'late occurrence runs as a catch-up');
+      await run.history?.catchingUp();
+      return undefined;
+    }
+    const result: MissedRunResult = { skipped: 'missed', reason: d.reason };
+    run.log.warn(fields, `occurrence missed: ${d.reason}`);
+    return { result, recorded: () => run.history?.missed(d.reason) ?? Promise.resolve() };
+  };
+  return next();
+};
+
+/**
+ * overlapPolicy: applies to occurrences the tickwork scheduler enqueued (BullMQ job schedulers are legacy:
+ * reconcile removes them, and their last jobs share the occurrence's ledger key anyway). Occurrences of the
+ * schedule store carry their overlap policy (absent = the default); older ones use the job's. Manual runs
+ * (runNow) are not subject to it, as a manual enqueue of a catalog job never was. Claim applies it.
+ */
+export const overlapPolicy: Stage = (run, next) => {
+  const scheduled = run.delivery.scheduled;
+  const schedule = scheduled?.m === undefined ? scheduled?.schedule : undefined;
+  const policy = scheduled?.v !== undefined ? (scheduled.o ?? DEFAULT_OVERLAP_POLICY) : (run.def.schedule?.overlap ?? DEFAULT_OVERLAP_POLICY);
+  if (schedule && policy !== 'allow') run.overlap = { schedule, policy, nominalTime: run.nominalTime };
+  return next();
+};
+
+/**
+ * scheduleGate: the start's history write also checks the schedule (same script): a run enqueued before its
+ * schedule was removed, changed or paused is not run, and completes with the reason.
+ */
+export const scheduleGate: Stage = async (run, next) => {
+  const verdict = (await run.history?.started(run.attempt)) ?? 'ok';
+  if (verdict === 'ok') return next();
+  run.log.info({ schedule: run.delivery.scheduled?.schedule, nominalTime: run.nominalTime, verdict }, `scheduled run skipped: its schedule was ${verdict}`);
+  return { skipped: verdict };
+};

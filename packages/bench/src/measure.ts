@@ -1,0 +1,102 @@
+/**
+ * One timed drain of a pre-filled queue by one BullMQ Worker (bench/main.ts runs it per mode and round):
+ * jobs/s, the CPU each job cost Node and Redis, and the Redis commands each job cost the worker process.
+ */
+import { completionWriter, createRedis } from '@tickwork/runtime';
+import { ackConnectionOf } from '@tickwork/worker';
+import { Queue, Worker, type Processor } from 'bullmq';
+import { Redis } from 'ioredis';
+
+export const PREFIX = 'bench';
+
+/** A mode's processor, made for the Worker that runs it (the ledger writes ahead on that Worker's connection). */
+export type ProcessorFor = (ack: () => Promise<Redis> | undefined) => Processor;
+
+export interface Measured {
+  rate: number;
+  nodeUs: number;
+  redisUs: number;
+  /**
+   * Requests to Redis per job, awaited or not: the commands this process sent (every connection: the
+   * Worker's, the ledger's, the handler's), each ledger operation counted as one even when it shared a
+   * batched script call with others (a job still waits for, or writes, its own).
+   */
+  commandsPerJob: number;
+  completionsPerCall: number | undefined;
+}
+
+/**
+ * Commands sent, counted where ioredis sends them (BullMQ's connections are ioredis too): awaited or not,
+ * each is one request Redis answers. Pipelined commands count one each.
+ */
+let commandsSent = 0;
+const send = Redis.prototype.sendCommand;
+Redis.prototype.sendCommand = function (this: Redis, ...args: Parameters<Redis['sendCommand']>) {
+  commandsSent++;
+  return send.apply(this, args);
+} as Redis['sendCommand'];
+
+/** Pre-fills a fresh queue with `jobs` jobs named `name`, then times a worker draining it. */
+export async function measure(
+  url: string,
+  queueName: string,
+  name: string,
+  processorFor: ProcessorFor,
+  jobs: number,
+  concurrency: number,
+  ledgerSent: { batches: number; ops: number },
+): Promise<Measured> {
+  const producer = createRedis(url, 'command');
+  const queue = new Queue(queueName, { connection: producer, prefix: PREFIX });
+  for (let i = 0; i < jobs; i += 1000) {
+    const n = Math.min(1000, jobs - i);
+    await queue.addBulk(Array.from({ length: n }, (_, k) => ({ name, data: { i: i + k }, opts: { removeOnComplete: true, removeOnFail: true } })));
+  }
+  let done = 0;
+  let failed = 0;
+  let finish!: () => void;
+  const finished = new Promise<void>((resolve) => (finish = resolve));
+  const rcpu0 = await redisCpu(producer);
+  const started = performance.now();
+  const cpu0 = process.cpuUsage();
+  const sent0 = commandsSent;
+  const ledger0 = ledgerSent.ops - ledgerSent.batches;
+  const blocking = createRedis(url, 'blocking');
+  const worker: Worker = new Worker(queueName, processorFor(() => ackConnectionOf(worker)), { connection: blocking, prefix: PREFIX, concurrency });
+  worker.on('completed', () => {
+    if (++done === jobs) finish();
+  });
+  worker.on('failed', (job, err) => {
+    if (failed++ < 5) process.stderr.write(`job ${job?.id} failed: ${err.message}\n`);
+    if (++done === jobs) finish();
+  });
+  await finished;
+  const seconds = (performance.now() - started) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  const unbatched = ledgerSent.ops - ledgerSent.batches - ledger0;
+  const redisSeconds = (await redisCpu(producer)) - rcpu0;
+  const ack = await ackConnectionOf(worker);
+  const written = ack ? completionWriter(ack).sent : undefined;
+  const completionsPerCall = written && written.batches > 0 ? written.ops / written.batches : undefined;
+  const sent = commandsSent - sent0 + unbatched + (written ? written.ops - written.batches : 0);
+  await worker.close();
+  blocking.disconnect();
+  await queue.obliterate({ force: true });
+  await queue.close();
+  producer.disconnect();
+  if (failed > 0) throw new Error(`${failed} of ${jobs} bench jobs failed in ${queueName}`);
+  return { rate: jobs / seconds, nodeUs: (cpu.user + cpu.system) / jobs, redisUs: (redisSeconds * 1e6) / jobs, commandsPerJob: sent / jobs, completionsPerCall };
+}
+
+/** CPU seconds the Redis server has used so far (user + system). */
+async function redisCpu(r: Redis): Promise<number> {
+  const info = await r.info('cpu');
+  const get = (k: string) => Number(new RegExp(`${k}:([0-9.]+)`).exec(info)?.[1] ?? 0);
+  return get('used_cpu_user') + get('used_cpu_sys');
+}
+
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+}
