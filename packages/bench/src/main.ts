@@ -16,11 +16,11 @@
  * on the machine) and position hit each mode alike. A warm-up round is not counted. Ratios are the median
  * of the per-round ratios (paired rounds: the fair figure on a noisy machine). Every round's jobs are new
  * (fresh queues, and fresh ledger keys in the ledger mode, checked after each round). Then pg-boss (the
- * peer, if PostgreSQL is reachable) and the recovery section (recovery.ts).
+ * peer, if PostgreSQL is reachable), the recovery section (recovery.ts) and the scheduled lane (lane.ts).
  *
  * Env: BENCH_REDIS_URL (else a private redis-server is started), BENCH_JOBS (default 10000), BENCH_JOBS_C1
  * (default 2000), BENCH_ROUNDS (default 5), BENCH_CONCURRENCY (default 50), BENCH_RECOVERY=0 (no recovery
- * section).
+ * section), BENCH_LANE=0 (no scheduled-lane section), BENCH_LANE_SECONDS (default 45).
  */
 import { createCatalog, createExactlyOnce, parseLedgerRecord, createRedis, defineJob, runExactlyOnce, type Enqueue, type ExactlyOnce } from '@tickwork/runtime';
 import type { Redis } from 'ioredis';
@@ -32,6 +32,7 @@ import { z } from 'zod';
 import { measure, median, type ProcessorFor } from './measure.js';
 import { openPgBossBench } from './pgboss.js';
 import { benchRecovery } from './recovery.js';
+import { laneSection } from './lane.js';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 10_000);
 const JOBS_C1 = Number(process.env.BENCH_JOBS_C1 ?? 2_000);
@@ -139,6 +140,8 @@ async function main(): Promise<void> {
   await own?.stop();
   // BENCH_RECOVERY=0 leaves the recovery section out (a quick look at the throughput targets).
   if (process.env.BENCH_RECOVERY !== '0') await benchRecovery();
+  // BENCH_LANE=0 leaves the scheduled-lane section out (target 3; about 4 minutes).
+  if (process.env.BENCH_LANE !== '0') await laneSection((s) => process.stdout.write(s));
   process.exit(0);
 }
 
