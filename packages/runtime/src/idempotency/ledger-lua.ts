@@ -174,16 +174,10 @@ export const LEDGER_LUA = `${PRELUDE}local ops = {}\n${OPS}${OP_COMPLETE}${DISPA
 export const COMPLETE_AHEAD_LUA = `${PRELUDE}local ops = {}\n${OP_COMPLETE}${DISPATCH}`;
 
 /**
- * A Redis step (redis-tx.ts): the step's writes and its record in one script, only while `owner` holds the
- * run. KEYS: record, steps, then the keys the writes touch (declared, as scripts must). ARGV: mode, owner,
- * step id, encoded result, unfinished TTL, then per write its argument count and its arguments. Replies 1
- * (committed) or 0 (the run is no longer this delivery's: nothing was written). Redis has no rollback: a
- * write that fails at run time (a wrong type) fails the step after the writes before it were applied.
+ * The tail both Redis-step scripts share: applies the step's writes (ARGV from 6 on: a count, then that
+ * many command words, repeated), records the step (KEYS[2], field ARGV[3] = ARGV[4], TTL ARGV[5]), replies 1.
  */
-export const TX_STEP_LUA = `${PRELUDE}
-local state, holder = parse(rget(ARGV[1], KEYS[1]))
-if state ~= 'r' or holder ~= ARGV[2] then return 0 end
-local a = 6
+const COMMIT_STEP_WRITES = `local a = 6
 while a <= #ARGV do
   local n = tonumber(ARGV[a])
   redis.call(unpack(ARGV, a + 1, a + n))
@@ -195,6 +189,18 @@ return 1
 `;
 
 /**
+ * A Redis step (redis-tx.ts): the step's writes and its record in one script, only while `owner` holds the
+ * run. KEYS: record, steps, then the keys the writes touch (declared, as scripts must). ARGV: mode, owner,
+ * step id, encoded result, unfinished TTL, then per write its argument count and its arguments. Replies 1
+ * (committed) or 0 (the run is no longer this delivery's: nothing was written). Redis has no rollback: a
+ * write that fails at run time (a wrong type) fails the step after the writes before it were applied.
+ */
+export const TX_STEP_LUA = `${PRELUDE}
+local state, holder = parse(rget(ARGV[1], KEYS[1]))
+if state ~= 'r' or holder ~= ARGV[2] then return 0 end
+${COMMIT_STEP_WRITES}`;
+
+/**
  * A lazily claimed run's first Redis step (lazy-run.ts): claims the run in its job's hash (mode j) and
  * commits the step's writes and record, in one script, when the run is new. KEYS: the job's hash, steps,
  * then the keys the writes touch. ARGV: owner, lease ms, step id, encoded result, unfinished TTL, then the
@@ -204,16 +210,7 @@ return 1
 export const CLAIM_TX_STEP_LUA = `${PRELUDE}
 if redis.call('EXISTS', KEYS[1]) == 0 then return 2 end
 if redis.call('HSETNX', KEYS[1], 'tw', running(ARGV[1], ARGV[2], 1)) == 0 then return 2 end
-local a = 6
-while a <= #ARGV do
-  local n = tonumber(ARGV[a])
-  redis.call(unpack(ARGV, a + 1, a + n))
-  a = a + n + 1
-end
-redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
-redis.call('PEXPIRE', KEYS[2], ARGV[5])
-return 1
-`;
+${COMMIT_STEP_WRITES}`;
 
 /** Parses a run record (the format above) on the Node side, for inspection. */
 export function parseRecord(raw: string): { state: 'r' | 'i' | 'd'; owner: string; time: number; claims: number; result: string } | undefined {
