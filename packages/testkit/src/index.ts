@@ -6,3 +6,4 @@ export * from './paths.js';
 export * from './kubernetes.js';
 export * from './postgres-server.js';
 export * from './dlq-fill.js';
+export * from './redis-cluster.js';

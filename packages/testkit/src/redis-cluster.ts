@@ -1,0 +1,177 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Cluster, Redis } from 'ioredis';
+import { freePort } from './free-port.js';
+import { waitFor } from './wait-for.js';
+
+const run = promisify(execFile);
+
+export interface ClusterNodeHandle {
+  port: number;
+  /** kill -9 the node (as a crashed host). */
+  kill(): Promise<void>;
+  /** Start it again on the same port and data dir; it rejoins the cluster from its nodes.conf. */
+  restart(): Promise<void>;
+  /** A plain client of this node alone. */
+  client(): Redis;
+}
+
+export interface RedisClusterHandle {
+  nodes: ClusterNodeHandle[];
+  /** `127.0.0.1:<port>,...`: every node, for REDIS_CLUSTER_NODES-style configuration. */
+  seeds: string;
+  /** An ioredis Cluster client over every node (closed by stop()). */
+  client(): Cluster;
+  /** The node that is master of `key`'s slot right now. */
+  masterOf(key: string): Promise<ClusterNodeHandle>;
+  /** Resolves once every slot is served, each master has its replicas, and every live node says ok. */
+  ready(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** A free port whose cluster-bus port (port + 10000) is free too. */
+async function freeClusterPort(): Promise<number> {
+  for (;;) {
+    const port = await freePort();
+    if (port + 10_000 > 65_535) continue;
+    const busFree = await new Promise<boolean>((resolve) => {
+      const srv = createServer();
+      srv.once('error', () => resolve(false));
+      srv.listen(port + 10_000, '127.0.0.1', () => srv.close(() => resolve(true)));
+    });
+    if (busFree) return port;
+  }
+}
+
+/**
+ * A private Redis Cluster (`redis-server --cluster-enabled yes` on free loopback ports, joined with
+ * `redis-cli --cluster create`): `masters` masters with `replicas` replicas each, a short node timeout so
+ * a killed master's replica is promoted in a few seconds. `ready()` waits for the replicas' roles, not only
+ * `cluster_state:ok` (a replica still syncing would not be promoted).
+ */
+export async function startRedisCluster(opts: { masters?: number; replicas?: number; nodeTimeoutMs?: number } = {}): Promise<RedisClusterHandle> {
+  const masters = opts.masters ?? 3;
+  const replicas = opts.replicas ?? 1;
+  const count = masters * (1 + replicas);
+  const dir = mkdtempSync(join(tmpdir(), 'tickwork-redis-cluster-'));
+  const procs = new Map<number, ChildProcess>();
+  const clients: (Redis | Cluster)[] = [];
+  const ports: number[] = [];
+  for (let i = 0; i < count; i++) ports.push(await freeClusterPort());
+
+  const launch = async (port: number) => {
+    const child = spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--dbfilename', `dump-${port}.rdb`, '--save', '', '--appendonly', 'no',
+        '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', String(opts.nodeTimeoutMs ?? 2000),
+        '--hz', '100', '--maxmemory-policy', 'noeviction'],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    const failed = new Promise<never>((_, reject) => child.once('error', (err) => reject(new Error(`could not start redis-server: ${err.message}`))));
+    failed.catch(() => undefined);
+    procs.set(port, child);
+    const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    probe.on('error', () => undefined);
+    try {
+      await Promise.race([failed, waitFor(async () => {
+        if (probe.status !== 'ready') await probe.connect().catch(() => undefined);
+        return (await probe.ping().catch(() => '')) === 'PONG';
+      }, { timeoutMs: 10_000, what: `cluster node on port ${port}` })]);
+    } finally {
+      probe.disconnect();
+    }
+  };
+  const exit = (port: number, signal: NodeJS.Signals) =>
+    new Promise<void>((resolve) => {
+      const child = procs.get(port);
+      if (!child || child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill(signal);
+    });
+  const plain = (port: number) => {
+    const c = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1, retryStrategy: () => 200 });
+    c.on('error', () => undefined);
+    clients.push(c);
+    return c;
+  };
+
+  const stop = async () => {
+    for (const c of clients) c.disconnect();
+    await Promise.all(ports.map((p) => exit(p, 'SIGKILL')));
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    await Promise.all(ports.map(launch));
+    await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', String(replicas), '--cluster-yes']);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+
+  const nodes: ClusterNodeHandle[] = ports.map((port) => ({
+    port,
+    kill: () => exit(port, 'SIGKILL'),
+    restart: () => launch(port),
+    client: () => plain(port),
+  }));
+  const alive = (port: number) => {
+    const child = procs.get(port);
+    return !!child && child.exitCode === null && child.signalCode === null;
+  };
+  /** One node's view: its role and, for a replica, whether its link to its master is up. */
+  const view = async (port: number) => {
+    const c = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    c.on('error', () => undefined);
+    try {
+      await c.connect();
+      const [info, repl] = await Promise.all([c.cluster('INFO') as Promise<string>, c.info('replication')]);
+      return { ok: /cluster_state:ok/.test(info), master: /role:master/.test(repl), linked: /master_link_status:up/.test(repl), replicasOf: Number(/connected_slaves:(\d+)/.exec(repl)?.[1] ?? 0) };
+    } finally {
+      c.disconnect();
+    }
+  };
+  const ready = async () => {
+    await waitFor(
+      async () => {
+        const views = await Promise.all(ports.filter(alive).map(view));
+        const masterViews = views.filter((v) => v.master);
+        return (
+          views.every((v) => v.ok) &&
+          masterViews.length === masters &&
+          views.filter((v) => !v.master).every((v) => v.linked)
+        );
+      },
+      { timeoutMs: 30_000, intervalMs: 100, what: 'the cluster: every slot served, every live replica linked to its master' },
+    );
+  };
+  await ready();
+
+  return {
+    nodes,
+    seeds: ports.map((p) => `127.0.0.1:${p}`).join(','),
+    client() {
+      const c = new Cluster(ports.map((port) => ({ host: '127.0.0.1', port })), { redisOptions: { maxRetriesPerRequest: 3 } });
+      c.on('error', () => undefined);
+      clients.push(c);
+      return c;
+    },
+    async masterOf(key: string) {
+      const any = ports.find(alive);
+      if (any === undefined) throw new Error('no cluster node is running');
+      const c = plain(any);
+      const slot = (await c.cluster('KEYSLOT', key)) as number;
+      const shards = await c.cluster('SLOTS');
+      // Each entry: [first slot, last slot, [host, port, id] of the master, then its replicas].
+      const owner = shards.find(([from, to]) => slot >= from && slot <= to)?.[2]?.[1];
+      const node = nodes.find((n) => n.port === owner);
+      if (!node) throw new Error(`no master serves slot ${slot} of ${JSON.stringify(key)}`);
+      return node;
+    },
+    ready,
+    stop,
+  };
+}
