@@ -121,7 +121,17 @@ const nightly = defineJob({
   },
 });
 
-const catalog = createCatalog([poison, unrecoverable, strict, throwsString, throwsNull, hangs, fixable, slow, nightly]);
+const cancelLike = defineJob({
+  name: 't.cancel-like',
+  queue: Q,
+  schema: z.object({}),
+  retry: fast,
+  handler: async () => {
+    throw new Error('cancelled by the upstream API: quota exceeded');
+  },
+});
+
+const catalog = createCatalog([poison, unrecoverable, strict, throwsString, throwsNull, hangs, fixable, slow, nightly, cancelLike]);
 
 let redisServer: RedisServerHandle;
 let redis: Redis;
@@ -249,6 +259,12 @@ describe('routing final failures to the DLQ', () => {
     expect(d.entry.failureReason).toBe('unknown job');
     expect(d.entry.attemptsMade).toBe(1);
     expect(d.entry.idempotencyKey).toBe('t.removed-from-catalog#unknown-1');
+  });
+
+  it("a handler's own error that reads like a cancellation is still dead-lettered, its reason marked as the handler's", async () => {
+    await addRaw('t.cancel-like', {}, 'cancel-like-1', 1);
+    const d = await entryFor('cancel-like-1');
+    expect(d.entry.failureReason).toBe('handler error: cancelled by the upstream API: quota exceeded');
   });
 
   it('a handler that throws a string: the string is the reason, with a stack', async () => {

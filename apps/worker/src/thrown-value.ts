@@ -1,5 +1,6 @@
 import { inspect } from 'node:util';
-import { TickworkError } from '@tickwork/runtime';
+import { isCancellationReason, TickworkError } from '@tickwork/runtime';
+import { JobCancelledError } from './errors.js';
 
 /** A handler threw something that is not an Error (a string, null, a plain object). */
 export class NonErrorThrownError extends TickworkError {
@@ -15,7 +16,12 @@ export class NonErrorThrownError extends TickworkError {
  * a reason an operator can read and a stack (of the wrapping point, the handler's own is gone).
  */
 export function asError(thrown: unknown): Error {
-  return thrown instanceof Error ? thrown : new NonErrorThrownError(thrown);
+  const err = thrown instanceof Error ? thrown : new NonErrorThrownError(thrown);
+  // A failed reason starting `cancelled by ` reads as an operator's cancellation, which is neither
+  // dead-lettered nor alerted (isCancellationReason): a handler's own error must never read as one, or its
+  // failure would be lost.
+  if (!(err instanceof JobCancelledError) && isCancellationReason(err.message)) err.message = `handler error: ${err.message}`;
+  return err;
 }
 
 function describe(thrown: unknown): string {
