@@ -14,13 +14,11 @@
  * entry's index, as the cursor names it), not by paging 2,000 times.
  */
 import { performance } from 'node:perf_hooks';
-import { appEntry, fillDeadLetters, filledEntryOf, freePort, startApp, startRedisServer, waitFor, type FillOptions } from '@tickwork/testkit';
-import { reportPages, timePages } from './page-timing.js';
+import { fillDeadLetters, filledEntryOf, startRedisServer, type FillOptions } from '@tickwork/testkit';
+import { reportPages, startBenchDashboard, timePages, type BenchDashboard } from './page-timing.js';
 
 const ENTRIES = Number(process.env.BENCH_DLQ_ENTRIES ?? 1_000_000);
 const ROUNDS = Number(process.env.BENCH_DLQ_ROUNDS ?? 5);
-const PASSWORD = 'bench-password';
-const AUTH = { authorization: `Basic ${Buffer.from(`admin:${PASSWORD}`).toString('base64')}` };
 const out = (s: string) => process.stdout.write(s);
 
 /** The cursor of a client that has seen the entries before `index` of a queue's wait list. */
@@ -38,12 +36,10 @@ async function main(): Promise<void> {
   const mem = /used_memory_human:(\S+)/.exec(await client.info('memory'))?.[1] ?? '?';
   out(`${((performance.now() - t) / 1000).toFixed(1)} s (Redis holds ${mem})\n`);
 
-  const port = await freePort();
-  const dashboard = startApp(appEntry('dashboard'), { REDIS_URL: redis.url, QUEUE_PREFIX: 'tw', PORT: String(port), DASHBOARD_PASSWORD: PASSWORD, LOG_LEVEL: 'warn' });
-  const base = `http://127.0.0.1:${port}`;
+  let dashboard: BenchDashboard | undefined;
   try {
-    await waitFor(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.ok, { what: 'dashboard /healthz', timeoutMs: 30_000 });
-    const pid = dashboard.proc.pid ?? 0;
+    dashboard = await startBenchDashboard(redis.url);
+    const { base } = dashboard;
     const rare = filledEntryOf(fill, ENTRIES - 1).reason;
     const middle = Math.floor(ENTRIES / 2);
     const since = filledEntryOf(fill, middle).deadLetteredAt;
@@ -61,9 +57,9 @@ async function main(): Promise<void> {
       ['HTML filter: reason "timeout"', '/dead-letters?reason=timeout'],
       ['HTML one entry', `/dead-letters/email/${encodeURIComponent(mid)}`],
     ];
-    reportPages(await timePages(base, AUTH, requests, ROUNDS), pid, `${ENTRIES} dead letters`);
+    reportPages(await timePages(base, dashboard.headers, requests, ROUNDS), dashboard.pid, `${ENTRIES} dead letters`);
   } finally {
-    await dashboard.stop();
+    await dashboard?.stop();
     await redis.stop();
   }
 }

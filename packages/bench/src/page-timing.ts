@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { appEntry, freePort, startApp, waitFor } from '@tickwork/testkit';
 
 /** The targets of issue 12 for every paginated dashboard surface: each page < 200 ms, the dashboard < 200 MiB. */
 export const PAGE_MS = 200;
@@ -13,6 +14,31 @@ export interface PageResult {
 }
 
 const out = (s: string) => process.stdout.write(s);
+
+const PASSWORD = 'bench-password';
+
+export interface BenchDashboard {
+  base: string;
+  /** The admin's Basic credentials. */
+  headers: Record<string, string>;
+  pid: number;
+  stop(): Promise<unknown>;
+}
+
+/** The real dashboard process against `redisUrl` (prefix `tw`) on a free port, once its /healthz answers. */
+export async function startBenchDashboard(redisUrl: string): Promise<BenchDashboard> {
+  const port = await freePort();
+  const app = startApp(appEntry('dashboard'), { REDIS_URL: redisUrl, QUEUE_PREFIX: 'tw', PORT: String(port), DASHBOARD_PASSWORD: PASSWORD, LOG_LEVEL: 'warn' });
+  const base = `http://127.0.0.1:${port}`;
+  try {
+    await waitFor(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.ok, { what: 'dashboard /healthz', timeoutMs: 30_000 });
+  } catch (err) {
+    await app.stop();
+    throw err;
+  }
+  const headers = { authorization: `Basic ${Buffer.from(`admin:${PASSWORD}`).toString('base64')}` };
+  return { base, headers, pid: app.proc.pid ?? 0, stop: () => app.stop() };
+}
 
 /**
  * One untimed pass over every request warms the dashboard up (a dashboard in use is warm); then each runs

@@ -12,14 +12,12 @@
 import { performance } from 'node:perf_hooks';
 import { catalog } from '@tickwork/jobs';
 import { createLogger, createSchedules, QueueSet } from '@tickwork/runtime';
-import { appEntry, freePort, startApp, startRedisServer, waitFor } from '@tickwork/testkit';
-import { reportPages, timePages } from './page-timing.js';
+import { startRedisServer } from '@tickwork/testkit';
+import { reportPages, startBenchDashboard, timePages, type BenchDashboard } from './page-timing.js';
 
 const COUNT = Number(process.env.BENCH_SCHEDULES ?? 1_000_000);
 const CONCURRENCY = Number(process.env.BENCH_UPSERT_CONCURRENCY ?? 256);
 const ROUNDS = Number(process.env.BENCH_PAGE_ROUNDS ?? 5);
-const PASSWORD = 'bench-password';
-const AUTH = { authorization: `Basic ${Buffer.from(`admin:${PASSWORD}`).toString('base64')}` };
 const TZS = ['Europe/Lisbon', 'America/New_York', 'Asia/Kathmandu', 'Australia/Lord_Howe', 'UTC'];
 const out = (s: string) => process.stdout.write(s);
 
@@ -60,11 +58,10 @@ async function main(): Promise<void> {
   const mem = /used_memory_human:(\S+)/.exec(await client.info('memory'))?.[1] ?? '?';
   out(`${((performance.now() - t) / 1000).toFixed(1)} s (Redis holds ${mem})\n`);
 
-  const port = await freePort();
-  const dashboard = startApp(appEntry('dashboard'), { REDIS_URL: redis.url, QUEUE_PREFIX: 'tw', PORT: String(port), DASHBOARD_PASSWORD: PASSWORD, LOG_LEVEL: 'warn' });
-  const base = `http://127.0.0.1:${port}`;
+  let dashboard: BenchDashboard | undefined;
   try {
-    await waitFor(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.ok, { what: 'dashboard /healthz', timeoutMs: 30_000 });
+    dashboard = await startBenchDashboard(redis.url);
+    const { base } = dashboard;
     const middle = scheduleAt(Math.floor(COUNT / 2)).id;
     const late = scheduleAt(COUNT - 60).id;
     const requests: [string, string][] = [
@@ -79,9 +76,9 @@ async function main(): Promise<void> {
       ['API middle page (500), job filter', `/api/runtime-schedules?limit=500&job=digest.user&cursor=${encodeURIComponent(middle)}`],
       ['HTML one schedule', `/schedules/${encodeURIComponent(middle)}`],
     ];
-    reportPages(await timePages(base, AUTH, requests, ROUNDS), dashboard.proc.pid ?? 0, `${COUNT} runtime schedules`);
+    reportPages(await timePages(base, dashboard.headers, requests, ROUNDS), dashboard.pid, `${COUNT} runtime schedules`);
   } finally {
-    await dashboard.stop();
+    await dashboard?.stop();
     await redis.stop();
   }
 }

@@ -1,4 +1,4 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Cluster, Redis } from 'ioredis';
 import { freePort } from './free-port.js';
+import { spawnRedisServer } from './redis-server.js';
 import { waitFor } from './wait-for.js';
 
 const run = promisify(execFile);
@@ -64,26 +65,10 @@ export async function startRedisCluster(opts: { masters?: number; replicas?: num
   for (let i = 0; i < count; i++) ports.push(await freeClusterPort());
 
   const launch = async (port: number) => {
-    const child = spawn(
-      'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--dbfilename', `dump-${port}.rdb`, '--save', '', '--appendonly', 'no',
-        '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', String(opts.nodeTimeoutMs ?? 2000),
-        '--hz', '100', '--maxmemory-policy', 'noeviction'],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
-    );
-    const failed = new Promise<never>((_, reject) => child.once('error', (err) => reject(new Error(`could not start redis-server: ${err.message}`))));
-    failed.catch(() => undefined);
-    procs.set(port, child);
-    const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    probe.on('error', () => undefined);
-    try {
-      await Promise.race([failed, waitFor(async () => {
-        if (probe.status !== 'ready') await probe.connect().catch(() => undefined);
-        return (await probe.ping().catch(() => '')) === 'PONG';
-      }, { timeoutMs: 10_000, what: `cluster node on port ${port}` })]);
-    } finally {
-      probe.disconnect();
-    }
+    const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--dbfilename', `dump-${port}.rdb`, '--save', '', '--appendonly', 'no',
+      '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', String(opts.nodeTimeoutMs ?? 2000),
+      '--hz', '100', '--maxmemory-policy', 'noeviction'];
+    procs.set(port, await spawnRedisServer(args, port));
   };
   const exit = (port: number, signal: NodeJS.Signals) =>
     new Promise<void>((resolve) => {

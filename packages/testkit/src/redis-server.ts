@@ -18,6 +18,32 @@ export interface RedisServerHandle {
 }
 
 /**
+ * Spawns `redis-server` with `args` and resolves once it answers PING on `port` (10 s at most); a missing
+ * binary is a clear error. Shared by the single server below and the cluster's nodes (redis-cluster.ts).
+ */
+export async function spawnRedisServer(args: string[], port: number, auth: { password?: string } = {}): Promise<ChildProcess> {
+  const child = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const spawnFailed = new Promise<never>((_, reject) =>
+    child.once('error', (err) => reject(new Error(`could not start redis-server (is it on PATH? apt-get install redis-server): ${err.message}`))),
+  );
+  spawnFailed.catch(() => undefined);
+  const probe = new Redis({ ...auth, port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  probe.on('error', () => undefined); // refused until the server listens: that is what we poll for
+  try {
+    await Promise.race([spawnFailed, waitFor(async () => {
+      if (probe.status !== 'ready') await probe.connect().catch(() => undefined);
+      return (await probe.ping()) === 'PONG';
+    }, { timeoutMs: 10_000, what: `redis-server on port ${port}` })]);
+  } catch (err) {
+    child.kill('SIGKILL'); // a server that never answered is not left running
+    throw err;
+  } finally {
+    probe.disconnect();
+  }
+  return child;
+}
+
+/**
  * A private redis-server per test file, on a free port, so tests that kill or restart Redis never
  * touch the machine's shared instance or each other. `hz 100` as every Redis tickwork runs.
  */
@@ -42,22 +68,7 @@ export async function startRedisServer(
   const clients: Redis[] = [];
 
   const launch = async () => {
-    const child = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });
-    const spawnFailed = new Promise<never>((_, reject) =>
-      child.once('error', (err) => reject(new Error(`could not start redis-server (is it on PATH? apt-get install redis-server): ${err.message}`))),
-    );
-    spawnFailed.catch(() => undefined);
-    proc = child;
-    const probe = new Redis({ ...auth, port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    probe.on('error', () => undefined); // refused until the server listens: that is what we poll for
-    try {
-      await Promise.race([spawnFailed, waitFor(async () => {
-        if (probe.status !== 'ready') await probe.connect().catch(() => undefined);
-        return (await probe.ping()) === 'PONG';
-      }, { timeoutMs: 10_000, what: `redis-server on port ${port}` })]);
-    } finally {
-      probe.disconnect();
-    }
+    proc = await spawnRedisServer(args, port, auth);
   };
 
   const exit = (signal: NodeJS.Signals) =>

@@ -1,6 +1,5 @@
 import type { DurationLike } from 'luxon';
-import type { AnyJob, DstPolicy, JobInput, MissedPolicy } from '../define-job.js';
-import type { OverlapPolicy } from '../overlap/overlap-guard.js';
+import type { AnyJob, JobInput, ScheduleCommon } from '../define-job.js';
 import type { SchedulePolicies } from '../schedule/policy.js';
 
 /**
@@ -9,19 +8,14 @@ import type { SchedulePolicies } from '../schedule/policy.js';
  * the schedule store plus an entry in the due index; the scheduler fires both the same way.
  */
 
-/** What `upsert` takes. `job` is a catalog job (typed like `enqueue`) or, for the CLI, its name. */
-export type ScheduleInput<J extends AnyJob = AnyJob> = {
+/**
+ * What `upsert` takes: a catalog schedule's fields (ScheduleCommon: tz, dst, missed, catchUpWindow,
+ * maxCatchUp, overlap, slowAfter; pattern or every) plus the job it runs, typed like `enqueue`, or for the
+ * CLI its name. `data` is the job's input, validated against its schema when upserted.
+ */
+export type ScheduleInput<J extends AnyJob = AnyJob> = Omit<ScheduleCommon, 'data'> & {
   job: J | string;
-  /** IANA timezone, required (as for catalog schedules). */
-  tz: string;
-  /** The payload every occurrence gets; validated against the job's schema when upserted. */
   data?: JobInput<J>;
-  dst?: Partial<DstPolicy>;
-  missed?: MissedPolicy;
-  catchUpWindow?: DurationLike;
-  maxCatchUp?: number;
-  overlap?: OverlapPolicy;
-  slowAfter?: DurationLike;
   /** Opt in to the watchdog's stale and slow-run alerts (always on for catalog schedules). Default false. */
   watch?: boolean;
   /** Occurrences kept in the schedule's history (last success and last failure are kept apart). */
