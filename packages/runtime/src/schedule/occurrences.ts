@@ -2,6 +2,7 @@ import { CronExpression, CronExpressionParser, CronFieldCollection } from 'cron-
 import { DateTime, IANAZone } from 'luxon';
 import type { DstPolicy, ScheduleSpec } from '../define-job.js';
 import { JobDefinitionError } from '../errors.js';
+import { boundedCache } from './bounded-cache.js';
 import { DEFAULT_DST } from './policy.js';
 import { everyMs } from './validate.js';
 
@@ -105,17 +106,10 @@ interface CompiledCron {
  * Compiled patterns, shared by every schedule with the same pattern, zone and DST policy (a million
  * runtime schedules use few distinct ones). Bounded: the oldest entry goes when it is full.
  */
-const compiled = new Map<string, CompiledCron>();
-const COMPILED_MAX = 1000;
+const compiled = boundedCache<CompiledCron>(1000);
 
 function compileCron(rule: Extract<OccurrenceRule, { kind: 'cron' }>): CompiledCron {
-  const key = `${rule.pattern}\u0000${rule.tz}\u0000${rule.dst.gap}\u0000${rule.dst.fold}`;
-  const hit = compiled.get(key);
-  if (hit) return hit;
-  const c = compileCronUncached(rule);
-  if (compiled.size >= COMPILED_MAX) compiled.delete(compiled.keys().next().value as string);
-  compiled.set(key, c);
-  return c;
+  return compiled(`${rule.pattern}\u0000${rule.tz}\u0000${rule.dst.gap}\u0000${rule.dst.fold}`, () => compileCronUncached(rule));
 }
 
 function compileCronUncached(rule: Extract<OccurrenceRule, { kind: 'cron' }>): CompiledCron {
@@ -203,20 +197,15 @@ function* matchingDays(c: CompiledCron, fromUtcMidnight: number): Generator<Loca
 }
 
 /** Per zone and day: its offset when regular (null: it changes). Zone offsets come from Intl and are slow. */
-const dayOffsets = new Map<string, number | null>();
-const DAY_OFFSETS_MAX = 10_000;
+const dayOffsets = boundedCache<number | null>(10_000);
 
 /** The day's UTC offset (minutes) when it does not change around that day, else null. */
 function regularDayOffset(c: CompiledCron, day: LocalDay): number | null {
-  const key = `${c.zone.name}\u0000${day.y}-${day.m}-${day.d}`;
-  const hit = dayOffsets.get(key);
-  if (hit !== undefined) return hit;
-  const wallMidnight = Date.UTC(day.y, day.m - 1, day.d);
-  const before = c.zone.offset(wallMidnight - DAY_MS);
-  const offset = before === c.zone.offset(wallMidnight + 2 * DAY_MS) && c.zone.offset(wallMidnight + DAY_MS / 2) === before ? before : null;
-  if (dayOffsets.size >= DAY_OFFSETS_MAX) dayOffsets.delete(dayOffsets.keys().next().value as string);
-  dayOffsets.set(key, offset);
-  return offset;
+  return dayOffsets(`${c.zone.name}\u0000${day.y}-${day.m}-${day.d}`, () => {
+    const wallMidnight = Date.UTC(day.y, day.m - 1, day.d);
+    const before = c.zone.offset(wallMidnight - DAY_MS);
+    return before === c.zone.offset(wallMidnight + 2 * DAY_MS) && c.zone.offset(wallMidnight + DAY_MS / 2) === before ? before : null;
+  });
 }
 
 /** Index of the first of the ascending `times` (seconds into the day) strictly after `sec`. */

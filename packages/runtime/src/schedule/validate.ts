@@ -2,25 +2,15 @@ import { CronExpressionParser } from 'cron-parser';
 import { Duration, IANAZone } from 'luxon';
 import type { ScheduleSpec } from '../define-job.js';
 import { JobDefinitionError } from '../errors.js';
+import { boundedCache } from './bounded-cache.js';
 import { policiesOf } from './policy.js';
 
 /**
  * What validating a zone and a pattern found, by value: a million runtime schedules use few distinct ones,
  * and each check is costly (luxon builds an Intl formatter per zone check; cron-parser parses the pattern).
- * Bounded: cleared when full.
  */
-const zoneValid = new Map<string, boolean>();
-const patternError = new Map<string, string | null>();
-const CHECKS_MAX = 10_000;
-
-function remember<V>(cache: Map<string, V>, key: string, compute: () => V): V {
-  const hit = cache.get(key);
-  if (hit !== undefined) return hit;
-  const value = compute();
-  if (cache.size >= CHECKS_MAX) cache.clear();
-  cache.set(key, value);
-  return value;
-}
+const zoneValid = boundedCache<boolean>(10_000);
+const patternError = boundedCache<string | null>(10_000);
 
 function cronError(pattern: string): string | null {
   try {
@@ -33,7 +23,7 @@ function cronError(pattern: string): string | null {
 
 /** Throws a JobDefinitionError naming the job and the bad value. */
 export function validateSchedule(jobName: string, spec: ScheduleSpec): void {
-  if (!spec.tz || typeof spec.tz !== 'string' || !remember(zoneValid, spec.tz, () => IANAZone.isValidZone(spec.tz))) {
+  if (!spec.tz || typeof spec.tz !== 'string' || !zoneValid(spec.tz, () => IANAZone.isValidZone(spec.tz))) {
     throw new JobDefinitionError(
       jobName,
       `schedule.tz ${JSON.stringify(spec.tz)} is not an IANA timezone; use e.g. "UTC" or "America/New_York"`,
@@ -43,7 +33,7 @@ export function validateSchedule(jobName: string, spec: ScheduleSpec): void {
     throw new JobDefinitionError(jobName, 'schedule has both pattern and every; choose one');
   }
   if (spec.pattern !== undefined) {
-    const error = typeof spec.pattern === 'string' ? remember(patternError, spec.pattern, () => cronError(spec.pattern as string)) : 'not a string';
+    const error = typeof spec.pattern === 'string' ? patternError(spec.pattern, () => cronError(spec.pattern as string)) : 'not a string';
     if (error !== null) {
       throw new JobDefinitionError(
         jobName,
