@@ -5,7 +5,7 @@
 import { fileURLToPath } from 'node:url';
 import { catalog, emailSend } from '@tickwork/jobs';
 import { createLogger, createRedis, createSchedules, moveToDeadLetter, QueueSet, type RedisClient } from '@tickwork/runtime';
-import { startApp, startRedisCluster, waitFor, type RedisClusterHandle } from '@tickwork/testkit';
+import { startApp, startRedisCluster, startRedisServer, waitFor, type RedisClusterHandle } from '@tickwork/testkit';
 import { Worker } from 'bullmq';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 
@@ -68,4 +68,40 @@ it('stats, dlq list and redrive, and schedules ls work on a cluster', async () =
   expect({ code: redrive.code, out: redrive.out }).toMatchObject({ code: 0 });
   expect(await queues.get('email.dlq').count()).toBe(0);
   expect(await queues.get('email').getWaitingCount()).toBe(1);
+});
+
+it('schedules copy defines the runtime schedules of one Redis again on the cluster, pauses included, and a second copy changes nothing', async () => {
+  const old = await startRedisServer();
+  const oldRedis = createRedis(old.url, 'command');
+  const oldQueues = new QueueSet(oldRedis, PREFIX, createLogger('test', 'silent'));
+  try {
+    const before = createSchedules({ redis: oldRedis, queues: oldQueues, catalog, log: createLogger('test', 'silent') });
+    const data = (id: string) => ({ to: `${id}@example.com`, subject: 's', body: 'b' });
+    await before.upsert('copy:u-1', { job: emailSend, pattern: '0 9 * * 1', tz: 'Europe/Berlin', data: data('u-1'), missed: 'once', overlap: 'buffer-one', watch: true, history: 3 });
+    await before.upsert('copy:u-2', { job: emailSend, every: { minutes: 30 }, tz: 'UTC', data: data('u-2'), slowAfter: { minutes: 5 } });
+    await before.upsert('copy:u-3', { job: emailSend, every: { hours: 2 }, tz: 'UTC', data: data('u-3') });
+    await before.pause('copy:u-3', 'customer on holiday');
+
+    const first = await tickwork('schedules', 'copy', '--from', old.url, '--prefix', 'copy:', '--json');
+    expect({ code: first.code, out: first.code === 0 ? '' : first.out }).toEqual({ code: 0, out: '' });
+    expect(first.json()).toMatchObject({ created: 3, changed: 0, unchanged: 0, paused: 1, failed: [] });
+
+    const after = createSchedules({ redis, queues, catalog, log: createLogger('test', 'silent') });
+    for (const id of ['copy:u-1', 'copy:u-2', 'copy:u-3']) {
+      const was = await before.get(id);
+      const is = await after.get(id);
+      // The pause keeps its reason; its time is the copy's (the API pauses now).
+      const { createdAt: _a, updatedAt: _b, version: _c, next: _d, paused, ...definition } = was ?? ({} as never);
+      expect(is).toMatchObject(definition);
+      expect(is?.paused?.reason).toBe(paused?.reason);
+      expect(is?.next).toBe(was?.next); // same rule, same next occurrence
+    }
+
+    const again = await tickwork('schedules', 'copy', '--from', old.url, '--prefix', 'copy:', '--json');
+    expect(again.json()).toMatchObject({ created: 0, changed: 0, unchanged: 3, failed: [] });
+  } finally {
+    await oldQueues.close();
+    oldRedis.disconnect();
+    await old.stop();
+  }
 });

@@ -3,6 +3,7 @@ import type { CommandContext } from '../context.js';
 import { integerFlag } from '../flags.js';
 import { UsageError } from '../usage-error.js';
 import { add } from './add.js';
+import { copy } from './copy.js';
 import { listTable, showText } from './render.js';
 import { idArg, stringFlag, type Subcommand } from './subcommand.js';
 
@@ -104,4 +105,4 @@ const run: Subcommand = {
 };
 
 /** `tickwork schedules <action>`, in the order `--help` lists them. */
-export const SCHEDULE_ACTIONS: Readonly<Record<string, Subcommand>> = { ls, show, add, rm, pause, resume, run };
+export const SCHEDULE_ACTIONS: Readonly<Record<string, Subcommand>> = { ls, show, add, rm, pause, resume, run, copy };
