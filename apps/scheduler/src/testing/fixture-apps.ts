@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { appEntry, freePort, REPO_ROOT, startApp, type AppProcess } from '@tickwork/testkit';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@tickwork/runtime';
 import { FX_RUNS_KEY } from './fixture-catalog.js';
 
 /**
@@ -10,18 +10,20 @@ import { FX_RUNS_KEY } from './fixture-catalog.js';
 const FIXTURE = join(REPO_ROOT, 'apps', 'scheduler', 'dist', 'testing', 'fixture-catalog.js');
 
 export interface FixtureApps {
-  /** Starts `app` against `redisUrl` with the fixture settings, `extra` on top. */
+  /** Starts `app` against `redis` with the fixture settings, `extra` on top. */
   start(app: 'scheduler' | 'worker', extra?: Record<string, string>): Promise<AppProcess>;
   /** Kills whatever is still running (afterAll). */
   killAll(): Promise<void>;
 }
 
-export function fixtureApps(redisUrl: () => string, prefix: string): FixtureApps {
+/** `redis`: a REDIS_URL, or the variables that point an app at a Redis Cluster (testkit TestRedis `env`). */
+export function fixtureApps(redis: () => string | Record<string, string>, prefix: string): FixtureApps {
   const started: AppProcess[] = [];
   return {
     async start(app, extra = {}) {
+      const where = redis();
       const proc = startApp(appEntry(app), {
-        REDIS_URL: redisUrl(),
+        ...(typeof where === 'string' ? { REDIS_URL: where } : where),
         QUEUE_PREFIX: prefix,
         JOBS_MODULE: FIXTURE,
         PORT: String(await freePort()),
@@ -51,6 +53,6 @@ export interface FxRun {
   nominal: string;
 }
 
-export async function readRuns(redis: Redis): Promise<FxRun[]> {
+export async function readRuns(redis: RedisClient): Promise<FxRun[]> {
   return (await redis.lrange(FX_RUNS_KEY, 0, -1)).map((r) => JSON.parse(r) as FxRun);
 }
