@@ -3,8 +3,12 @@
  * tests and operators can see exactly what happened (how many charges, which emails).
  */
 export const DEMO_KEYS = {
-  /** List of JSON charge records: one entry per charge made. A double charge shows up as two entries. */
-  charges: 'tickwork:demo:charges',
+  /**
+   * List of JSON charge records: one entry per charge made. A double charge shows up as two entries.
+   * Written by billing's Redis steps, together with the step's record: on Redis Cluster it must share
+   * the billing queue's slot, hence the queue's hash tag (harmless on one Redis).
+   */
+  charges: 'tickwork:{billing}:demo:charges',
   /** List of JSON emails "sent". */
   outbox: 'tickwork:demo:outbox',
   /** Hash: report date -> JSON revenue report. */

@@ -1,4 +1,4 @@
-import { createRedis, DEFAULT_CLUSTER_FAILOVER_MS, type ConnectionRole, type RedisClient } from '@tickwork/runtime';
+import { createRedis, type ConnectionRole, type RedisClient } from '@tickwork/runtime';
 import type { Cluster, Redis } from 'ioredis';
 import { startRedisCluster, type RedisClusterHandle } from './redis-cluster.js';
 import { startRedisServer, type RedisServerHandle } from './redis-server.js';
@@ -59,9 +59,9 @@ export async function startTestRedis(topology: Topology): Promise<TestRedis> {
   const admin = cluster.client();
   return {
     topology,
-    env: { REDIS_CLUSTER_NODES: cluster.seeds },
+    env: cluster.env,
     client: () => cluster.client(),
-    connect: (role) => track(createRedis({ nodes: cluster.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })), url: 'redis://127.0.0.1', failoverMs: DEFAULT_CLUSTER_FAILOVER_MS }, role)),
+    connect: (role) => track(createRedis(cluster.target, role)),
     async flush() {
       // FLUSHDB through a Cluster client reaches one node only: send it to every master.
       // A command first, so the client has loaded the slot map and knows the masters.

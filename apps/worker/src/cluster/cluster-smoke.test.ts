@@ -45,10 +45,10 @@ it('runs jobs of two queues on different masters, each queue on its own slot, wi
   await worker.waitForLog((l) => l.msg === 'worker ready', 'the worker on the cluster', 30_000);
 
   const enqueue = createEnqueue(catalog, queues);
-  const [plain, keyed, poison] = ['cl.plain', 'cl.keyed', 'cl.poison'].map((n) => catalog.get(n));
-  for (let i = 0; i < 20; i++) await enqueue(plain as never, { i });
-  for (let i = 0; i < 10; i++) await enqueue(keyed as never, { i });
-  await enqueue(poison as never, { i: 1 });
+  const [plain, keyed, poison] = ['cl.plain', 'cl.keyed', 'cl.poison'].map((n) => catalog.require(n));
+  for (let i = 0; i < 20; i++) await enqueue(plain!, { i });
+  for (let i = 0; i < 10; i++) await enqueue(keyed!, { i });
+  await enqueue(poison!, { i: 1 });
 
   await waitFor(
     async () => {
