@@ -10,7 +10,7 @@ const PREFIX = 'pt';
 describe.each(TOPOLOGIES)('real scheduler processes against %s Redis', { timeout: 90_000 }, (topology) => {
   let target: TestRedis;
   let redis: RedisClient;
-  const apps = fixtureApps(() => target.env, PREFIX);
+  const apps = fixtureApps(() => target.where, PREFIX);
 
   beforeAll(async () => {
     target = await startTestRedis(topology);

@@ -14,7 +14,7 @@ describe.each(TOPOLOGIES)('conservation on %s Redis: nothing is lost, nothing is
   const workers: AppProcess[] = [];
 
   async function startWorker(): Promise<AppProcess> {
-    const app = await startConservationWorker(target.env, 8);
+    const app = await startConservationWorker(target.where, 8);
     workers.push(app);
     return app;
   }

@@ -26,7 +26,7 @@ afterAll(async () => {
 });
 
 async function startWorker(): Promise<AppProcess> {
-  const app = await startConservationWorker({ REDIS_URL: server.url }, 4);
+  const app = await startConservationWorker(server.url, 4);
   workers.push(app);
   return app;
 }

@@ -5,12 +5,12 @@
 export const DEMO_KEYS = {
   /**
    * List of JSON charge records: one entry per charge made. A double charge shows up as two entries.
-   * Written by billing's Redis steps, together with the step's record: on Redis Cluster it must share
-   * the billing queue's slot, hence the queue's hash tag (harmless on one Redis).
+   * The `{billing}` / `{email}` tags put these keys on their queue's slot on Redis Cluster, where a
+   * redisStep's writes must share it (README, Redis Cluster).
    */
-  charges: 'tickwork:{billing}:demo:charges',
+  charges: 'tickwork:demo:{billing}:charges',
   /** List of JSON emails "sent". */
-  outbox: 'tickwork:demo:outbox',
+  outbox: 'tickwork:demo:{email}:outbox',
   /** Hash: report date -> JSON revenue report. */
   reports: 'tickwork:demo:reports',
   /** Sorted set: session id scored by expiry (ms). */

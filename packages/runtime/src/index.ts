@@ -33,7 +33,7 @@ export * from './idempotency/ledger.js';
 export { parseRecord as parseLedgerRecord } from './idempotency/ledger-lua.js';
 export { CompletionWriter, completionWriter, evalCached, type AheadOutcome } from './idempotency/ledger-batch.js';
 export * from './idempotency/steps.js';
-export { RedisTx } from './idempotency/redis-tx.js';
+export { RedisTx, RedisStepSlotError } from './idempotency/redis-tx.js';
 export * from './idempotency/metrics.js';
 export * from './idempotency/run-exactly-once.js';
 export * from './recovery/worker-registry.js';
@@ -55,3 +55,4 @@ export { defineScript, runScript, runScriptMany, type Script } from './redis/scr
 export * from './redis/keyspace.js';
 export { groupBySlot, pipelineBySlot, slotOf, readBySlot, type SlotCommand, type PipelineReply } from './redis/by-slot.js';
 export { keyNodes, scanKeys } from './redis/scan.js';
+export { checkKeyLayout, KeyLayoutError, layoutKey, type KeyLayout } from './redis/layout-check.js';

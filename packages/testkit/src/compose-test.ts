@@ -31,7 +31,7 @@ const WORKERS = 3;
 /** The base images the Dockerfile and docker-compose.yml name; the sandbox builds stand-ins for them. */
 const BASE_IMAGES = ['node:20-bookworm-slim', 'redis:7-bookworm'];
 /** email.send appends here (packages/jobs/src/demo-data.ts, DEMO_KEYS.outbox). */
-const OUTBOX_KEY = 'tickwork:demo:outbox';
+const OUTBOX_KEY = 'tickwork:demo:{email}:outbox';
 
 function say(line: string): void {
   const secs = ((Date.now() - started) / 1000).toFixed(1).padStart(6);

@@ -15,6 +15,8 @@ export interface TestRedis {
   topology: Topology;
   /** `REDIS_URL` for a single server, `REDIS_CLUSTER_NODES` for a cluster: what an app process needs. */
   env: Record<string, string>;
+  /** The server's URL or the cluster's handle: what testkit's redisEnvOf (and helpers built on it) take. */
+  where: string | RedisClusterHandle;
   /** A client of the whole deployment (an ioredis Cluster on a cluster), closed by stop(). */
   client(): Redis | Cluster;
   /** A client as the apps make it (runtime createRedis: on a cluster, with their failover budget), closed by stop(). */
@@ -43,6 +45,7 @@ export async function startTestRedis(topology: Topology): Promise<TestRedis> {
     return {
       topology,
       env: { REDIS_URL: server.url },
+      where: server.url,
       client: () => server.client(),
       connect: (role) => track(createRedis(server.url, role)),
       flush: async () => {
@@ -60,6 +63,7 @@ export async function startTestRedis(topology: Topology): Promise<TestRedis> {
   return {
     topology,
     env: cluster.env,
+    where: cluster,
     client: () => cluster.client(),
     connect: (role) => track(createRedis(cluster.target, role)),
     async flush() {

@@ -25,7 +25,8 @@ export const devCommand: Command = {
   async run(ctx) {
     let redisUrl = ctx.env.REDIS_URL;
     let privateRedis: ChildProcess | undefined;
-    if (!(await answers(redisUrl))) {
+    // On a cluster (REDIS_CLUSTER_NODES, passed on to the apps) there is no single Redis to start in its place.
+    if (ctx.env.REDIS_CLUSTER_NODES === undefined && !(await answers(redisUrl))) {
       const port = Number(new URL(redisUrl).port || 6379);
       if (spawnSync('redis-server', ['--version']).error) {
         throw new UsageError(`nothing answers at ${safeUrl(redisUrl)} and redis-server is not installed; install it (apt-get install redis-server) or set REDIS_URL`);
@@ -69,7 +70,7 @@ export const devCommand: Command = {
     const welcome = ctx.catalog.get('email.send');
     if (welcome) {
       await ctx.enqueue()(welcome, { to: 'newcomer@example.com', subject: 'Welcome to tickwork', body: 'Your worker processed this job.' }, { jobId: 'dev-welcome' });
-      ctx.out.line('tickwork: enqueued a welcome email.send job; watch for "email sent" in the log, and its entry in the Redis list tickwork:demo:outbox');
+      ctx.out.line('tickwork: enqueued a welcome email.send job; watch for "email sent" in the log, and its entry in the Redis list tickwork:demo:{email}:outbox');
     }
     ctx.out.line('tickwork: try `pnpm tickwork schedules` and `pnpm tickwork enqueue <job> <json>` in another terminal; Ctrl-C stops everything');
 

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { readBySlot, type SlotCommand } from '../redis/by-slot.js';
 import type { RedisClient } from '../connection.js';
 import type { Catalog } from '../catalog.js';
 import type { Logger } from '../logger.js';
 import type { QueueSet } from '../queues.js';
+import { pipelineBySlot, type SlotCommand } from '../redis/by-slot.js';
 import { runScriptMany, type ScriptCall } from '../redis/scripts.js';
 import { planOccurrences } from '../schedule/catch-up.js';
 import { occurrenceJobId, occurrenceKey } from '../schedule/keys.js';
@@ -201,19 +201,17 @@ export type Dispatcher = ReturnType<typeof createDispatcher>;
 
 /** Due entries at or before `now` over all shards (16 ZCOUNTs), and the oldest due score: the lag gauge. */
 export async function dueBacklog(redis: RedisClient, prefix: string, now = Date.now()): Promise<{ backlog: number; oldestDue: number | null }> {
-  // Per slot: on a cluster the shards lie on different slots (one pipeline on one Redis).
-  const replies = await readBySlot(
-    redis,
-    Array.from({ length: SCHEDULE_SHARDS }, (_, s): SlotCommand[] => {
-      const k = shardKeys(prefix, s);
-      return [['zcount', k.due, '-inf', now], ['zrange', k.due, '0', '0', 'WITHSCORES']];
-    }).flat(),
-  );
+  const reads: SlotCommand[] = [];
+  for (let s = 0; s < SCHEDULE_SHARDS; s++) {
+    const k = shardKeys(prefix, s);
+    reads.push(['zcount', k.due, '-inf', now], ['zrange', k.due, '0', '0', 'WITHSCORES']);
+  }
+  const replies = await pipelineBySlot(redis, reads);
   let backlog = 0;
   let oldestDue: number | null = null;
   for (let i = 0; i < replies.length; i += 2) {
-    backlog += Number(replies[i] ?? 0);
-    const first = replies[i + 1] as string[] | undefined;
+    backlog += Number(replies[i]?.[1] ?? 0);
+    const first = replies[i + 1]?.[1] as string[] | undefined;
     if (first?.[1] !== undefined) oldestDue = Math.min(oldestDue ?? Number.POSITIVE_INFINITY, Number(first[1]));
   }
   return { backlog, oldestDue };

@@ -1,5 +1,5 @@
 import type { RedisClient } from '../connection.js';
-import { readBySlot, type SlotCommand } from '../redis/by-slot.js';
+import { pipelineBySlot, readBySlot, type SlotCommand } from '../redis/by-slot.js';
 import type { ListPage, ListQuery, ScheduleSource, ScheduleView } from './api.js';
 import { parseDef, sourceOf, viewOf, type StoredDef } from './definition.js';
 import { jobIndexKey, SCHEDULE_SHARDS, shardKeys, shardOf } from './keys.js';
@@ -31,11 +31,9 @@ export async function listSchedules(redis: RedisClient, prefix: string, queueOf:
   const items: ScheduleView[] = [];
   for (;;) {
     const min = after !== null ? `(${after}` : query.prefix ? `[${query.prefix}` : '-';
-    // Per slot: on a cluster the shards' keys lie on different slots (one pipeline on one Redis).
-    const runs = (await readBySlot(
-      redis,
-      Array.from({ length: SCHEDULE_SHARDS }, (_, s) => ['zrangebylex', indexKey(prefix, s, query.job), min, max, 'LIMIT', 0, limit + 1]),
-    )) as string[][];
+    const reads: SlotCommand[] = [];
+    for (let s = 0; s < SCHEDULE_SHARDS; s++) reads.push(['zrangebylex', indexKey(prefix, s, query.job), min, max, 'LIMIT', 0, limit + 1]);
+    const runs = (await readBySlot(redis, reads)) as string[][];
     const merged = runs.flat().sort(byteCompare);
     const page = merged.slice(0, limit - items.length);
     const more = merged.length > page.length;
@@ -50,19 +48,18 @@ export async function listSchedules(redis: RedisClient, prefix: string, queueOf:
 
 async function loadViews(redis: RedisClient, prefix: string, ids: readonly string[], queueOf: (def: StoredDef) => string): Promise<ScheduleView[]> {
   if (ids.length === 0) return [];
-  const replies = await readBySlot(
-    redis,
-    ids.flatMap((id): SlotCommand[] => {
-      const sk = shardKeys(prefix, shardOf(id));
-      return [['hget', sk.defs, id], ['zscore', sk.due, id], ['hget', sk.inflight, id]];
-    }),
-  );
+  const reads: SlotCommand[] = [];
+  for (const id of ids) {
+    const sk = shardKeys(prefix, shardOf(id));
+    reads.push(['hget', sk.defs, id], ['zscore', sk.due, id], ['hget', sk.inflight, id]);
+  }
+  const replies = await pipelineBySlot(redis, reads);
   const views: ScheduleView[] = [];
   ids.forEach((id, i) => {
-    const raw = replies[3 * i] as string | null;
+    const raw = replies[3 * i]?.[1] as string | null;
     if (!raw) return; // removed between the index read and this one
-    const due = replies[3 * i + 1] as string | null;
-    const inflight = replies[3 * i + 2] as string | null;
+    const due = replies[3 * i + 1]?.[1] as string | null;
+    const inflight = replies[3 * i + 2]?.[1] as string | null;
     const def = parseDef(raw);
     const next = due !== null ? Number(due) : inflight ? Number(inflight.split(':')[0]) : null;
     views.push(viewOf(id, def, queueOf(def), next));
@@ -75,14 +72,15 @@ async function loadViews(redis: RedisClient, prefix: string, ids: readonly strin
  * are few and known by name: `source` subtracts or keeps those present in the store.
  */
 export async function countSchedules(redis: RedisClient, prefix: string, catalogIds: readonly string[], query: { job?: string; source?: ScheduleSource } = {}): Promise<number> {
-  const sizes = await readBySlot(redis, Array.from({ length: SCHEDULE_SHARDS }, (_, s): SlotCommand => ['zcard', indexKey(prefix, s, query.job)]));
-  const total = sizes.reduce<number>((sum, n) => sum + Number(n ?? 0), 0);
+  const cards: SlotCommand[] = [];
+  for (let s = 0; s < SCHEDULE_SHARDS; s++) cards.push(['zcard', indexKey(prefix, s, query.job)]);
+  const total = (await pipelineBySlot(redis, cards)).reduce((sum, [, n]) => sum + Number(n ?? 0), 0);
   if (!query.source) return total;
   const candidates = query.job === undefined ? catalogIds : catalogIds.filter((id) => id === query.job);
   let catalogCount = 0;
   if (candidates.length > 0) {
-    const defs = await readBySlot(redis, candidates.map((id): SlotCommand => ['hget', shardKeys(prefix, shardOf(id)).defs, id]));
-    for (const raw of defs) if (typeof raw === 'string' && sourceOf(parseDef(raw).core) === 'catalog') catalogCount++;
+    const check = candidates.map((id): SlotCommand => ['hget', shardKeys(prefix, shardOf(id)).defs, id]);
+    for (const [, raw] of await pipelineBySlot(redis, check)) if (typeof raw === 'string' && sourceOf(parseDef(raw).core) === 'catalog') catalogCount++;
   }
   return query.source === 'catalog' ? catalogCount : total - catalogCount;
 }
