@@ -1,8 +1,6 @@
 import { TOPOLOGIES } from '@tickwork/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AUTH, startDashboard, type TestDashboard } from './testing/dashboard-server.js';
-
-const auth = (user: string, pass: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}` });
+import { AUTH, basicHeader as auth, startDashboard, type TestDashboard } from './testing/dashboard-server.js';
 
 /** Bull Board's JSON for one queue's page of jobs in `status`. */
 interface BoardQueue {
