@@ -1,46 +1,42 @@
-import type { Server } from 'node:http';
-import { catalog } from '@tickwork/jobs';
-import { createLogger, QueueSet } from '@tickwork/runtime';
-import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
+import { TOPOLOGIES } from '@tickwork/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDashboardApp } from './app.js';
-import { plainAdmin } from './users.js';
+import { AUTH, basicHeader as auth, startDashboard, type TestDashboard } from './testing/dashboard-server.js';
 
-let server: RedisServerHandle;
-let http: Server;
-let base: string;
-let queues: QueueSet;
-const auth = (user: string, pass: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}` });
+/** Bull Board's JSON for one queue's page of jobs in `status`. */
+interface BoardQueue {
+  name: string;
+  counts: Record<string, number>;
+  jobs: { id: string }[];
+  pagination: { pageCount: number };
+}
 
-beforeAll(async () => {
-  server = await startRedisServer();
-  const redis = server.client();
-  queues = new QueueSet(redis, 'tickwork', createLogger('test', 'silent'));
-  const app = await createDashboardApp({ catalog, queues, redis, log: createLogger('test', 'silent'), users: [plainAdmin('ops', 'correct-horse')] });
-  http = app.listen(0);
-  await new Promise((r) => http.once('listening', r));
-  const addr = http.address();
-  base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
-});
-afterAll(async () => {
-  http.close();
-  await queues.close();
-  await server.stop();
-});
+// Every test on one Redis; on a Redis Cluster the ones that read queues (Bull Board's listing and pages).
+describe.each(TOPOLOGIES)('dashboard on %s Redis', (topology) => {
+  let d: TestDashboard;
+  let base: string;
 
-describe('dashboard', () => {
-  it('answers /healthz without credentials', async () => {
-    const res = await fetch(`${base}/healthz`);
-    expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ status: 'ok' });
+  beforeAll(async () => {
+    d = await startDashboard('tickwork', undefined, topology);
+    base = d.base;
+  });
+  afterAll(async () => {
+    await d?.close();
   });
 
-  it.each(['/', '/queues', '/queues/api/queues', '/anything'])('requires credentials for %s', async (path) => {
-    const res = await fetch(`${base}${path}`, { redirect: 'manual' });
-    expect(res.status).toBe(401);
-    expect((await fetch(`${base}${path}`, { headers: auth('ops', 'wrong-password'), redirect: 'manual' })).status).toBe(401);
-    expect((await fetch(`${base}${path}`, { headers: auth('admin', 'correct-horse'), redirect: 'manual' })).status).toBe(401);
-  });
+  if (topology === 'standalone') {
+    it('answers /healthz without credentials', async () => {
+      const res = await fetch(`${base}/healthz`);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ status: 'ok' });
+    });
+
+    it.each(['/', '/queues', '/queues/api/queues', '/anything'])('requires credentials for %s', async (path) => {
+      const res = await fetch(`${base}${path}`, { redirect: 'manual' });
+      expect(res.status).toBe(401);
+      expect((await fetch(`${base}${path}`, { headers: auth('ops', 'wrong-password'), redirect: 'manual' })).status).toBe(401);
+      expect((await fetch(`${base}${path}`, { headers: auth('admin', 'correct-horse'), redirect: 'manual' })).status).toBe(401);
+    });
+  }
 
   it('shows every catalog queue and its dead-letter queue to a logged-in operator', async () => {
     const res = await fetch(`${base}/queues/api/queues`, { headers: auth('ops', 'correct-horse') });
@@ -49,5 +45,20 @@ describe('dashboard', () => {
     expect(body.queues.map((q) => q.name).sort()).toEqual(
       ['billing', 'billing.dlq', 'email', 'email.dlq', 'maintenance', 'maintenance.dlq', 'reports', 'reports.dlq'].sort(),
     );
+  });
+
+  it("pages a queue's jobs in Bull Board: counts and each page read from the queue's own keys", async () => {
+    const email = d.queues.get('email');
+    await email.addBulk(Array.from({ length: 25 }, (_, i) => ({ name: 'email.send', data: { to: 'a@example.com', subject: `s${i}`, body: 'b' }, opts: { jobId: `board-${i}` } })));
+    const page = async (n: number) => {
+      const res = await fetch(`${base}/queues/api/queues?activeQueue=email&status=waiting&page=${n}&jobsPerPage=10`, { headers: AUTH });
+      expect(res.status).toBe(200);
+      const queue = ((await res.json()) as { queues: BoardQueue[] }).queues.find((q) => q.name === 'email');
+      return { count: queue?.counts.waiting, pages: queue?.pagination.pageCount, ids: queue?.jobs.map((j) => j.id) ?? [] };
+    };
+    const pages = await Promise.all([1, 2, 3].map(page));
+    expect(pages.map((p) => [p.count, p.pages, p.ids.length])).toEqual([[25, 3, 10], [25, 3, 10], [25, 3, 5]]);
+    // Newest first, every job exactly once across the pages.
+    expect(pages.flatMap((p) => p.ids)).toEqual(Array.from({ length: 25 }, (_, i) => `board-${24 - i}`));
   });
 });

@@ -1,28 +1,28 @@
-import { readHistory, type OccurrenceRecord } from '@tickwork/runtime';
-import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
-import type { Redis } from 'ioredis';
+import { readHistory, type OccurrenceRecord, type RedisClient } from '@tickwork/runtime';
+import { startTestRedis, TOPOLOGIES, waitFor, type TestRedis } from '@tickwork/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FX_RUNS_KEY } from './testing/fixture-catalog.js';
 import { fixtureApps, readRuns, waitReady as ready } from './testing/fixture-apps.js';
 
 const PREFIX = 'pt';
 
-let server: RedisServerHandle;
-let redis: Redis;
-const apps = fixtureApps(() => server.url, PREFIX);
+// Both tests on one Redis; on a Redis Cluster the three schedulers racing for each occurrence.
+describe.each(TOPOLOGIES)('real scheduler processes against %s Redis', { timeout: 90_000 }, (topology) => {
+  let target: TestRedis;
+  let redis: RedisClient;
+  const apps = fixtureApps(() => target.where, PREFIX);
 
-beforeAll(async () => {
-  server = await startRedisServer();
-  redis = server.client();
-});
-afterAll(async () => {
-  await apps.killAll();
-  await server.stop();
-});
+  beforeAll(async () => {
+    target = await startTestRedis(topology);
+    redis = target.client();
+  });
+  afterAll(async () => {
+    await apps.killAll();
+    await target.stop();
+  });
 
-const runs = () => readRuns(redis);
+  const runs = () => readRuns(redis);
 
-describe('real scheduler processes against one Redis', { timeout: 90_000 }, () => {
   it('three schedulers started at once enqueue each occurrence once', async () => {
     // A generous grace: this test is about replicas, and a loaded CI machine may start a run a few seconds late.
     const relaxed = { SCHEDULE_GRACE_MS: '20000' };
@@ -45,46 +45,48 @@ describe('real scheduler processes against one Redis', { timeout: 90_000 }, () =
     expect(history.filter((h) => h.outcome === 'completed').map((h) => h.nominal).sort()).toEqual(done.map((r) => r.nominal).sort());
   });
 
-  it('after scheduler and worker are killed for several occurrences, missed: once catches up the latest and records the rest', async () => {
-    await redis.del(FX_RUNS_KEY);
-    let scheduler = await apps.start('scheduler');
-    let worker = await apps.start('worker', { SCHEDULE_GRACE_MS: '20000' });
-    await Promise.all([ready(scheduler, 'scheduler ready'), ready(worker, 'worker ready')]);
-    await waitFor(async () => (await runs()).length >= 2, { timeoutMs: 30_000, what: '2 runs before the outage' });
-    await Promise.all([scheduler.stop('SIGKILL'), worker.stop('SIGKILL')]);
-    const downAt = Date.now();
-    // The outage itself (not a wait for work): long enough for several occurrences beyond the 1.5 s grace.
-    await new Promise((r) => setTimeout(r, 5000));
-    const upAt = Date.now();
-    scheduler = await apps.start('scheduler');
-    // The worker's own late-run judgement is not under test here (catch-up runs are never judged anyway).
-    worker = await apps.start('worker', { SCHEDULE_GRACE_MS: '20000' });
-    // On a loaded machine the killed scheduler may itself have caught up a late occurrence before the
-    // outage; the one that matters is the catch-up of the outage.
-    const catchUp = await waitFor(async () => (await runs()).find((r) => r.catchUp && Date.parse(r.nominal) > downAt), {
-      timeoutMs: 30_000,
-      what: 'a catch-up run for the outage',
-    });
-    await scheduler.stop('SIGTERM');
-    await worker.stop('SIGTERM');
+  if (topology === 'standalone') {
+    it('after scheduler and worker are killed for several occurrences, missed: once catches up the latest and records the rest', async () => {
+      await redis.del(FX_RUNS_KEY);
+      let scheduler = await apps.start('scheduler');
+      let worker = await apps.start('worker', { SCHEDULE_GRACE_MS: '20000' });
+      await Promise.all([ready(scheduler, 'scheduler ready'), ready(worker, 'worker ready')]);
+      await waitFor(async () => (await runs()).length >= 2, { timeoutMs: 30_000, what: '2 runs before the outage' });
+      await Promise.all([scheduler.stop('SIGKILL'), worker.stop('SIGKILL')]);
+      const downAt = Date.now();
+      // The outage itself (not a wait for work): long enough for several occurrences beyond the 1.5 s grace.
+      await new Promise((r) => setTimeout(r, 5000));
+      const upAt = Date.now();
+      scheduler = await apps.start('scheduler');
+      // The worker's own late-run judgement is not under test here (catch-up runs are never judged anyway).
+      worker = await apps.start('worker', { SCHEDULE_GRACE_MS: '20000' });
+      // On a loaded machine the killed scheduler may itself have caught up a late occurrence before the
+      // outage; the one that matters is the catch-up of the outage.
+      const catchUp = await waitFor(async () => (await runs()).find((r) => r.catchUp && Date.parse(r.nominal) > downAt), {
+        timeoutMs: 30_000,
+        what: 'a catch-up run for the outage',
+      });
+      await scheduler.stop('SIGTERM');
+      await worker.stop('SIGTERM');
 
-    expect(catchUp.key).toBe(`fx.second@${catchUp.nominal}`);
-    expect(Date.parse(catchUp.nominal)).toBeGreaterThan(downAt);
-    expect(Date.parse(catchUp.nominal)).toBeGreaterThan(upAt - 5000);
-    const history = await readHistory(redis, PREFIX, 'fx.second', 500);
-    const byNominal = new Map(history.map((h) => [h.nominal, h]));
-    const missed = history.filter((h) => h.outcome === 'missed');
-    expect(missed.filter((m) => Date.parse(m.nominal) > downAt).length).toBeGreaterThanOrEqual(2);
-    expect(missed.every((m) => m.nominal < catchUp.nominal)).toBe(true);
-    const record = byNominal.get(catchUp.nominal);
-    expect(record).toMatchObject<Partial<OccurrenceRecord>>({ trigger: 'catch-up', outcome: 'caught-up' });
-    // it was past due by more than the grace when the restarted scheduler claimed it
-    expect(Date.parse(record?.claimedAt ?? '')).toBeGreaterThan(Date.parse(catchUp.nominal) + 1500);
-    expect((await runs()).filter((r) => r.catchUp && Date.parse(r.nominal) > downAt)).toHaveLength(1);
-    // Nothing silently lost: every second of the outage has a record (run, caught up or missed).
-    const lastBefore = Math.max(...history.filter((h) => Date.parse(h.nominal) < downAt && h.outcome === 'completed').map((h) => Date.parse(h.nominal)));
-    for (let t = lastBefore + 1000; t <= Date.parse(catchUp.nominal); t += 1000) {
-      expect(byNominal.get(new Date(t).toISOString()), new Date(t).toISOString()).toBeDefined();
-    }
-  });
+      expect(catchUp.key).toBe(`fx.second@${catchUp.nominal}`);
+      expect(Date.parse(catchUp.nominal)).toBeGreaterThan(downAt);
+      expect(Date.parse(catchUp.nominal)).toBeGreaterThan(upAt - 5000);
+      const history = await readHistory(redis, PREFIX, 'fx.second', 500);
+      const byNominal = new Map(history.map((h) => [h.nominal, h]));
+      const missed = history.filter((h) => h.outcome === 'missed');
+      expect(missed.filter((m) => Date.parse(m.nominal) > downAt).length).toBeGreaterThanOrEqual(2);
+      expect(missed.every((m) => m.nominal < catchUp.nominal)).toBe(true);
+      const record = byNominal.get(catchUp.nominal);
+      expect(record).toMatchObject<Partial<OccurrenceRecord>>({ trigger: 'catch-up', outcome: 'caught-up' });
+      // it was past due by more than the grace when the restarted scheduler claimed it
+      expect(Date.parse(record?.claimedAt ?? '')).toBeGreaterThan(Date.parse(catchUp.nominal) + 1500);
+      expect((await runs()).filter((r) => r.catchUp && Date.parse(r.nominal) > downAt)).toHaveLength(1);
+      // Nothing silently lost: every second of the outage has a record (run, caught up or missed).
+      const lastBefore = Math.max(...history.filter((h) => Date.parse(h.nominal) < downAt && h.outcome === 'completed').map((h) => Date.parse(h.nominal)));
+      for (let t = lastBefore + 1000; t <= Date.parse(catchUp.nominal); t += 1000) {
+        expect(byNominal.get(new Date(t).toISOString()), new Date(t).toISOString()).toBeDefined();
+      }
+    });
+  }
 });

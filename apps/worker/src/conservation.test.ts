@@ -1,5 +1,5 @@
 import { createLogger, listDeadLetters, QueueSet } from '@tickwork/runtime';
-import { startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
+import { startTestRedis, TOPOLOGIES, waitFor, type AppProcess, type TestRedis } from '@tickwork/testkit';
 import { CONSERVATION_PREFIX, enqueueMix, expectConserved, startConservationWorker, waitUntilSettled } from './testing/conservation-check.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CONSERVATION_QUEUE as Q } from './testing/conservation-jobs.js';
@@ -8,27 +8,27 @@ vi.setConfig({ testTimeout: 180_000, hookTimeout: 60_000 });
 
 const TOTAL = 1000;
 
-let redisServer: RedisServerHandle;
-let queues: QueueSet;
-const workers: AppProcess[] = [];
+describe.each(TOPOLOGIES)('conservation on %s Redis: nothing is lost, nothing is in two places', (topology) => {
+  let target: TestRedis;
+  let queues: QueueSet;
+  const workers: AppProcess[] = [];
 
-async function startWorker(): Promise<AppProcess> {
-  const app = await startConservationWorker(redisServer.url, 8);
-  workers.push(app);
-  return app;
-}
+  async function startWorker(): Promise<AppProcess> {
+    const app = await startConservationWorker(target.where, 8);
+    workers.push(app);
+    return app;
+  }
 
-beforeAll(async () => {
-  redisServer = await startRedisServer();
-  queues = new QueueSet(redisServer.client(), CONSERVATION_PREFIX, createLogger('test', 'silent'));
-});
-afterAll(async () => {
-  await Promise.all(workers.map((w) => w.stop('SIGKILL')));
-  await queues?.close();
-  await redisServer?.stop();
-});
+  beforeAll(async () => {
+    target = await startTestRedis(topology);
+    queues = new QueueSet(target.client(), CONSERVATION_PREFIX, createLogger('test', 'silent'));
+  });
+  afterAll(async () => {
+    await Promise.all(workers.map((w) => w.stop('SIGKILL')));
+    await queues?.close();
+    await target?.stop();
+  });
 
-describe('conservation: nothing is lost, nothing is in two places', () => {
   it(`${TOTAL} mixed jobs across 3 worker processes, one killed -9 midway: each completed or dead-lettered, exactly once`, async () => {
     const queue = queues.get(Q);
     await enqueueMix(queues, TOTAL);
@@ -40,7 +40,7 @@ describe('conservation: nothing is lost, nothing is in two places', () => {
     await victim?.stop('SIGKILL');
 
     await waitUntilSettled(queues, TOTAL, 150_000);
-    await expectConserved(queues, redisServer.client(), TOTAL);
+    await expectConserved(queues, target.client(), TOTAL);
 
     const reasons = new Map((await listDeadLetters(queues, Q)).map((d) => [d.entry.originalJobId, d.entry.failureReason]));
     expect(reasons.get('c-7')).toBe('poison 7');

@@ -1,5 +1,4 @@
-import { deadLetterJobId, type DeadLetterEntry } from '@tickwork/runtime';
-import type { Redis } from 'ioredis';
+import { deadLetterJobId, dlqName, keyspaceOn, type DeadLetterEntry, type RedisClient } from '@tickwork/runtime';
 
 /** What fillDeadLetters writes per entry, so a test can say which entries a filter must find. */
 export interface FilledEntry {
@@ -34,11 +33,13 @@ export function defaultFillReason(i: number): string {
  * minute, where adding them one by one through BullMQ would take several. For benchmarks and tests of
  * large DLQs; the entries are what the worker writes for a job that failed its last attempt.
  */
-export async function fillDeadLetters(redis: Redis, opts: FillOptions): Promise<void> {
+export async function fillDeadLetters(redis: RedisClient, opts: FillOptions): Promise<void> {
   const start = (opts.start ?? new Date('2024-05-01T00:00:00Z')).getTime();
   const reasonOf = opts.reason ?? defaultFillReason;
   const batch = opts.batch ?? 5_000;
-  const base = `${opts.prefix}:${opts.queue}.dlq`;
+  const dlq = dlqName(opts.queue);
+  // On a cluster the DLQ's keys carry its queue's tag: one slot, so each pipeline goes to one master.
+  const base = `${keyspaceOn(redis, opts.prefix, dlq).bullPrefix}:${dlq}`;
   for (let from = 0; from < opts.count; from += batch) {
     const pipeline = redis.pipeline();
     const ids: string[] = [];

@@ -7,3 +7,4 @@ export * from './kubernetes.js';
 export * from './postgres-server.js';
 export * from './dlq-fill.js';
 export * from './redis-cluster.js';
+export * from './test-redis.js';

@@ -1,9 +1,8 @@
 import type { Server } from 'node:http';
 import { catalog } from '@tickwork/jobs';
-import { createLogger, hashPassword, moveToDeadLetter, parsePasswordHash, QueueSet, type Logger } from '@tickwork/runtime';
-import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
+import { createLogger, hashPassword, moveToDeadLetter, parsePasswordHash, QueueSet, type Logger, type RedisClient } from '@tickwork/runtime';
+import { startTestRedis, waitFor, type TestRedis, type Topology } from '@tickwork/testkit';
 import { Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { createDashboardApp } from '../app.js';
 import { plainAdmin, type DashboardUser } from '../users.js';
@@ -35,20 +34,23 @@ export interface TestDashboard {
   /** `host:port` the browser would send as Host. */
   origin: string;
   prefix: string;
-  redisServer: RedisServerHandle;
-  redis: Redis;
+  /** The private Redis (one server, or a cluster) the dashboard reads. */
+  target: TestRedis;
+  redis: RedisClient;
   queues: QueueSet;
   /** GET with credentials. */
   get(path: string): Promise<Response>;
   /** POST a form with credentials (the admin's, unless headers carry others) and the given extra headers; redirects are not followed. */
   post(path: string, form: Record<string, string>, headers?: Record<string, string>): Promise<Response>;
+  /** Empties Redis (every master of a cluster). */
+  flush(): Promise<void>;
   close(): Promise<void>;
 }
 
-/** The real express app on port 0 against a private redis-server, as main.ts wires it. */
-export async function startDashboard(prefix = 'tw', log: Logger = createLogger('test', 'silent')): Promise<TestDashboard> {
-  const redisServer = await startRedisServer();
-  const redis = redisServer.client();
+/** The real express app on port 0 against a private redis-server (or Redis Cluster), as main.ts wires it. */
+export async function startDashboard(prefix = 'tw', log: Logger = createLogger('test', 'silent'), topology: Topology = 'standalone'): Promise<TestDashboard> {
+  const target = await startTestRedis(topology);
+  const redis = target.client();
   const queues = new QueueSet(redis, prefix, log);
   const app = await createDashboardApp({ catalog, queues, redis, log, users: await testUsers() });
   const http: Server = app.listen(0);
@@ -59,7 +61,7 @@ export async function startDashboard(prefix = 'tw', log: Logger = createLogger('
     base,
     origin: base,
     prefix,
-    redisServer,
+    target,
     redis,
     queues,
     get: (path) => fetch(`${base}${path}`, { headers: AUTH }),
@@ -70,11 +72,12 @@ export async function startDashboard(prefix = 'tw', log: Logger = createLogger('
         body: new URLSearchParams(form).toString(),
         redirect: 'manual',
       }),
+    flush: () => target.flush(),
     async close() {
       http.closeAllConnections();
       await new Promise((r) => http.close(r));
       await queues.close();
-      await redisServer.stop();
+      await target.stop();
     },
   };
 }
@@ -84,7 +87,7 @@ export async function startDashboard(prefix = 'tw', log: Logger = createLogger('
  * returns its DLQ id.
  */
 export async function deadLetterEmail(d: TestDashboard, jobId: string, opts: { reason?: string; body?: string } = {}): Promise<string> {
-  const worker = new Worker('email', null, { connection: d.redisServer.client(), prefix: d.prefix });
+  const worker = new Worker('email', null, { connection: d.target.client(), prefix: d.queues.keyspace('email').bullPrefix });
   await d.queues.get('email').add('email.send', { to: 'a@example.com', subject: 'hi', body: opts.body ?? jobId }, { jobId, attempts: 1 });
   const job = await waitFor(() => worker.getNextJob(`tok-${jobId}`), { what: 'take job' });
   await job.moveToFailed(new Error(opts.reason ?? 'smtp down'), `tok-${jobId}`);
@@ -110,6 +113,6 @@ export function useDashboardPerFile(use: (d: TestDashboard) => void): void {
     await started?.close();
   });
   beforeEach(async () => {
-    await started?.redis.flushdb();
+    await started?.flush();
   });
 }

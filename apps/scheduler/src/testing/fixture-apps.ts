@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { appEntry, freePort, redisEnvOf, REPO_ROOT, startApp, type AppProcess, type RedisClusterHandle } from '@tickwork/testkit';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@tickwork/runtime';
 import { FX_RUNS_KEY } from './fixture-catalog.js';
 
 /**
@@ -51,6 +51,6 @@ export interface FxRun {
   nominal: string;
 }
 
-export async function readRuns(redis: Redis): Promise<FxRun[]> {
+export async function readRuns(redis: RedisClient): Promise<FxRun[]> {
   return (await redis.lrange(FX_RUNS_KEY, 0, -1)).map((r) => JSON.parse(r) as FxRun);
 }

@@ -3,10 +3,9 @@
  * or dead-lettered, exactly once, where its kind says, and every completed job's run is recorded done in
  * the idempotency ledger.
  */
-import { IdempotencyLedger, listDeadLetters, type QueueSet } from '@tickwork/runtime';
+import { IdempotencyLedger, listDeadLetters, type QueueSet, type RedisClient } from '@tickwork/runtime';
 import { join } from 'node:path';
 import { appEntry, freePort, redisEnvOf, REPO_ROOT, startApp, waitFor, type AppProcess, type RedisClusterHandle } from '@tickwork/testkit';
-import type { Redis } from 'ioredis';
 import { expect } from 'vitest';
 import { CONSERVATION_QUEUE as Q } from './conservation-jobs.js';
 
@@ -66,7 +65,7 @@ export async function waitUntilSettled(queues: QueueSet, total: number, timeoutM
   );
 }
 
-export async function expectConserved(queues: QueueSet, redis: Redis, total: number): Promise<void> {
+export async function expectConserved(queues: QueueSet, redis: RedisClient, total: number): Promise<void> {
   const completed = new Set((await queues.get(Q).getCompleted(0, -1)).map((j) => String(j.id)));
   const dead = (await listDeadLetters(queues, Q)).map((d) => d.entry.originalJobId);
   const deadSet = new Set(dead);
@@ -85,7 +84,7 @@ export async function expectConserved(queues: QueueSet, redis: Redis, total: num
   const ledger = new IdempotencyLedger(redis, { prefix: CONSERVATION_PREFIX });
   const notRecorded: string[] = [];
   for (const id of completed) {
-    if ((await ledger.inspect(`c.${kindOf(Number(id.slice(2)))}#${id}`))?.state !== 'done') notRecorded.push(id);
+    if ((await ledger.inspect(`c.${kindOf(Number(id.slice(2)))}#${id}`, { kind: 'key', queue: Q }))?.state !== 'done') notRecorded.push(id);
   }
   expect(notRecorded).toEqual([]);
 }
