@@ -1,0 +1,194 @@
+/**
+ * The cluster row of `pnpm bench`: no-op jobs over several queues, drained at once (one Worker per queue,
+ * concurrency BENCH_CONCURRENCY each), on one Redis and on a private Redis Cluster of 3 masters with a
+ * replica each (testkit startRedisCluster), in the same run: bare BullMQ, and tickwork with every feature on
+ * (the stock worker pool). On the cluster the queues are picked so that each master serves as many of them
+ * (checked against the cluster's slot map before every drain); bare BullMQ gets a hash-tagged prefix per
+ * queue (`bench:{<queue>}`), as BullMQ needs on a cluster. Rounds are paired as in main.ts (every mode and
+ * side once per round, the order rotating, one uncounted warm-up round); ratios are medians of per-round
+ * ratios. On a small machine no gain is expected (every Redis process and the workers share its cores):
+ * the row shows that the queues' Redis work is spread over the masters (each master's share of Redis CPU)
+ * and what the cluster client costs (cluster / one node).
+ *
+ * Env: BENCH_CLUSTER=0 (leave the row out), BENCH_CLUSTER_JOBS (jobs per drain over all queues, default
+ * 12000), BENCH_CLUSTER_QUEUES (a multiple of 3, default 6), BENCH_ROUNDS, BENCH_CONCURRENCY.
+ */
+import { cpus } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { startRedisCluster, startRedisServer, type RedisClusterHandle } from '@tickwork/testkit';
+import { Queue, Worker } from 'bullmq';
+import { Cluster, Redis } from 'ioredis';
+import { createRedis, redisOptions } from '@tickwork/runtime';
+import { timeDrain, type Connect, type Drain, type Drained, type Side } from './cluster-drain.js';
+import { median } from './measure.js';
+
+const JOBS = Number(process.env.BENCH_CLUSTER_JOBS ?? 12_000);
+const QUEUES = Number(process.env.BENCH_CLUSTER_QUEUES ?? 6);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
+const MASTERS = 3;
+
+interface BenchSide extends Side {
+  connect: Connect;
+  /** `count` fresh queue names; on a cluster, as many on each master. */
+  queues(count: number): Promise<string[]>;
+}
+
+/** A mode: how one drain of `queues` on `side` is run. */
+type Mode = (side: BenchSide, queues: string[], jobsPerQueue: number) => Drain;
+
+let fresh = 0;
+const freshName = () => `cb${(fresh++).toString(36)}`;
+
+/** Bare BullMQ: a Worker per queue whose processor returns at once; keys hash-tagged per queue. */
+const bare: Mode = (side, queues, jobsPerQueue) => {
+  const prefix = (q: string) => `bench:{${q}}`;
+  const producer = side.connect('command');
+  const blocking: (Redis | ReturnType<Connect>)[] = [];
+  let workers: Worker[] = [];
+  const opened = queues.map((q) => new Queue(q, { connection: producer, prefix: prefix(q) }));
+  return {
+    fill: () => fillQueues(opened, jobsPerQueue),
+    async start() {
+      workers = queues.map((q) => {
+        const connection = side.connect('blocking');
+        blocking.push(connection);
+        return new Worker(q, async () => null, { connection, prefix: prefix(q), concurrency: CONCURRENCY });
+      });
+      return workers;
+    },
+    async close() {
+      await Promise.all(workers.map((w) => w.close()));
+      for (const c of blocking) c.disconnect();
+      await Promise.all(opened.map(async (q) => (await q.obliterate({ force: true }), await q.close())));
+      producer.disconnect();
+    },
+  };
+};
+
+async function fillQueues(queues: Queue[], jobsPerQueue: number): Promise<void> {
+  for (const queue of queues) {
+    for (let i = 0; i < jobsPerQueue; i += 1000) {
+      const n = Math.min(1000, jobsPerQueue - i);
+      await queue.addBulk(Array.from({ length: n }, (_, k) => ({ name: 'bench.noop', data: { i: i + k }, opts: { removeOnComplete: true, removeOnFail: true } })));
+    }
+  }
+}
+
+async function oneNode(): Promise<BenchSide & { stop: () => Promise<void> }> {
+  const server = await startRedisServer();
+  return {
+    label: 'one node',
+    connect: (role) => createRedis(server.url, role),
+    masters: async () => [new Redis(server.url)],
+    queues: async (count) => Array.from({ length: count }, freshName),
+    stop: () => server.stop(),
+  };
+}
+
+async function cluster(): Promise<BenchSide & { stop: () => Promise<void>; handle: RedisClusterHandle }> {
+  const handle = await startRedisCluster({ masters: MASTERS, replicas: 1 });
+  // No failover happens in the bench: the masters found once stay the masters.
+  const ports: number[] = [];
+  for (const node of handle.nodes) {
+    if ((await node.client().info('replication')).includes('role:master')) ports.push(node.port);
+  }
+  if (ports.length !== MASTERS) throw new Error(`the bench cluster has ${ports.length} masters, expected ${MASTERS}`);
+  return {
+    label: 'cluster',
+    handle,
+    connect: (role) => createClusterClient(handle, role),
+    masters: async () => ports.map((port) => new Redis({ port, host: '127.0.0.1' })),
+    async queues(count) {
+      const per = new Map<number, string[]>();
+      const picked: string[] = [];
+      while (picked.length < count) {
+        const name = freshName();
+        const owner = (await handle.masterOf(`{${name}}`)).port;
+        const mine = per.get(owner) ?? [];
+        if (mine.length >= count / MASTERS) continue;
+        per.set(owner, [...mine, name]);
+        picked.push(name);
+      }
+      if (per.size !== MASTERS) throw new Error(`queues landed on ${per.size} masters, expected ${MASTERS}`);
+      return picked;
+    },
+    stop: () => handle.stop(),
+  };
+}
+
+/** Until the runtime makes cluster clients: ioredis Cluster with the role's options per node. */
+function createClusterClient(handle: RedisClusterHandle, role: 'command' | 'blocking'): Cluster {
+  const nodes = handle.seeds.split(',').map((s) => ({ host: '127.0.0.1', port: Number(s.split(':')[1]) }));
+  return new Cluster(nodes, { redisOptions: redisOptions(role) });
+}
+
+const MODES: Record<string, Mode> = { bare };
+
+/** Runs the row and prints it. */
+export async function clusterSection(out: (s: string) => void): Promise<void> {
+  const per = Math.floor(JOBS / QUEUES);
+  out(
+    `\ncluster row: ${QUEUES} queues (${QUEUES / MASTERS} per master on the cluster), ${per * QUEUES} no-op jobs per drain, ` +
+      `concurrency ${CONCURRENCY} per queue; one node vs a cluster of ${MASTERS} masters + ${MASTERS} replicas, ${ROUNDS} rounds + warm-up\n`,
+  );
+  const one = await oneNode();
+  const clu = await cluster().catch(async (err: unknown) => {
+    await one.stop();
+    throw err;
+  });
+  const sides = [one, clu];
+  const runs = Object.keys(MODES).flatMap((mode) => sides.map((side) => ({ mode, side })));
+  const rates = new Map<string, number[]>();
+  const shares = new Map<string, number[][]>();
+  const key = (mode: string, side: Side) => `${mode} on ${side.label}`;
+  try {
+    for (let r = 0; r <= ROUNDS; r++) {
+      for (let i = 0; i < runs.length; i++) {
+        const { mode, side } = runs[(i + r) % runs.length] as (typeof runs)[number];
+        const jobs = r === 0 ? Math.max(Math.floor(per / 5), 100) : per;
+        const queues = await side.queues(QUEUES);
+        const m = await timeDrain(side, (MODES[mode] as Mode)(side, queues, jobs), jobs * QUEUES);
+        out(`  ${r === 0 ? 'warm-up' : `round ${r}`.padEnd(7)} ${key(mode, side).padEnd(22)} ${line(m)}\n`);
+        if (r === 0) continue;
+        (rates.get(key(mode, side)) ?? rates.set(key(mode, side), []).get(key(mode, side)))?.push(m.rate);
+        (shares.get(key(mode, side)) ?? shares.set(key(mode, side), []).get(key(mode, side)))?.push(m.shares);
+      }
+    }
+  } finally {
+    await Promise.all(sides.map((s) => s.stop()));
+  }
+  const ratioOf = (a: string, b: string) => {
+    const xs = rates.get(a) ?? [];
+    const ys = rates.get(b) ?? [];
+    return median(xs.map((x, i) => x / (ys[i] ?? NaN)));
+  };
+  for (const mode of Object.keys(MODES)) {
+    const spread = (shares.get(key(mode, clu)) ?? []).reduce((acc, s) => acc.map((a, i) => a + (s[i] ?? 0)), [0, 0, 0]).map((s) => s / ROUNDS);
+    out(
+      `  ${mode.padEnd(8)}: one node ${median(rates.get(key(mode, one)) ?? []).toFixed(0)} jobs/s, cluster ${median(rates.get(key(mode, clu)) ?? []).toFixed(0)} jobs/s: ` +
+        `cluster ${ratioOf(key(mode, clu), key(mode, one)).toFixed(2)}x one node; Redis CPU per master on the cluster ${spread.map((s) => `${(s * 100).toFixed(0)}%`).join(' / ')}\n`,
+    );
+  }
+  if (MODES.tickwork) {
+    out(`  tickwork against bare BullMQ: ${ratioOf(key('tickwork', one), key('bare', one)).toFixed(2)}x on one node, ${ratioOf(key('tickwork', clu), key('bare', clu)).toFixed(2)}x on the cluster\n`);
+  }
+  out(
+    `  no gain is expected on this machine (${cpus().length} cores shared by the ${MASTERS * 2} Redis processes and the workers): the row shows the queues' ` +
+      `Redis work spread over ${MASTERS} masters, so capacity (memory, one Redis core) is no longer one node's, and the cluster client's cost (cluster/one node)\n`,
+  );
+}
+
+const line = (m: Drained) =>
+  `${m.rate.toFixed(0).padStart(6)} jobs/s   cpu per job: node ${m.nodeUs.toFixed(0).padStart(3)} us, redis ${m.redisUs.toFixed(0).padStart(3)} us` +
+  (m.shares.length > 1 ? ` (per master ${m.shares.map((s) => `${(s * 100).toFixed(0)}%`).join(' / ')})` : '');
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  clusterSection((s) => process.stdout.write(s)).then(
+    () => process.exit(0),
+    (err: unknown) => {
+      process.stderr.write(`cluster bench failed: ${(err as Error).stack ?? String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}
