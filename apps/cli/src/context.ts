@@ -2,6 +2,7 @@ import {
   createEnqueue,
   createLogger,
   createRedis,
+  redisTargetOf,
   createSchedules,
   isRedisConnectionError,
   loadCatalog,
@@ -11,8 +12,8 @@ import {
   type Enqueue,
   type Logger,
   type Schedules,
+  type RedisClient,
 } from '@tickwork/runtime';
-import type { Redis } from 'ioredis';
 import type { CliEnv } from './env.js';
 
 /** What a command gets. Redis is connected lazily: `tickwork jobs` works with no Redis at all. */
@@ -23,7 +24,7 @@ export interface CommandContext {
   catalog: Catalog;
   log: Logger;
   out: Output;
-  redis(): Redis;
+  redis(): RedisClient;
   queues(): QueueSet;
   enqueue(): Enqueue;
   /** The runtime schedule API (catalog and runtime schedules), over the same Redis. */
@@ -31,7 +32,7 @@ export interface CommandContext {
 }
 
 export interface OpenContext extends CommandContext {
-  /** A command that failed because Redis could not be reached gets an error naming REDIS_URL instead. */
+  /** A command that failed because Redis could not be reached gets an error naming REDIS_URL (or REDIS_CLUSTER_NODES) instead. */
   explain(err: unknown): unknown;
   close(): Promise<void>;
 }
@@ -50,13 +51,14 @@ export interface Output {
 export async function createContext(env: CliEnv, args: string[], flags: Flags): Promise<OpenContext> {
   const log = createLogger('tickwork', env.LOG_LEVEL);
   const catalog = await loadCatalog(env.JOBS_MODULE, async () => (await import('@tickwork/jobs')).catalog);
-  let redis: Redis | undefined;
+  const target = redisTargetOf('tickwork', env);
+  let redis: RedisClient | undefined;
   let queues: QueueSet | undefined;
   let lastRedisError: Error | undefined;
   let redisErrors = 0;
   const getRedis = () => {
     if (!redis) {
-      redis = createRedis(env.REDIS_URL, 'command');
+      redis = createRedis(target, 'command');
       // Kept for the error message; without a listener ioredis prints every retry to stderr.
       redis.on('error', (err) => {
         lastRedisError = err;
@@ -88,7 +90,7 @@ export async function createContext(env: CliEnv, args: string[], flags: Flags): 
     schedules: () => (schedules ??= createSchedules({ redis: getRedis(), queues: getQueues(), catalog, log })),
     explain(err) {
       if (!isRedisConnectionError(err) || !lastRedisError) return err;
-      return redisUnavailable(env.REDIS_URL, `tried ${redisErrors} time(s)`, lastRedisError);
+      return redisUnavailable(target, `tried ${redisErrors} time(s)`, lastRedisError);
     },
     async close() {
       await queues?.close();

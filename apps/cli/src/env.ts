@@ -1,8 +1,8 @@
-import { logLevel, parseEnv, port, queuePrefix, redisUrl } from '@tickwork/runtime';
+import { logLevel, parseEnv, port, queuePrefix, redisEnv } from '@tickwork/runtime';
 import { z } from 'zod';
 
 const schema = z.object({
-  REDIS_URL: redisUrl,
+  ...redisEnv,
   QUEUE_PREFIX: queuePrefix,
   LOG_LEVEL: logLevel.default('warn'),
   JOBS_MODULE: z.string().optional(),

@@ -15,7 +15,7 @@ function help(): string {
     '',
     ...commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
     '',
-    'Env: REDIS_URL (default redis://127.0.0.1:6379), QUEUE_PREFIX, JOBS_MODULE.',
+    'Env: REDIS_URL (default redis://127.0.0.1:6379), REDIS_CLUSTER_NODES (a Redis Cluster), QUEUE_PREFIX, JOBS_MODULE.',
   ].join('\n');
 }
 

@@ -1,9 +1,8 @@
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
-import { createSchedules, dlqName, LIVE_BODY, readiness, redisPingCheck, type Catalog, type Logger, type QueueSet } from '@tickwork/runtime';
+import { createSchedules, dlqName, LIVE_BODY, readiness, redisPingCheck, type Catalog, type Logger, type QueueSet, type RedisClient } from '@tickwork/runtime';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
-import type { Redis } from 'ioredis';
 import { auditActions } from './audit.js';
 import { basicAuth, signedIn, type AuthOptions } from './basic-auth.js';
 import { createCsrf, sameOriginOnly, viewersReadOnly } from './csrf.js';
@@ -21,7 +20,7 @@ import type { DashboardUser } from './users.js';
 export interface DashboardDeps {
   catalog: Catalog;
   queues: QueueSet;
-  redis: Redis;
+  redis: RedisClient;
   log: Logger;
   /** Who may log in, with their roles (env.ts: dashboardUsers). */
   users: readonly DashboardUser[];

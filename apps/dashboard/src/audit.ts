@@ -1,6 +1,5 @@
-import { TickworkError, type Logger } from '@tickwork/runtime';
+import { TickworkError, type Logger, type RedisClient } from '@tickwork/runtime';
 import type { RequestHandler } from 'express';
-import type { Redis } from 'ioredis';
 import { signedIn } from './basic-auth.js';
 import { SAFE_METHODS } from './csrf.js';
 
@@ -26,7 +25,7 @@ export interface AuditEntry {
  * and appended to a capped stream in Redis for the /audit page. Installed right after the login check,
  * before the checks that may refuse the request, so they are recorded too.
  */
-export function auditActions(deps: { redis: Redis; prefix: string; log: Logger }): RequestHandler {
+export function auditActions(deps: { redis: RedisClient; prefix: string; log: Logger }): RequestHandler {
   const key = auditKey(deps.prefix);
   return (req, res, next) => {
     if (SAFE_METHODS.has(req.method)) return next();
@@ -48,7 +47,7 @@ export class AuditQueryError extends TickworkError {
 }
 
 /** One page, newest first; `before` is the id of the last entry of the previous page. */
-export async function readAudit(redis: Redis, prefix: string, opts: { before?: string | undefined; limit: number }): Promise<{ entries: AuditEntry[]; next: string | null }> {
+export async function readAudit(redis: RedisClient, prefix: string, opts: { before?: string | undefined; limit: number }): Promise<{ entries: AuditEntry[]; next: string | null }> {
   if (opts.before !== undefined && !/^\d{1,20}-\d{1,20}$/.test(opts.before)) throw new AuditQueryError('before must be an entry id such as 1717000000000-0');
   const raw = await redis.xrevrange(auditKey(prefix), opts.before === undefined ? '+' : `(${opts.before}`, '-', 'COUNT', opts.limit + 1);
   const entries = raw.slice(0, opts.limit).map(([id, fields]): AuditEntry => {

@@ -1,4 +1,4 @@
-import { logLevel, parseEnv, port, queuePrefix, redisStartupTimeoutMs, redisUrl } from '@tickwork/runtime';
+import { logLevel, parseEnv, port, queuePrefix, redisStartupTimeoutMs, redisEnv } from '@tickwork/runtime';
 import { z } from 'zod';
 import { parseUsers, plainAdmin, UsersConfigError, type DashboardUser } from './users.js';
 
@@ -7,7 +7,7 @@ const blankAsUnset = (v: unknown) => (typeof v === 'string' && v.trim() === '' ?
 
 const schema = z
   .object({
-    REDIS_URL: redisUrl,
+    ...redisEnv,
     REDIS_STARTUP_TIMEOUT_MS: redisStartupTimeoutMs,
     QUEUE_PREFIX: queuePrefix,
     PORT: port(3000),

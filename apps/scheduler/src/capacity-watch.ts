@@ -8,8 +8,8 @@ import {
   type Catalog,
   type Logger,
   type RedisMemoryInfo,
+  type RedisClient,
 } from '@tickwork/runtime';
-import type { Redis } from 'ioredis';
 
 /**
  * The scheduler's capacity watch. Every interval it refreshes the capacity gauges of `/metrics` (Redis
@@ -37,7 +37,7 @@ export function judgeMemory(ratio: number | null, alertRatio: number): MemorySta
 }
 
 export interface CapacityWatchDeps {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   catalog: Catalog;
   log: Logger;

@@ -1,4 +1,4 @@
-import { alertWebhookUrl, logLevel, metricsToken, nodeEnv, parseEnv, port, positiveInt, queuePrefix, redisStartupTimeoutMs, redisUrl } from '@tickwork/runtime';
+import { alertWebhookUrl, logLevel, metricsToken, nodeEnv, parseEnv, port, positiveInt, queuePrefix, redisStartupTimeoutMs, redisEnv } from '@tickwork/runtime';
 import { z } from 'zod';
 import { parseSpeedup } from './speedup.js';
 
@@ -6,7 +6,7 @@ const RATIO = 'must be a ratio between 0.1 and 0.99, e.g. 0.8';
 
 const schema = z
   .object({
-    REDIS_URL: redisUrl,
+    ...redisEnv,
     REDIS_STARTUP_TIMEOUT_MS: redisStartupTimeoutMs,
     QUEUE_PREFIX: queuePrefix,
     PORT: port(3001),

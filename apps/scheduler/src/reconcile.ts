@@ -8,8 +8,8 @@ import {
   type Catalog,
   type Logger,
   type QueueSet,
+  type RedisClient,
 } from '@tickwork/runtime';
-import type { Redis } from 'ioredis';
 
 export interface ScheduleRegistration {
   queue: string;
@@ -36,7 +36,7 @@ export interface ReconcileResult {
 export async function reconcileSchedules(opts: {
   catalog: Catalog;
   queues: QueueSet;
-  redis: Redis;
+  redis: RedisClient;
   log: Logger;
   speedupMs?: number | undefined;
 }): Promise<ReconcileResult> {

@@ -9,12 +9,12 @@ import {
   type DispatchResult,
   type Logger,
   type QueueSet,
+  type RedisClient,
 } from '@tickwork/runtime';
-import type { Redis } from 'ioredis';
 
 export interface TickDeps {
   queues: QueueSet;
-  redis: Redis;
+  redis: RedisClient;
   catalog: Catalog;
   log: Logger;
   graceMs: number;

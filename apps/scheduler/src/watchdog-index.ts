@@ -13,8 +13,8 @@ import {
   type Catalog,
   type Logger,
   type OccurrenceRecord,
+  type RedisClient,
 } from '@tickwork/runtime';
-import type { Redis } from 'ioredis';
 
 /**
  * The watchdog for runtime schedules that opted in (`watch: true`), without scanning them: per shard,
@@ -31,7 +31,7 @@ const PASS_LIMIT = 200;
 
 export interface IndexedWatchDeps {
   catalog: Catalog;
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   log: Logger;
   alerter: Pick<Alerter, 'scheduleHealth'>;

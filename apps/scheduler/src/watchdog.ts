@@ -14,8 +14,8 @@ import {
   type HealthStatus,
   type Logger,
   type ScheduleHealth,
+  type RedisClient,
 } from '@tickwork/runtime';
-import type { Redis } from 'ioredis';
 
 /**
  * The schedule watchdog, tickwork's dead-man's switch. Every interval it judges each schedule's health the
@@ -41,7 +41,7 @@ const SLOW_RUN_SCAN = 20;
 
 export interface WatchdogDeps {
   catalog: Catalog;
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   log: Logger;
   alerter: Pick<Alerter, 'scheduleHealth'>;

@@ -7,14 +7,16 @@ import {
   type CancelRequest,
   type Logger,
   type RedisOutageLog,
+  type RedisClient,
+  type RedisTarget,
 } from '@tickwork/runtime';
-import type { Redis } from 'ioredis';
 import { JobCancelledError } from './errors.js';
 
 export interface CancelListenerOptions {
-  redisUrl: string;
+  /** Where Redis is (REDIS_URL or the cluster), for the connections this opens. */
+  redisTarget: RedisTarget;
   /** A command connection: the subscriber connection can run nothing but (un)subscribe. */
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   log: Logger;
   outage?: RedisOutageLog | undefined;
@@ -45,7 +47,7 @@ const keyOf = (queue: string, jobId: string): string => JSON.stringify([queue, j
 export function startCancelListener(opts: CancelListenerOptions): CancelListener {
   const pending = new Map<string, CancelRequest>();
   const channel = cancelChannel(opts.prefix);
-  const sub = createRedis(opts.redisUrl, 'blocking');
+  const sub = createRedis(opts.redisTarget, 'blocking');
   if (opts.outage) opts.outage.watch(sub);
   else sub.on('error', (err) => opts.log.warn({ err: { message: err.message } }, 'cancel subscriber connection error'));
   let loaded = false;

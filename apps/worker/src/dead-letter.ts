@@ -10,13 +10,13 @@ import {
   type Logger,
   type MoveResult,
   type QueueSet,
+  type RedisClient,
 } from '@tickwork/runtime';
 import type { Job, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 
 export interface DeadLetterRoutingOptions {
   queues: QueueSet;
-  redis: Redis;
+  redis: RedisClient;
   catalog: Catalog;
   log: Logger;
   /** The process's outage log: a sweep that fails while Redis is known to be down is its to report. */

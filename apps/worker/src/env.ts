@@ -1,8 +1,8 @@
-import { alertWebhookUrl, databaseUrl, EnvError, logLevel, metricsToken, parseEnv, port, positiveInt, queuePrefix, redisStartupTimeoutMs, redisUrl, type Catalog } from '@tickwork/runtime';
+import { alertWebhookUrl, databaseUrl, EnvError, logLevel, metricsToken, parseEnv, port, positiveInt, queuePrefix, redisStartupTimeoutMs, redisEnv, type Catalog } from '@tickwork/runtime';
 import { z } from 'zod';
 
 const schema = z.object({
-  REDIS_URL: redisUrl,
+  ...redisEnv,
   REDIS_STARTUP_TIMEOUT_MS: redisStartupTimeoutMs,
   QUEUE_PREFIX: queuePrefix,
   PORT: port(3002),

@@ -29,7 +29,7 @@ async function run(jobs: AnyJob[], concurrency: number, add: (enqueue: ReturnTyp
   queues = new QueueSet(server.client(), 'tw', log);
   const enqueue = createEnqueue(catalog, queues);
   await add(enqueue);
-  pool = startWorkerPool({ catalog, redis: server.client(), log, enqueue, redisUrl: server.url, prefix: 'tw', concurrency });
+  pool = startWorkerPool({ catalog, redis: server.client(), log, enqueue, redisTarget: server.url, prefix: 'tw', concurrency });
   return { queues, enqueue };
 }
 

@@ -10,8 +10,8 @@ import {
   type AnyJob,
   type LateRunDecision,
   type ScheduledRun,
+  type RedisClient,
 } from '@tickwork/runtime';
-import type { Redis } from 'ioredis';
 
 const ON_TIME: LateRunDecision = { action: 'run', catchUp: false };
 
@@ -22,7 +22,7 @@ const ON_TIME: LateRunDecision = { action: 'run', catchUp: false };
  * included, and policies) and its due entry, the next occurrence the scheduler has not dealt with yet.
  */
 export async function judgeLateOccurrence(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   job: AnyJob,
   scheduled: ScheduledRun,

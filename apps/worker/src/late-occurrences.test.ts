@@ -13,6 +13,7 @@ import {
 import { freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
+import type { RedisClient } from '@tickwork/runtime';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { lateRunsKey } from './testing/late-fixtures.js';
 
@@ -26,7 +27,7 @@ const POLICIES: MissedPolicy[] = ['skip', 'once', 'all'];
 
 let server: RedisServerHandle;
 let redis: Redis;
-let queueConnection: Redis;
+let queueConnection: RedisClient;
 let queue: Queue;
 const apps: AppProcess[] = [];
 

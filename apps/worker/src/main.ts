@@ -23,7 +23,7 @@ process.setSourceMapsEnabled(true);
 
 async function main(): Promise<void> {
   const env = loadWorkerEnv(process.env);
-  const { log, catalog, redis, queues, outage, close } = await openAppContext('worker', env, async () => (await import('@tickwork/jobs')).catalog);
+  const { log, catalog, redis, queues, target, outage, close } = await openAppContext('worker', env, async () => (await import('@tickwork/jobs')).catalog);
   const selected = selectedQueues(env, catalog);
   const enqueue = createEnqueue(catalog, queues, { maxPayloadBytes: env.MAX_PAYLOAD_BYTES });
   const alerter = createAlerter({
@@ -39,7 +39,7 @@ async function main(): Promise<void> {
     redis,
     enqueue,
     log,
-    redisUrl: env.REDIS_URL,
+    redisTarget: target,
     prefix: env.QUEUE_PREFIX,
     concurrency: env.WORKER_CONCURRENCY,
     deadLetter,

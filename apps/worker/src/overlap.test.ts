@@ -3,6 +3,7 @@ import { createLogger, createRedis, createSchedules, OverlapGuard, QueueSet, rea
 import { freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import type { RedisClient } from '@tickwork/runtime';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { catalog, FX_KEYS, fxOverlapRuntime } from './testing/exactly-once-fixtures.js';
 import { readMetric } from './testing/read-metric.js';
@@ -16,7 +17,7 @@ const PREFIX = 'tickwork';
 let server: RedisServerHandle;
 let redis: Redis;
 let queue: Queue;
-let queueConnection: Redis;
+let queueConnection: RedisClient;
 let worker: AppProcess;
 let scheduler: AppProcess;
 let port: number;

@@ -1,6 +1,6 @@
 import type { Catalog, Enqueue, ExactlyOnce, Logger } from '@tickwork/runtime';
 import type { Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@tickwork/runtime';
 import type { CancelListener } from './cancel-listener.js';
 import { JobRun } from './pipeline/job-run.js';
 import { compose } from './pipeline/stage.js';
@@ -12,7 +12,7 @@ import { judgeLate, overlapPolicy, scheduleGate } from './pipeline/stages/schedu
 
 export interface ProcessorDeps {
   catalog: Catalog;
-  redis: Redis;
+  redis: RedisClient;
   enqueue: Enqueue;
   log: Logger;
   /** Idempotency ledger, overlap guard and locks. */
@@ -22,7 +22,7 @@ export interface ProcessorDeps {
    * result there ahead of the acknowledgement (see CompletionWriter). Without it, results are awaited on
    * the ledger's connection.
    */
-  ackConnectionOf?: (queue: string) => Promise<Redis> | undefined;
+  ackConnectionOf?: (queue: string) => Promise<RedisClient> | undefined;
   /** SCHEDULE_GRACE_MS: an occurrence starting later than this after its time is judged by its missed-run policy. */
   graceMs?: number;
   /** Operators' cancel requests (cancel-listener.ts); without it jobs cannot be cancelled. */

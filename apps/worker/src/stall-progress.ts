@@ -1,6 +1,6 @@
 import type { Logger } from '@tickwork/runtime';
 import type { Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@tickwork/runtime';
 
 /** Resets BullMQ's stall count (`stc` in the job hash) only while `token` still holds the job's lock. */
 const RESET_STALLS = `if redis.call('GET', KEYS[2]) == ARGV[1] and redis.call('EXISTS', KEYS[1]) == 1 then
@@ -18,7 +18,7 @@ return 0`;
  * Returns the run's `onStepRecorded` hook, or undefined for a job that never stalled (it costs nothing
  * then). The reset is fenced by the job's lock token, so a delivery that lost the job changes nothing.
  */
-export function stallResetOnProgress(opts: { job: Job; jobKey: string; token: string | undefined; redis: Redis; log: Logger }): (() => Promise<void>) | undefined {
+export function stallResetOnProgress(opts: { job: Job; jobKey: string; token: string | undefined; redis: RedisClient; log: Logger }): (() => Promise<void>) | undefined {
   const { job, token } = opts;
   if (!(job.stalledCounter > 0) || !token) return undefined;
   let reset: Promise<void> | undefined;

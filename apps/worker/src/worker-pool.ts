@@ -1,15 +1,15 @@
-import { createExactlyOnce, createRedis, isCancellationReason, type HealthCheck, type RedisOutageLog } from '@tickwork/runtime';
+import { createExactlyOnce, createRedis, keyspaceOn, isCancellationReason, type HealthCheck, type RedisOutageLog, type RedisClient, type RedisTarget } from '@tickwork/runtime';
 import { Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { startCancelListener } from './cancel-listener.js';
 import type { DeadLetterRouting } from './dead-letter.js';
 import { createProcessor, type ProcessorDeps } from './processor.js';
 import { createRecovery } from './recovery/recovery.js';
 
 export interface WorkerPoolOptions extends Omit<ProcessorDeps, 'redis' | 'exactlyOnce' | 'cancels'> {
-  redisUrl: string;
+  /** Where Redis is (REDIS_URL or the cluster), for the connections this opens. */
+  redisTarget: RedisTarget;
   /** Command connection shared with the processor (ledger, demo side effects). */
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   concurrency: number;
   queues?: readonly string[];
@@ -48,12 +48,12 @@ export interface WorkerPool {
 export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   // The ledger gets its own command connection, so its claims never queue behind demo/job traffic.
   // Auto-pipelining was measured (`pnpm bench`) to cost more Node CPU per job than it saved: off.
-  const ledgerRedis = createRedis(opts.redisUrl, 'command');
+  const ledgerRedis = createRedis(opts.redisTarget, 'command');
   if (opts.outage) opts.outage.watch(ledgerRedis);
   else ledgerRedis.on('error', (err) => opts.log.warn({ err: { message: err.message } }, 'ledger redis connection error'));
   // Recovery: a per-process heartbeat; a dead process's jobs and runs are taken over (recovery/recovery.ts).
   const recovery = createRecovery({
-    redisUrl: opts.redisUrl,
+    redisTarget: opts.redisTarget,
     prefix: opts.prefix,
     heartbeatMs: opts.heartbeatMs,
     deadAfterMs: opts.deadAfterMs,
@@ -72,7 +72,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   const byQueue = new Map<string, Worker>();
   // One subscriber connection for the process: a cancel request aborts the job wherever it runs.
   const cancels = startCancelListener({
-    redisUrl: opts.redisUrl,
+    redisTarget: opts.redisTarget,
     redis: ledgerRedis,
     prefix: opts.prefix,
     log: opts.log,
@@ -82,11 +82,11 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   const processor = createProcessor({ ...opts, exactlyOnce, cancels, ackConnectionOf: (queue) => ackConnectionOf(byQueue.get(queue)) });
   const queues = opts.queues ?? opts.catalog.queues;
   const workers = queues.map((queue) => {
-    const connection = createRedis(opts.redisUrl, 'blocking');
+    const connection = createRedis(opts.redisTarget, 'blocking');
     opts.outage?.watch(connection);
     const worker = new Worker(queue, processor, {
       connection,
-      prefix: opts.prefix,
+      prefix: keyspaceOn(connection, opts.prefix, queue).bullPrefix,
       concurrency: opts.concurrency,
       // A crashed worker's jobs are redelivered after the lock expires; handlers are idempotent.
       maxStalledCount: opts.maxStalledCount ?? 2,
@@ -156,8 +156,8 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
  * The connection `worker` acknowledges jobs on (moveToFinished). BullMQ hands out its ioredis instance
  * behind a thin proxy that passes commands through to it, so commands sent there share its order.
  */
-export function ackConnectionOf(worker: Worker | undefined): Promise<Redis> | undefined {
-  return worker?.getBackend().client as Promise<unknown> as Promise<Redis> | undefined;
+export function ackConnectionOf(worker: Worker | undefined): Promise<RedisClient> | undefined {
+  return worker?.getBackend().client as Promise<unknown> as Promise<RedisClient> | undefined;
 }
 
 /** BullMQ's limiter for a queue whose jobs set a rate limit (catalog.rateLimitOf). */

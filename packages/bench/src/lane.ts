@@ -10,7 +10,7 @@
 import { createLogger, createRedis, createSchedules, QueueSet } from '@tickwork/runtime';
 import { Queue } from 'bullmq';
 import { fileURLToPath } from 'node:url';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@tickwork/runtime';
 import { benchTick, catalog } from './schedules/catalog.js';
 import { cleanupAll, msUntilOk, percentile, privateRedis, sleep, startChild, type Child } from './schedules/harness.js';
 import type { LagReply } from './schedules/lag-recorder.js';
@@ -97,7 +97,7 @@ async function tickworkSide(): Promise<{ idle: Lags; backlog: Lags }> {
 
 async function bullmqSide(): Promise<{ idle: Lags; backlog: Lags }> {
   const redis = await privateRedis();
-  const connection: Redis = createRedis(redis.url, 'command');
+  const connection: RedisClient = createRedis(redis.url, 'command');
   const queue = new Queue('sched', { connection });
   try {
     const worker = await startChild(here('./schedules/bullmq-worker.js'), { REDIS_URL: redis.url, BENCH_QUEUE: 'sched', BENCH_CONCURRENCY: '50' }, { lagPort: true });

@@ -24,8 +24,8 @@
  * section), BENCH_LANE=0 (no scheduled-lane section), BENCH_LANE_SECONDS (default 45), BENCH_CLUSTER=0 (no
  * cluster row; cluster.ts has its own settings).
  */
-import { createCatalog, createExactlyOnce, parseLedgerRecord, createRedis, defineJob, runExactlyOnce, type Enqueue, type ExactlyOnce } from '@tickwork/runtime';
-import type { Redis } from 'ioredis';
+import { createCatalog, createExactlyOnce, parseLedgerRecord, createRedis, defineJob, runExactlyOnce, scanKeys, type Enqueue, type ExactlyOnce } from '@tickwork/runtime';
+import type { RedisClient } from '@tickwork/runtime';
 import { startRedisServer } from '@tickwork/testkit';
 import { createProcessor } from '@tickwork/worker';
 import type { Job } from 'bullmq';
@@ -227,10 +227,9 @@ async function peer(c50: SeriesResult): Promise<void> {
 }
 
 /** Deletes the keys a write series left (outside the timing). */
-async function clearKeys(redis: Redis, match: string, expected: number): Promise<void> {
+async function clearKeys(redis: RedisClient, match: string, expected: number): Promise<void> {
   let n = 0;
-  for await (const batch of redis.scanStream({ match, count: 1000 })) {
-    const keys = batch as string[];
+  for await (const keys of scanKeys(redis, match)) {
     n += keys.length;
     if (keys.length > 0) await redis.unlink(...keys);
   }
@@ -241,10 +240,9 @@ async function clearKeys(redis: Redis, match: string, expected: number): Promise
  * Every job of the round must have claimed and completed its own new key (a `done` key found instead
  * would mean the round measured duplicate suppression); then the keys go, so the next round starts fresh.
  */
-async function checkAndClearLedger(redis: Redis, eo: ExactlyOnce, jobs: number): Promise<void> {
+async function checkAndClearLedger(redis: RedisClient, eo: ExactlyOnce, jobs: number): Promise<void> {
   const keys: string[] = [];
-  const stream = redis.scanStream({ match: eo.ledger.keyOf('*'), count: 1000 });
-  for await (const batch of stream) keys.push(...(batch as string[]).filter((k) => !k.endsWith(':steps')));
+  for await (const batch of scanKeys(redis, eo.ledger.keyOf('*'))) keys.push(...batch.filter((k) => !k.endsWith(':steps')));
   let done = 0;
   for (let i = 0; i < keys.length; i += 1000) {
     const slice = keys.slice(i, i + 1000);

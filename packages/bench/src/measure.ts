@@ -2,7 +2,7 @@
  * One timed drain of a pre-filled queue by one BullMQ Worker (bench/main.ts runs it per mode and round):
  * jobs/s, the CPU each job cost Node and Redis, and the Redis commands each job cost the worker process.
  */
-import { completionWriter, createRedis } from '@tickwork/runtime';
+import { completionWriter, createRedis, type RedisClient } from '@tickwork/runtime';
 import { ackConnectionOf } from '@tickwork/worker';
 import { Queue, Worker, type Processor } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -10,7 +10,7 @@ import { Redis } from 'ioredis';
 export const PREFIX = 'bench';
 
 /** A mode's processor, made for the Worker that runs it (the ledger writes ahead on that Worker's connection). */
-export type ProcessorFor = (ack: () => Promise<Redis> | undefined) => Processor;
+export type ProcessorFor = (ack: () => Promise<RedisClient> | undefined) => Processor;
 
 export interface Measured {
   rate: number;
@@ -89,7 +89,7 @@ export async function measure(
 }
 
 /** CPU seconds the Redis server has used so far (user + system). */
-async function redisCpu(r: Redis): Promise<number> {
+async function redisCpu(r: RedisClient): Promise<number> {
   const info = await r.info('cpu');
   const get = (k: string) => Number(new RegExp(`${k}:([0-9.]+)`).exec(info)?.[1] ?? 0);
   return get('used_cpu_user') + get('used_cpu_sys');

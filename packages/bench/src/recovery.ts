@@ -100,7 +100,7 @@ async function keepAlive(s: SetUp): Promise<{ traffic: Traffic; finish: () => Pr
   const blocking = createRedis(server.url, 'blocking');
   const queue = new Queue(hold.queue, { connection: command, prefix: PREFIX });
   let recovery: Recovery | undefined;
-  if (s.heartbeat) recovery = createRecovery({ redisUrl: server.url, prefix: PREFIX, leaseMs: s.lockMs, maxStalledCount: 2, log: silent });
+  if (s.heartbeat) recovery = createRecovery({ redisTarget: server.url, prefix: PREFIX, leaseMs: s.lockMs, maxStalledCount: 2, log: silent });
   const exactlyOnce = createExactlyOnce(ledgerRedis, { prefix: PREFIX, leaseMs: s.lockMs, ...(recovery && { liveness: recovery.registry }) });
   const processor = createProcessor({ catalog, redis: command, enqueue, log: silent, exactlyOnce, ackConnectionOf: () => ackConnectionOf(worker) });
   const startedAt = performance.now();

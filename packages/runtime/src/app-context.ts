@@ -1,16 +1,14 @@
-import type { Redis } from 'ioredis';
 import type { Catalog } from './catalog.js';
 import { warnOnRedisMemoryConfig } from './capacity/memory-info.js';
-import { createRedis } from './connection.js';
+import { createRedis, type RedisClient, type RedisTarget } from './connection.js';
+import { redisTargetOf, type RedisEnv } from './env.js';
 import { loadCatalog } from './load-catalog.js';
 import { createLogger, type Logger } from './logger.js';
 import { QueueSet } from './queues.js';
 import { createRedisOutageLog, waitForRedis, type RedisOutageLog } from './redis-startup.js';
 
 /** The env fields every app shares (see env.ts). */
-export interface CommonEnv {
-  REDIS_URL: string;
-  QUEUE_PREFIX: string;
+export interface CommonEnv extends RedisEnv {
   LOG_LEVEL: string;
   JOBS_MODULE?: string | undefined;
   REDIS_STARTUP_TIMEOUT_MS?: number | undefined;
@@ -20,8 +18,10 @@ export interface AppContext {
   log: Logger;
   catalog: Catalog;
   /** Command connection (see connection.ts); blocking connections are made per Worker. */
-  redis: Redis;
+  redis: RedisClient;
   queues: QueueSet;
+  /** Where Redis is (REDIS_URL or REDIS_CLUSTER_NODES), for the app's other connections. */
+  target: RedisTarget;
   /** Logs a Redis outage once and its end; give it the app's other connections too. */
   outage: RedisOutageLog;
   close(): Promise<void>;
@@ -41,14 +41,15 @@ export async function openAppContext(
 ): Promise<AppContext> {
   const log = createLogger(app, env.LOG_LEVEL);
   const catalog = await loadCatalog(env.JOBS_MODULE, defaultCatalog);
-  const redis = createRedis(env.REDIS_URL, 'command');
+  const target = redisTargetOf(app, env);
+  const redis = createRedis(target, 'command');
   try {
-    await waitForRedis(redis, env.REDIS_URL, env.REDIS_STARTUP_TIMEOUT_MS ?? 10_000);
+    await waitForRedis(redis, target, env.REDIS_STARTUP_TIMEOUT_MS ?? 10_000);
   } catch (err) {
     redis.disconnect();
     throw err;
   }
-  const outage = createRedisOutageLog(log, env.REDIS_URL);
+  const outage = createRedisOutageLog(log, target);
   outage.watch(redis);
   const queues = new QueueSet(redis, env.QUEUE_PREFIX, log, outage.note);
   void warnOnRedisMemoryConfig(redis, log);
@@ -57,6 +58,7 @@ export async function openAppContext(
     catalog,
     redis,
     queues,
+    target,
     outage,
     async close() {
       // During an outage a graceful close would wait for a Redis that is not there: drop the connection.

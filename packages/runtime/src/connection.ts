@@ -1,4 +1,4 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 
 /**
  * Connection roles follow BullMQ's production guide:
@@ -12,14 +12,79 @@ import { Redis, type RedisOptions } from 'ioredis';
  */
 export type ConnectionRole = 'blocking' | 'command';
 
+/** One Redis (standalone) or a Redis Cluster: every shared connection is typed this way. */
+export type RedisClient = Redis | Cluster;
+
+/**
+ * Where Redis is: a `redis://` / `rediss://` URL (one Redis), or a cluster's seed nodes. On a cluster the
+ * URL still gives the credentials and TLS (`rediss://`) every node is reached with; its host is ignored.
+ */
+export type RedisTarget = string | ClusterTarget;
+
+export interface ClusterTarget {
+  /** Seed nodes (REDIS_CLUSTER_NODES); the client discovers the others from them. */
+  nodes: { host: string; port: number }[];
+  /** REDIS_URL: its user, password and scheme (rediss: TLS) apply to every node. */
+  url: string;
+  /** How long a command keeps retrying through a master's failover (REDIS_CLUSTER_FAILOVER_MS). */
+  failoverMs: number;
+}
+
+/** Default REDIS_CLUSTER_FAILOVER_MS: Redis's default cluster-node-timeout (15 s), the promotion after it, and margin. */
+export const DEFAULT_CLUSTER_FAILOVER_MS = 30_000;
+
+/** Delay between retries while a slot's master is unreachable or the cluster is down (ioredis's default is 100 ms). */
+export const CLUSTER_RETRY_DELAY_MS = 200;
+
 export function redisOptions(role: ConnectionRole): RedisOptions {
   return role === 'blocking'
     ? { maxRetriesPerRequest: null, enableReadyCheck: true, retryStrategy: backoff }
     : { maxRetriesPerRequest: 3, enableOfflineQueue: true, retryStrategy: backoff };
 }
 
-export function createRedis(url: string, role: ConnectionRole): Redis {
-  return new Redis(url, redisOptions(role));
+/**
+ * Cluster options that carry commands through a master's failover instead of failing them. A command sent
+ * to a killed master fails with "Connection is closed"; ioredis then waits `retryDelayOnFailover`, asks
+ * another node (which answers MOVED to the dead master until its replica is promoted) and tries again. Each
+ * failed try and each MOVED spends one of `maxRedirections`, so a command survives about
+ * `maxRedirections / 2 × retryDelayOnFailover`. ioredis's default (16 × 100 ms) is shorter than any
+ * promotion (cluster-node-timeout, 15 s by default, plus the election): commands in flight then failed,
+ * and jobs already done were retried or marked failed. `maxRedirections` is sized here so that budget
+ * covers `failoverMs`.
+ */
+export function clusterOptions(role: ConnectionRole, target: ClusterTarget): ClusterOptions {
+  const { retryStrategy: _perNode, enableOfflineQueue: _offline, ...node } = redisOptions(role);
+  return {
+    redisOptions: { ...node, ...credentialsOf(target.url) },
+    maxRedirections: Math.ceil((2 * target.failoverMs) / CLUSTER_RETRY_DELAY_MS),
+    retryDelayOnFailover: CLUSTER_RETRY_DELAY_MS,
+    retryDelayOnClusterDown: CLUSTER_RETRY_DELAY_MS,
+    retryDelayOnTryAgain: CLUSTER_RETRY_DELAY_MS,
+    // Commands made while the client (re)discovers the cluster wait for it, in order, as on one Redis.
+    enableOfflineQueue: true,
+    enableReadyCheck: true,
+    clusterRetryStrategy: backoff,
+  };
+}
+
+export function createRedis(target: RedisTarget, role: ConnectionRole): RedisClient {
+  if (typeof target === 'string') return new Redis(target, redisOptions(role));
+  return new Cluster(target.nodes, clusterOptions(role, target));
+}
+
+/** Whether `redis` is a Redis Cluster client (ioredis marks both classes). */
+export function isClusterClient(redis: RedisClient): redis is Cluster {
+  return redis.isCluster;
+}
+
+/** The user, password and TLS of a redis:// URL, for the cluster's node connections. */
+function credentialsOf(url: string): Pick<RedisOptions, 'username' | 'password' | 'tls'> {
+  const u = new URL(url);
+  return {
+    ...(u.username && { username: decodeURIComponent(u.username) }),
+    ...(u.password && { password: decodeURIComponent(u.password) }),
+    ...(u.protocol === 'rediss:' && { tls: {} }),
+  };
 }
 
 /** Reconnect quickly at first, then at most every 2 s, forever: a worker should outlive a Redis restart. */

@@ -1,5 +1,5 @@
 import type { DurationLike } from 'luxon';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection.js';
 import type { z } from 'zod';
 import type { Logger } from './logger.js';
 import type { LockFn } from './locks/with-lock.js';
@@ -109,7 +109,7 @@ export interface JobContext<TData> {
   /** Enqueue another catalog job (validated). */
   enqueue: Enqueue;
   /** The platform's Redis command connection, for job-owned state (the demo jobs keep their ledgers here). */
-  readonly redis: Redis;
+  readonly redis: RedisClient;
 }
 
 export interface JobDefinition<S extends z.ZodObject = z.ZodObject, R = unknown> {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_CLUSTER_FAILOVER_MS, type RedisTarget } from './connection.js';
 import { EnvError } from './errors.js';
 
 /**
@@ -52,7 +53,7 @@ export const logLevel = z
 export const queuePrefix = z
   .string()
   .default('tickwork')
-  .describe('Redis key prefix for every queue; use a {hash tag} such as {tickwork} on Redis Cluster');
+  .describe('Redis key prefix for every key tickwork writes; on Redis Cluster tickwork tags each queue itself, so no {hash tag} here');
 
 /** A positive integer, written as digits (`1e9` is refused), optionally at most `max`. */
 export const positiveInt = (fallback: number, max = Number.MAX_SAFE_INTEGER) =>
@@ -83,3 +84,61 @@ export const alertWebhookUrl = z
  * private network); set but short is refused, as a guessable token protects nothing.
  */
 export const metricsToken = z.string().min(16, 'must be at least 16 characters (e.g. openssl rand -hex 24)').optional();
+
+const HOST_PORT = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$/;
+const NODES_FORMAT = 'must be host:port[,host:port...], e.g. redis-0:6379,redis-1:6379';
+
+/**
+ * REDIS_CLUSTER_NODES: seed nodes of a Redis Cluster. When set, every app uses a cluster client and
+ * REDIS_URL gives only the credentials and TLS (see connection.ts).
+ */
+export const redisClusterNodes = z
+  .string()
+  .optional()
+  .transform((raw, ctx) => {
+    if (raw === undefined) return undefined;
+    const parts = raw.split(',').map((p) => p.trim());
+    const nodes: { host: string; port: number }[] = [];
+    for (const part of parts) {
+      const m = HOST_PORT.exec(part);
+      const port = Number(m?.[2]);
+      if (!m || port < 1 || port > 65535) {
+        ctx.addIssue({ code: 'custom', message: `${NODES_FORMAT} (${JSON.stringify(part)} is not host:port)` });
+        return z.NEVER;
+      }
+      nodes.push({ host: (m[1] as string).replace(/^\[|\]$/g, ''), port });
+    }
+    return nodes;
+  });
+
+/** REDIS_CLUSTER_FAILOVER_MS: how long a command rides out a master's failover (see clusterOptions). */
+export const redisClusterFailoverMs = positiveInt(DEFAULT_CLUSTER_FAILOVER_MS);
+
+/** The Redis variables every app reads: one Redis (REDIS_URL) or a cluster (REDIS_CLUSTER_NODES). */
+export const redisEnv = {
+  REDIS_URL: redisUrl,
+  REDIS_CLUSTER_NODES: redisClusterNodes,
+  REDIS_CLUSTER_FAILOVER_MS: redisClusterFailoverMs,
+};
+
+export interface RedisEnv {
+  REDIS_URL: string;
+  REDIS_CLUSTER_NODES?: { host: string; port: number }[] | undefined;
+  REDIS_CLUSTER_FAILOVER_MS?: number | undefined;
+  QUEUE_PREFIX: string;
+}
+
+/**
+ * Where `app` finds Redis. On a cluster, QUEUE_PREFIX must carry no hash tag: tickwork gives each queue
+ * its own (`<prefix>:{<queue>}`), and a tag in the prefix would put every queue on one slot, or be
+ * ignored in favour of it (Redis hashes the first {...} of a key only).
+ */
+export function redisTargetOf(app: string, env: RedisEnv): RedisTarget {
+  if (env.REDIS_CLUSTER_NODES === undefined) return env.REDIS_URL;
+  if (/[{}]/.test(env.QUEUE_PREFIX)) {
+    throw new EnvError(app, [
+      `QUEUE_PREFIX is invalid: ${JSON.stringify(env.QUEUE_PREFIX)} contains { or }, refused with REDIS_CLUSTER_NODES: tickwork gives each queue its own hash tag; use a plain prefix such as tickwork`,
+    ]);
+  }
+  return { nodes: env.REDIS_CLUSTER_NODES, url: env.REDIS_URL, failoverMs: env.REDIS_CLUSTER_FAILOVER_MS ?? DEFAULT_CLUSTER_FAILOVER_MS };
+}

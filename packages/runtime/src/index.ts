@@ -52,3 +52,6 @@ export * from './auth/password-hash.js';
 export * from './cancel/cancel-requests.js';
 export * from './schedules/index.js';
 export { defineScript, runScript, runScriptMany, type Script } from './redis/scripts.js';
+export * from './redis/keyspace.js';
+export { groupBySlot, pipelineBySlot, slotOf, readBySlot, type SlotCommand, type PipelineReply } from './redis/by-slot.js';
+export { keyNodes, scanKeys } from './redis/scan.js';

@@ -1,7 +1,8 @@
 import { Queue, type JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection.js';
 import type { AnyJob } from './define-job.js';
 import type { Logger } from './logger.js';
+import { DLQ_SUFFIX, keyspaceOn, type QueueKeyspace } from './redis/keyspace.js';
 
 export const DEFAULT_ATTEMPTS = 3;
 
@@ -14,7 +15,7 @@ export const EVENTS_MAX_LEN = 1000;
 
 /** The dead-letter queue that receives the final failures of `queue`. */
 export function dlqName(queue: string): string {
-  return `${queue}.dlq`;
+  return `${queue}${DLQ_SUFFIX}`;
 }
 
 /** Default BullMQ job options for a catalog job: its retry policy, and bounded retention of finished jobs. */
@@ -37,7 +38,7 @@ export class QueueSet {
   private readonly queues = new Map<string, Queue>();
 
   constructor(
-    private readonly connection: Redis,
+    private readonly connection: RedisClient,
     readonly prefix: string,
     private readonly log: Logger,
     /** Takes connection errors (an outage is logged once, see redis-startup.ts); true when it did. */
@@ -45,14 +46,19 @@ export class QueueSet {
   ) {}
 
   /** The connection the queues share, for reads BullMQ has no call for (a DLQ page's ids). */
-  get redis(): Redis {
+  get redis(): RedisClient {
     return this.connection;
+  }
+
+  /** Where `name`'s keys live (redis/keyspace.ts): as always on one Redis, under the queue's own tag on a cluster. */
+  keyspace(name: string): QueueKeyspace {
+    return keyspaceOn(this.connection, this.prefix, name);
   }
 
   get(name: string): Queue {
     let queue = this.queues.get(name);
     if (!queue) {
-      queue = new Queue(name, { connection: this.connection, prefix: this.prefix, streams: { events: { maxLen: EVENTS_MAX_LEN } } });
+      queue = new Queue(name, { connection: this.connection, prefix: this.keyspace(name).bullPrefix, streams: { events: { maxLen: EVENTS_MAX_LEN } } });
       queue.on('error', (err) => {
         if (!this.connectionError(err)) this.log.error({ err, queue: name }, 'queue error');
       });

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient, RedisTarget } from './connection.js';
 import { TickworkError } from './errors.js';
 import type { Logger } from './logger.js';
 
@@ -33,14 +33,21 @@ export function isRedisConnectionError(err: unknown): boolean {
   return (typeof code === 'string' && CONNECTION_CODES.has(code)) || isRedisAuthError(err) || /Connection is closed|max retries per request/i.test(err.message);
 }
 
-/** The message for a Redis that could not be used, naming REDIS_URL (redacted) and what was tried. */
-export function redisUnavailable(url: string, tried: string, last: unknown): RedisUnavailableError {
-  const where = `Redis at REDIS_URL=${redactRedisUrl(url)}`;
+/** The variable naming where Redis is, for a log line or an error: REDIS_URL (redacted) or REDIS_CLUSTER_NODES. */
+export function describeRedisTarget(target: RedisTarget): string {
+  if (typeof target === 'string') return `REDIS_URL=${redactRedisUrl(target)}`;
+  return `REDIS_CLUSTER_NODES=${target.nodes.map((n) => `${n.host}:${n.port}`).join(',')}`;
+}
+
+/** The message for a Redis that could not be used, naming REDIS_URL (redacted) or the cluster's nodes, and what was tried. */
+export function redisUnavailable(target: RedisTarget, tried: string, last: unknown): RedisUnavailableError {
+  const where = `${typeof target === 'string' ? 'Redis' : 'Redis Cluster'} at ${describeRedisTarget(target)}`;
+  const variable = typeof target === 'string' ? 'REDIS_URL' : 'REDIS_CLUSTER_NODES';
   const lastMessage = last instanceof Error ? last.message : 'no answer';
   if (isRedisAuthError(last)) {
     return new RedisUnavailableError(`${where} refused the credentials (${lastMessage}); check the password (and user) in REDIS_URL`);
   }
-  return new RedisUnavailableError(`cannot reach ${where}: ${tried}, last error: ${lastMessage}; check REDIS_URL and that Redis is running`);
+  return new RedisUnavailableError(`cannot reach ${where}: ${tried}, last error: ${lastMessage}; check ${variable} and that Redis is running`);
 }
 
 /**
@@ -48,7 +55,7 @@ export function redisUnavailable(url: string, tried: string, last: unknown): Red
  * (at once: retrying will not fix a password) or has not answered within `timeoutMs`. A Redis that never
  * answered at start is a configuration error, reported as such, not retried forever.
  */
-export function waitForRedis(redis: Redis, url: string, timeoutMs: number): Promise<void> {
+export function waitForRedis(redis: RedisClient, url: RedisTarget, timeoutMs: number): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();
   return new Promise((resolve, reject) => {
     let attempts = 0;
@@ -74,7 +81,7 @@ export function waitForRedis(redis: Redis, url: string, timeoutMs: number): Prom
 
 export interface RedisOutageLog {
   /** Follows a connection: its errors feed the outage, its `ready` ends it. */
-  watch(redis: Redis): void;
+  watch(redis: RedisClient): void;
   /** Counts a connection error (true) or leaves any other error to the caller (false). */
   note(err: unknown): boolean;
   /** Whether Redis is unreachable right now. */
@@ -86,10 +93,10 @@ export interface RedisOutageLog {
  * is back; the retries in between (ioredis reconnects with backoff, see connection.ts) are only counted.
  * One log for all of a process's connections: they share a Redis, so they share its outages.
  */
-export function createRedisOutageLog(log: Logger, url: string): RedisOutageLog {
+export function createRedisOutageLog(log: Logger, url: RedisTarget): RedisOutageLog {
   let since: number | undefined;
   let failures = 0;
-  const redis = redactRedisUrl(url);
+  const redis = typeof url === 'string' ? redactRedisUrl(url) : describeRedisTarget(url);
   const note = (err: unknown): boolean => {
     if (!isRedisConnectionError(err)) return false;
     failures += 1;

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection.js';
 
 /**
  * Every queue tickwork has ever served, kept in Redis. Reconciliation reads it so a queue whose last job
@@ -9,10 +9,10 @@ export function queueRegistryKey(prefix: string): string {
   return `${prefix}:meta:queues`;
 }
 
-export async function registerQueues(redis: Redis, prefix: string, queues: readonly string[]): Promise<void> {
+export async function registerQueues(redis: RedisClient, prefix: string, queues: readonly string[]): Promise<void> {
   if (queues.length > 0) await redis.sadd(queueRegistryKey(prefix), ...queues);
 }
 
-export async function knownQueues(redis: Redis, prefix: string): Promise<string[]> {
+export async function knownQueues(redis: RedisClient, prefix: string): Promise<string[]> {
   return (await redis.smembers(queueRegistryKey(prefix))).sort();
 }

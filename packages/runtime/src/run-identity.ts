@@ -160,16 +160,16 @@ const windowsOf = new WeakMap<AnyJob, { own: number | undefined; catchUp: number
  *   longer: the scheduler enqueues an occurrence again (after a replica died mid-way, or a catch-up) only
  *   within the catch-up window.
  */
-export function runRecordPlaceOf(job: AnyJob, delivery: Delivery, jobKey: string, defaultWindowMs: number): RunRecordPlace {
+export function runRecordPlaceOf(job: AnyJob, delivery: Delivery, jobKey: string, defaultWindowMs: number, queue?: string): RunRecordPlace {
   const keyed = delivery.redrive || delivery.scheduled || delivery.repeatJobKey || job.idempotencyKey;
-  if (!keyed && isGeneratedJobId(delivery.id)) return { kind: 'job', jobKey };
+  if (!keyed && isGeneratedJobId(delivery.id)) return { kind: 'job', jobKey, queue };
   let w = windowsOf.get(job);
   if (!w) {
     w = { own: idempotencyWindowMs(job), catchUp: job.schedule ? policiesOf(job.name, job.schedule).catchUpWindowMs : 0 };
     windowsOf.set(job, w);
   }
   const own = w.own ?? defaultWindowMs;
-  return { kind: 'key', windowMs: delivery.scheduled ? Math.max(own, w.catchUp) : own };
+  return { kind: 'key', windowMs: delivery.scheduled ? Math.max(own, w.catchUp) : own, queue };
 }
 
 /** BullMQ's own ids are integers from a counter; it refuses integer ids from producers (`Custom Id cannot be integers`). */

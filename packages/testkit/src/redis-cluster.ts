@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { DEFAULT_CLUSTER_FAILOVER_MS, type ClusterTarget } from '@tickwork/runtime';
 import { Cluster, Redis } from 'ioredis';
 import { freePort } from './free-port.js';
 import { spawnRedisServer } from './redis-server.js';
@@ -25,6 +26,10 @@ export interface RedisClusterHandle {
   nodes: ClusterNodeHandle[];
   /** `127.0.0.1:<port>,...`: every node, for REDIS_CLUSTER_NODES-style configuration. */
   seeds: string;
+  /** The env an app process needs to use this cluster (`REDIS_CLUSTER_NODES`), for startApp. */
+  env: { REDIS_CLUSTER_NODES: string };
+  /** The same cluster as tickwork's createRedis takes it (no credentials, the default failover budget). */
+  target: ClusterTarget;
   /** An ioredis Cluster client over every node (closed by stop()). */
   client(): Cluster;
   /** The node that is master of `key`'s slot right now. */
@@ -138,6 +143,8 @@ export async function startRedisCluster(opts: { masters?: number; replicas?: num
   return {
     nodes,
     seeds: ports.map((p) => `127.0.0.1:${p}`).join(','),
+    env: { REDIS_CLUSTER_NODES: ports.map((p) => `127.0.0.1:${p}`).join(',') },
+    target: { nodes: ports.map((port) => ({ host: '127.0.0.1', port })), url: 'redis://127.0.0.1', failoverMs: DEFAULT_CLUSTER_FAILOVER_MS },
     client() {
       const c = new Cluster(ports.map((port) => ({ host: '127.0.0.1', port })), { redisOptions: { maxRetriesPerRequest: 3 } });
       c.on('error', () => undefined);

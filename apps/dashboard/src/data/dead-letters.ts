@@ -1,10 +1,9 @@
-import { dlqListing, knownQueues, type Catalog, type DlqListing, type DlqListQuery, type QueueSet } from '@tickwork/runtime';
-import type { Redis } from 'ioredis';
+import { dlqListing, knownQueues, type Catalog, type DlqListing, type DlqListQuery, type QueueSet, type RedisClient } from '@tickwork/runtime';
 
 export interface DeadLetterSource {
   catalog: Catalog;
   queues: QueueSet;
-  redis: Redis;
+  redis: RedisClient;
 }
 
 /** Origin queues: the catalog's and any queue served before (a DLQ outlives the job that filled it). */

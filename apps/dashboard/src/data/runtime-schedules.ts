@@ -1,5 +1,4 @@
-import { readHistory, TickworkError, type ListPage, type OccurrenceRecord, type Schedules, type ScheduleView } from '@tickwork/runtime';
-import type { Redis } from 'ioredis';
+import { readHistory, TickworkError, type ListPage, type OccurrenceRecord, type Schedules, type ScheduleView, type RedisClient } from '@tickwork/runtime';
 import { HISTORY_ROWS } from './schedules.js';
 
 /** A listing parameter the dashboard cannot use (a 400 that names it). */
@@ -51,7 +50,7 @@ export async function loadRuntimePage(api: Schedules, q: RuntimeQuery): Promise<
 }
 
 /** One schedule as the store keeps it, with its recent history; undefined when there is none of that id. */
-export async function loadScheduleState(api: Schedules, redis: Redis, prefix: string, id: string): Promise<{ view: ScheduleView; history: OccurrenceRecord[] } | undefined> {
+export async function loadScheduleState(api: Schedules, redis: RedisClient, prefix: string, id: string): Promise<{ view: ScheduleView; history: OccurrenceRecord[] } | undefined> {
   const view = await api.get(id);
   if (!view) return undefined;
   return { view, history: await readHistory(redis, prefix, id, HISTORY_ROWS) };

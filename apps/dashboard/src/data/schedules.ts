@@ -1,12 +1,11 @@
-import { loadScheduleOverview, loadScheduleOverviews, readHistory, type Catalog, type OccurrenceRecord, type ScheduleOverview } from '@tickwork/runtime';
-import type { Redis } from 'ioredis';
+import { loadScheduleOverview, loadScheduleOverviews, readHistory, type Catalog, type OccurrenceRecord, type ScheduleOverview, type RedisClient } from '@tickwork/runtime';
 
 /** One schedule on the pages: what `tickwork schedules` shows too (see loadScheduleOverviews). */
 export type ScheduleRow = ScheduleOverview;
 
 export interface ScheduleSource {
   catalog: Catalog;
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
 }
 

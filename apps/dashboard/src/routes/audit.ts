@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@tickwork/runtime';
 import { AuditQueryError, readAudit } from '../audit.js';
 import { html } from '../html.js';
 import { layout } from '../pages/layout.js';
@@ -11,7 +11,7 @@ import { sendPage } from './respond.js';
  * (`before` continues after an entry, `limit` 1 to 200, default 50). Open to every role: viewers see
  * every page, and the log holds who did what, never a secret.
  */
-export function auditRouter(src: { redis: Redis; prefix: string }): Router {
+export function auditRouter(src: { redis: RedisClient; prefix: string }): Router {
   const router = Router();
   const query = (q: Record<string, unknown>) => {
     const before = q.before;

@@ -6,9 +6,9 @@ import {
   requestCancel,
   type Catalog,
   type QueueSet,
+  type RedisClient,
 } from '@tickwork/runtime';
 import express, { Router, type Request, type Response } from 'express';
-import type { Redis } from 'ioredis';
 import { signedIn } from '../basic-auth.js';
 import type { Csrf } from '../csrf.js';
 import { originQueues } from '../data/dead-letters.js';
@@ -39,7 +39,7 @@ function flashOf(req: Request): Flash | undefined {
  * `GET /jobs` (the running jobs of one queue, a page at a time: BullMQ's active list is read by range,
  * never whole) and `POST /jobs/:queue/cancel` (admins; behind the Origin check and the form token).
  */
-export function jobsRouter(src: { catalog: Catalog; queues: QueueSet; redis: Redis }, csrf: Csrf): Router {
+export function jobsRouter(src: { catalog: Catalog; queues: QueueSet; redis: RedisClient }, csrf: Csrf): Router {
   const router = Router();
   const form = express.urlencoded({ extended: false, limit: '4kb' });
 

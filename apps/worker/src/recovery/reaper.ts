@@ -1,7 +1,6 @@
-import { evalCached, type DeadWorker, type Logger } from '@tickwork/runtime';
+import { evalCached, type DeadWorker, type Logger, type RedisClient } from '@tickwork/runtime';
 import { createHash } from 'node:crypto';
 import { Job, type Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 
 /** BullMQ's own wording, so a dead letter reads the same whichever check counted the last stall. */
 export const STALLED_REASON = 'job stalled more than allowable limit';
@@ -22,7 +21,7 @@ return stalled`;
 const COUNT_STALL_SHA = createHash('sha1').update(COUNT_STALL_LUA).digest('hex');
 
 export interface ReaperOptions {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   /** The registry's key (its members are removed once reaped). */
   registryKey: string;

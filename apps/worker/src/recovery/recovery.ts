@@ -1,4 +1,4 @@
-import { createRedis, WorkerRegistry, type Logger, type RedisOutageLog } from '@tickwork/runtime';
+import { createRedis, WorkerRegistry, type Logger, type RedisOutageLog, type RedisTarget } from '@tickwork/runtime';
 import type { Worker } from 'bullmq';
 import { createReaper } from './reaper.js';
 
@@ -7,7 +7,8 @@ export const DEFAULT_HEARTBEAT_MS = 1000;
 export const DEFAULT_DEAD_AFTER_MS = 5000;
 
 export interface RecoveryOptions {
-  redisUrl: string;
+  /** Where Redis is (REDIS_URL or the cluster), for the connections this opens. */
+  redisTarget: RedisTarget;
   prefix: string;
   heartbeatMs?: number | undefined;
   deadAfterMs?: number | undefined;
@@ -31,7 +32,7 @@ export interface Recovery {
 export function createRecovery(opts: RecoveryOptions): Recovery {
   // A connection of its own: a handler's slow or blocking command on the shared connection must never delay
   // a beat (a late beat looks like a death), and the ledger's claims never wait behind the reaper.
-  const redis = createRedis(opts.redisUrl, 'command');
+  const redis = createRedis(opts.redisTarget, 'command');
   if (opts.outage) opts.outage.watch(redis);
   else redis.on('error', (err) => opts.log.warn({ err: { message: err.message } }, 'registry redis connection error'));
   const deadAfterMs = opts.deadAfterMs ?? DEFAULT_DEAD_AFTER_MS;

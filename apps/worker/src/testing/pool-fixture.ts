@@ -29,7 +29,7 @@ export async function startPoolFixture(catalog: Catalog, served: readonly string
     redis,
     log,
     enqueue: createEnqueue(catalog, queues),
-    redisUrl: server.url,
+    redisTarget: server.url,
     prefix: 'tw',
     concurrency: 2,
     deadLetter: routing,

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../connection.js';
 import type { DeadLetter } from '../dlq/entry.js';
 import type { Logger } from '../logger.js';
 import { alertsEmitted, deadLettered } from './metrics.js';
@@ -87,7 +87,7 @@ export interface Alerter {
 
 export interface AlerterOptions {
   log: Logger;
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   /** Consecutive failed runs of one schedule that trigger one escalated alert. */
   escalateAfter?: number;

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../connection.js';
 
 /** HSET only when the value changes; returns whether this call changed it and the previous value ('' if none). */
 const SWAP = `
@@ -13,7 +13,7 @@ return {1, old or ''}
  * call changed it. However many replicas judge at once, exactly one sees each change: the one to alert.
  * Writes nothing when the status is unchanged, so it keeps working when Redis refuses writes (maxmemory).
  */
-export async function swapStatus(redis: Redis, key: string, field: string, status: string): Promise<{ changed: boolean; previous: string | null }> {
+export async function swapStatus(redis: RedisClient, key: string, field: string, status: string): Promise<{ changed: boolean; previous: string | null }> {
   const [changed, previous] = (await redis.eval(SWAP, 1, key, field, status)) as [number, string];
   return { changed: changed === 1, previous: previous || null };
 }

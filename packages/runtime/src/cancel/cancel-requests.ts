@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../connection.js';
 import { TickworkError } from '../errors.js';
 import type { QueueSet } from '../queues.js';
 
@@ -91,7 +91,7 @@ export function parseCancelMessage(raw: string): CancelMessage | undefined {
 }
 
 /** Every pending, unexpired request; expired and unreadable ones are deleted on the way. */
-export async function loadCancelRequests(redis: Redis, prefix: string, now = Date.now()): Promise<CancelRequest[]> {
+export async function loadCancelRequests(redis: RedisClient, prefix: string, now = Date.now()): Promise<CancelRequest[]> {
   const all = await redis.hgetall(cancelRequestsKey(prefix));
   const live: CancelRequest[] = [];
   const dead: string[] = [];
@@ -142,14 +142,14 @@ export async function requestCancel(opts: RequestCancelOptions): Promise<{ state
 }
 
 /** The request took effect: removed, and every worker told to forget it. Returns false when it was already gone. */
-export async function finishCancelRequest(redis: Redis, prefix: string, queue: string, jobId: string): Promise<boolean> {
+export async function finishCancelRequest(redis: RedisClient, prefix: string, queue: string, jobId: string): Promise<boolean> {
   const removed = await redis.hdel(cancelRequestsKey(prefix), fieldOf(queue, jobId));
   await redis.publish(cancelChannel(prefix), JSON.stringify({ type: 'done', queue, jobId } satisfies CancelMessage));
   return removed === 1;
 }
 
 /** The pending requests for some jobs of a queue (the dashboard marks them), in one HMGET. */
-export async function pendingCancels(redis: Redis, prefix: string, queue: string, jobIds: readonly string[]): Promise<Map<string, CancelRequest>> {
+export async function pendingCancels(redis: RedisClient, prefix: string, queue: string, jobIds: readonly string[]): Promise<Map<string, CancelRequest>> {
   const out = new Map<string, CancelRequest>();
   if (jobIds.length === 0) return out;
   const raw = await redis.hmget(cancelRequestsKey(prefix), ...jobIds.map((id) => fieldOf(queue, id)));

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../connection.js';
 import { dlqName } from '../queues.js';
 import { scheduleKeys, scheduleRegistryKey } from '../schedule/keys.js';
 import { SCHEDULE_SHARDS, shardKeys } from '../schedules/keys.js';
@@ -86,7 +86,7 @@ return out`;
  * Estimates tickwork's share of Redis by component from `samples` random keys plus the known large keys,
  * in two round trips, never a scan: its cost does not grow with the number of keys.
  */
-export async function estimateComponents(redis: Redis, opts: EstimateOptions): Promise<CapacityEstimate> {
+export async function estimateComponents(redis: RedisClient, opts: EstimateOptions): Promise<CapacityEstimate> {
   const samples = opts.samples ?? DEFAULT_CAPACITY_SAMPLES;
   const measured = knownLargeKeys(opts);
   const reply = (await redis.eval(SAMPLE, measured.length, ...measured, samples, USAGE_SAMPLES)) as (string | number)[];

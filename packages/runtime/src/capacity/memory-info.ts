@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../connection.js';
 import type { Logger } from '../logger.js';
 
 /** The fields of Redis `INFO memory` that capacity needs. */
@@ -36,7 +36,7 @@ export function parseMemoryInfo(info: string): RedisMemoryInfo {
 }
 
 /** INFO rather than CONFIG GET: managed Redis services often disable CONFIG, never INFO. */
-export async function readMemoryInfo(redis: Redis): Promise<RedisMemoryInfo> {
+export async function readMemoryInfo(redis: RedisClient): Promise<RedisMemoryInfo> {
   return parseMemoryInfo(await redis.info('memory'));
 }
 
@@ -61,7 +61,7 @@ export function memoryConfigProblems(info: Pick<RedisMemoryInfo, 'maxBytes' | 'p
  * app calls it at start; it never throws
  * (an app starts while Redis is down and this check then simply does not happen).
  */
-export async function warnOnRedisMemoryConfig(redis: Redis, log: Logger): Promise<string[]> {
+export async function warnOnRedisMemoryConfig(redis: RedisClient, log: Logger): Promise<string[]> {
   try {
     const info = await readMemoryInfo(redis);
     const problems = memoryConfigProblems(info);

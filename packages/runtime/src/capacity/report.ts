@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../connection.js';
 import type { Catalog } from '../catalog.js';
 import { dlqName } from '../queues.js';
 import { knownQueues } from '../registry.js';
@@ -28,7 +28,7 @@ export interface CapacityReport {
 }
 
 export interface CapacitySource {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   catalog: Catalog;
 }
@@ -48,7 +48,7 @@ async function names(src: CapacitySource): Promise<{ queues: string[]; schedules
  * Redis that is full. A DLQ's entries are its waiting, prioritized and delayed jobs, as countDeadLetters
  * counts them; the oldest is the first of each, by the job's creation time.
  */
-async function queueCapacity(redis: Redis, prefix: string, queues: readonly string[], now: Date): Promise<QueueCapacity[]> {
+async function queueCapacity(redis: RedisClient, prefix: string, queues: readonly string[], now: Date): Promise<QueueCapacity[]> {
   const PER_QUEUE = 12;
   const reads = redis.pipeline();
   for (const queue of queues) {

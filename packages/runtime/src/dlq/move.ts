@@ -1,5 +1,5 @@
 import { Job, type Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../connection.js';
 import { z } from 'zod';
 import type { Catalog } from '../catalog.js';
 import { defineJob, type AnyJob } from '../define-job.js';
@@ -18,7 +18,7 @@ export const FIRST_FAILED_FIELD = 'twFirstFailedOn';
  * Notes the time of a job's first failed attempt in the job's own hash (so it disappears with the job).
  * Only if the hash still exists: a job removed meanwhile must not be resurrected as a stray key.
  */
-export async function noteFailedAttempt(redis: Redis, queue: Queue, jobId: string, at: number): Promise<void> {
+export async function noteFailedAttempt(redis: RedisClient, queue: Queue, jobId: string, at: number): Promise<void> {
   await redis.eval(
     "if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) end return 0",
     1,
@@ -40,7 +40,7 @@ export interface MoveResult {
 /** What a move needs besides the job. */
 export interface MoveOptions {
   queues: QueueSet;
-  redis: Redis;
+  redis: RedisClient;
   catalog: Catalog;
   now?: Date;
 }

@@ -35,6 +35,8 @@ export class LazyRun implements StepHost {
     private readonly ledger: IdempotencyLedger,
     readonly idempotencyKey: string,
     private readonly jobKey: string,
+    /** The run's queue (its record's hash tag on a cluster, see RunRecordPlace). */
+    private readonly queue: string | undefined,
     readonly owner: string,
     private readonly claimRun: () => Promise<ClaimOutcome>,
     /** Told once the run is this delivery's (starts its lease). */
@@ -91,7 +93,7 @@ export class LazyRun implements StepHost {
 
   /** The fold: claims a new run and commits the step in one script; undefined when the run is not new. */
   private async claimWithTxStep(id: string, value: unknown, commands: readonly (string | number)[][]): Promise<LedgerRun | undefined> {
-    const at = this.ledger.locate(this.idempotencyKey, { kind: 'job', jobKey: this.jobKey });
+    const at = this.ledger.locate(this.idempotencyKey, { kind: 'job', jobKey: this.jobKey, queue: this.queue });
     const encoded = encodeValue(value);
     const keys = [at.record, at.steps, ...new Set(commands.map((c) => String(c[1])))];
     const argv: (string | number)[] = [this.owner, this.ledger.leaseMs, id, encoded, this.ledger.unfinishedTtlMs];

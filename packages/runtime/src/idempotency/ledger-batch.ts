@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Writable } from 'node:stream';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../connection.js';
 import { COMPLETE_AHEAD_LUA, LEDGER_LUA } from './ledger-lua.js';
+import { groupBySlot } from '../redis/by-slot.js';
 import { evalCached } from '../redis/scripts.js';
 
 /** The single Lua loader lives in redis/scripts.ts; re-exported for the ledger's callers. */
@@ -27,8 +28,10 @@ export { evalCached };
  * `pnpm bench`: one script call per operation cost the ledger about twice what batching costs.
  *
  * Each entry of a batch runs under pcall, so one bad entry fails only its own caller. Redis Cluster: a
- * batch spans keys of many runs, so on a cluster it must be split per slot; until tickwork supports
- * Cluster (queue prefixes with hash tags) the ledger assumes one Redis.
+ * batch spans keys of many runs, so it is split per slot (redis/by-slot.ts), one script call per slot.
+ * A run's record and step results share its queue's slot with the queue's BullMQ keys
+ * (redis/keyspace.ts), so a completion written ahead goes to the node, and on the connection, that
+ * acknowledges the job. On one Redis a batch is one call, as always.
  */
 
 export type LedgerOp = 'claim' | 'renew' | 'step' | 'complete' | 'completeUnclaimed' | 'release';
@@ -48,6 +51,8 @@ interface Entry {
   resolve: (reply: LedgerReply) => void;
   reject: (err: Error) => void;
 }
+
+const entryKey = (e: Entry): string => e.key;
 
 function encode(batch: readonly Entry[]): { keys: string[]; argv: (string | number)[] } {
   const keys: string[] = [];
@@ -86,7 +91,7 @@ export class LedgerBatcher {
   readonly sent = { batches: 0, ops: 0 };
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     /** Caps a batch so one script call stays short and never holds Redis up noticeably. */
     private readonly maxBatch = 128,
   ) {}
@@ -104,11 +109,17 @@ export class LedgerBatcher {
     this.inFlight = true;
     this.sent.batches++;
     this.sent.ops += batch.length;
-    const { keys, argv } = encode(batch);
-    void settle(batch, this.run(keys, argv)).then(() => {
+    const groups = groupBySlot(this.redis, batch, entryKey);
+    const settled = groups.length === 1 ? this.sendGroup(batch) : Promise.all(groups.map((g) => this.sendGroup(g)));
+    void settled.then(() => {
       this.inFlight = false;
       if (this.queue.length > 0) this.send();
     });
+  }
+
+  private sendGroup(group: readonly Entry[]): Promise<void> {
+    const { keys, argv } = encode(group);
+    return settle(group, this.run(keys, argv));
   }
 
   private async run(keys: string[], argv: (string | number)[]): Promise<LedgerReply[]> {
@@ -136,7 +147,7 @@ export class CompletionWriter {
   private corked = false;
   private markWritten: (() => void) | undefined;
 
-  constructor(private readonly redis: Redis) {}
+  constructor(private readonly redis: RedisClient) {}
 
   complete(key: string, args: (string | number)[], outcome: AheadOutcome, op: 'complete' | 'completeUnclaimed' = 'complete'): Promise<void> {
     if (!this.written) {
@@ -154,10 +165,13 @@ export class CompletionWriter {
     this.written = undefined;
     this.sent.batches++;
     this.sent.ops += batch.length;
-    const { keys, argv } = encode(batch);
     this.corkUntilTickEnds();
-    // EVAL, not EVALSHA: a NOSCRIPT reply would arrive after the acknowledgement had already run.
-    void settle(batch, this.redis.eval(COMPLETE_AHEAD_SCRIPT, keys.length, ...keys, ...argv) as Promise<LedgerReply[]>);
+    // One call per slot on a cluster (each lands on the node, and connection, that acknowledges its jobs).
+    for (const group of groupBySlot(this.redis, batch, entryKey)) {
+      const { keys, argv } = encode(group);
+      // EVAL, not EVALSHA: a NOSCRIPT reply would arrive after the acknowledgement had already run.
+      void settle(group, this.redis.eval(COMPLETE_AHEAD_SCRIPT, keys.length, ...keys, ...argv) as Promise<LedgerReply[]>);
+    }
     markWritten();
   }
 
@@ -183,10 +197,10 @@ export class CompletionWriter {
 /** Encoded once: the script is sent whole with every call, and a Buffer goes out as it is. */
 const COMPLETE_AHEAD_SCRIPT = Buffer.from(COMPLETE_AHEAD_LUA);
 
-const writers = new WeakMap<Redis, CompletionWriter>();
+const writers = new WeakMap<RedisClient, CompletionWriter>();
 
 /** The writer that records results ahead of acknowledgements on `redis`: one per connection, so its batches share it. */
-export function completionWriter(redis: Redis): CompletionWriter {
+export function completionWriter(redis: RedisClient): CompletionWriter {
   let writer = writers.get(redis);
   if (!writer) writers.set(redis, (writer = new CompletionWriter(redis)));
   return writer;

@@ -1,8 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../connection.js';
 import { TickworkError } from '../errors.js';
 import { evalCached, LedgerBatcher, type AheadOutcome, type CompletionWriter } from './ledger-batch.js';
 import { parseRecord, TX_STEP_LUA } from './ledger-lua.js';
+import { jobKeyOf, keyspaceOn, queueKeyspace } from '../redis/keyspace.js';
 
 const TX_STEP_SHA = createHash('sha1').update(TX_STEP_LUA).digest('hex');
 
@@ -29,11 +30,15 @@ export const DEFAULT_UNFINISHED_TTL_MS = 7 * 24 * 3600 * 1000;
  * - `job`: a field of its BullMQ job's hash (`jobKey`, `<prefix>:<queue>:<job id>`), kept as long as BullMQ
  *   keeps the job — runs named by their job id, which BullMQ can deliver again only while it keeps the job.
  */
-export type RunRecordPlace = { kind: 'key'; windowMs?: number | undefined } | { kind: 'job'; jobKey: string };
+/**
+ * `queue`: the queue the run belongs to. On Redis Cluster its record and step results live under the
+ * queue's hash tag (redis/keyspace.ts), so the queue must be named there; on one Redis it changes no key.
+ */
+export type RunRecordPlace = { kind: 'key'; windowMs?: number | undefined; queue?: string | undefined } | { kind: 'job'; jobKey: string; queue?: string | undefined };
 
-/** The hash BullMQ keeps job `jobId` of `queue` in (BullMQ's `<prefix>:<queue>:<id>` layout). */
-export function jobRecordKey(prefix: string, queue: string, jobId: string): string {
-  return `${prefix}:${queue}:${jobId}`;
+/** The hash BullMQ keeps job `jobId` of `queue` in (BullMQ's `<prefix>:<queue>:<id>` layout, under the queue's tag on a cluster). */
+export function jobRecordKey(prefix: string, queue: string, jobId: string, clustered = false): string {
+  return jobKeyOf(queueKeyspace(prefix, queue, clustered), queue, jobId);
 }
 
 const processRandom = randomBytes(6).toString('base64url');
@@ -74,7 +79,7 @@ export type ClaimOutcome =
   | { kind: 'busy'; leaseLeftMs: number; holder: string };
 
 export interface LedgerOptions {
-  /** Key prefix (QUEUE_PREFIX); ledger keys are `<prefix>:ledger:<key>`. */
+  /** Key prefix (QUEUE_PREFIX); ledger keys are `<prefix>:ledger:<key>` (`<prefix>:{<queue>}:ledger:<key>` on a cluster). */
   prefix: string;
   /** How long a claim stays valid without renewal: how soon a crashed worker's run can be taken over. */
   leaseMs?: number;
@@ -100,11 +105,11 @@ export class IdempotencyLedger {
   readonly windowMs: number;
   readonly unfinishedTtlMs: number;
   /** @internal the ledger's own connection, shared with its runs */
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   /** @internal shared with this ledger's runs */
   readonly batcher: LedgerBatcher;
 
-  constructor(redis: Redis, readonly opts: LedgerOptions) {
+  constructor(redis: RedisClient, readonly opts: LedgerOptions) {
     this.leaseMs = opts.leaseMs ?? DEFAULT_LEASE_MS;
     this.windowMs = opts.windowMs ?? DEFAULT_DEDUPE_WINDOW_MS;
     this.unfinishedTtlMs = opts.unfinishedTtlMs ?? DEFAULT_UNFINISHED_TTL_MS;
@@ -117,7 +122,13 @@ export class IdempotencyLedger {
     this.batcher = new LedgerBatcher(redis);
   }
 
-  keyOf(idempotencyKey: string): string {
+  /**
+   * The record key of a run with its own key. On a cluster it is under `queue`'s tag, so an idempotency
+   * key is scoped to its queue there; a cluster without a queue named is a bug, refused.
+   */
+  keyOf(idempotencyKey: string, queue?: string): string {
+    if (queue !== undefined) return `${keyspaceOn(this.redis, this.opts.prefix, queue).runPrefix}:ledger:${idempotencyKey}`;
+    if (this.redis.isCluster) throw new TickworkError(`ledger record of "${idempotencyKey}": on Redis Cluster a run's record lives under its queue's tag; name the queue`);
     return `${this.opts.prefix}:ledger:${idempotencyKey}`;
   }
 
@@ -151,7 +162,7 @@ export class IdempotencyLedger {
 
   /** @internal where the record and the steps of a run are, and how long it is remembered once done. */
   locate(idempotencyKey: string, place: RunRecordPlace): RunLocation {
-    const key = this.keyOf(idempotencyKey);
+    const key = this.keyOf(idempotencyKey, place.queue);
     if (place.kind === 'job') return { mode: 'j', record: place.jobKey, steps: `${key}:steps`, doneTtlMs: 0 };
     return { mode: 'k', record: key, steps: `${key}:steps`, doneTtlMs: place.windowMs ?? this.windowMs };
   }

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../connection.js';
 import type { Logger } from '../logger.js';
 import { OverlapGuard, type OverlapPolicy } from '../overlap/overlap-guard.js';
 import { LeaseLostError, RunClaimRefusedError } from './errors.js';
@@ -14,14 +14,14 @@ import { createSteps, type RedisStepFn, type StepFn, type StepHost, type Steps }
 export interface ExactlyOnce {
   ledger: IdempotencyLedger;
   overlap: OverlapGuard;
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   /** The worker registry (recovery/): runs are claimed under its process tag, and a dead holder's lease is taken over. */
   liveness?: OwnerLiveness | undefined;
 }
 
 export function createExactlyOnce(
-  redis: Redis,
+  redis: RedisClient,
   opts: { prefix: string; leaseMs?: number; windowMs?: number; unfinishedTtlMs?: number; overlapPollMs?: number; liveness?: OwnerLiveness },
 ): ExactlyOnce {
   const ledger = new IdempotencyLedger(redis, opts);
@@ -69,7 +69,7 @@ export interface RunExactlyOnceOptions {
    * written there ahead of the acknowledgement instead of awaited on the ledger's connection: one round
    * trip less per run, and Redis still records the result before it acknowledges the job.
    */
-  ackConnection?: Redis | undefined;
+  ackConnection?: RedisClient | undefined;
   /** Told when a step of this run is newly recorded (the run made progress). */
   onStepRecorded?: (() => Promise<void>) | undefined;
   /** Set for scheduled occurrences whose policy is not `allow`. */
@@ -170,7 +170,7 @@ const claimedAlready = () => Promise.resolve();
 async function runLazily<T>(eo: ExactlyOnce, opts: RunExactlyOnceOptions, jobKey: string, body: (run: ExactlyOnceRun) => Promise<T>): Promise<T | unknown> {
   const lease = new RunLease(eo, opts);
   const owner = newOwner(eo.liveness?.tag);
-  const lazy = new LazyRun(eo.ledger, opts.key, jobKey, owner, () => claimRun(eo, opts, owner), (run, outcome) => {
+  const lazy = new LazyRun(eo.ledger, opts.key, jobKey, opts.place?.queue, owner, () => claimRun(eo, opts, owner), (run, outcome) => {
     if (outcome.tookOver) tookOver(opts, outcome);
     lease.keep(run);
   });

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../connection.js';
 import { StaleFencingTokenError } from './errors.js';
 
 /**
@@ -14,16 +14,16 @@ redis.call('HSET', KEYS[1], 'fence', ARGV[1], 'value', ARGV[2])
 return -1
 `;
 
-type FencingRedis = Redis & { tickworkFencedSet(key: string, token: number, value: string): Promise<number> };
+type FencingRedis = RedisClient & { tickworkFencedSet(key: string, token: number, value: string): Promise<number> };
 
-export async function fencedSet(redis: Redis, key: string, fencingToken: number, value: string): Promise<void> {
+export async function fencedSet(redis: RedisClient, key: string, fencingToken: number, value: string): Promise<void> {
   const r = redis as FencingRedis;
   if (typeof r.tickworkFencedSet !== 'function') redis.defineCommand('tickworkFencedSet', { numberOfKeys: 1, lua: FENCED_SET });
   const latest = await r.tickworkFencedSet(key, fencingToken, value);
   if (latest !== -1) throw new StaleFencingTokenError(key, fencingToken, latest);
 }
 
-export async function fencedGet(redis: Redis, key: string): Promise<{ value: string; fence: number } | undefined> {
+export async function fencedGet(redis: RedisClient, key: string): Promise<{ value: string; fence: number } | undefined> {
   const [value, fence] = await redis.hmget(key, 'value', 'fence');
   return value === null || value === undefined ? undefined : { value, fence: Number(fence) };
 }

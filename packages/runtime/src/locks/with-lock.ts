@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../connection.js';
 import { InvalidLockOptionsError, LockLostError, LockNotAcquiredError } from './errors.js';
 
 /**
@@ -65,13 +65,13 @@ end
 return 0
 `;
 
-type LockRedis = Redis & {
+type LockRedis = RedisClient & {
   tickworkLockAcquire(key: string, fenceKey: string, token: string, ttlMs: number, fenceTtlMs: number): Promise<string | number>;
   tickworkLockExtend(key: string, token: string, ttlMs: number): Promise<number>;
   tickworkLockRelease(key: string, token: string): Promise<number>;
 };
 
-function withLockScripts(redis: Redis): LockRedis {
+function withLockScripts(redis: RedisClient): LockRedis {
   const r = redis as LockRedis;
   if (typeof r.tickworkLockAcquire !== 'function') {
     redis.defineCommand('tickworkLockAcquire', { numberOfKeys: 2, lua: ACQUIRE });
@@ -92,7 +92,7 @@ export class RedisLock {
   private readonly keys: { lock: string; fence: string };
   private readonly token = randomBytes(16).toString('hex');
 
-  constructor(redis: Redis, prefix: string, readonly name: string) {
+  constructor(redis: RedisClient, prefix: string, readonly name: string) {
     this.redis = withLockScripts(redis);
     this.keys = lockKeys(prefix, name);
   }
@@ -119,7 +119,7 @@ export class RedisLock {
  * and LockLostError if the lease was lost before `fn` finished (then `lock.signal` fired when it was lost).
  */
 export async function withLock<T>(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   name: string,
   opts: LockOptions,
@@ -218,7 +218,7 @@ function validate(name: string, opts: LockOptions): void {
 /** `withLock` bound to a connection and prefix; handlers get it as `ctx.lock` bound to their signal. */
 export type LockFn = <T>(name: string, opts: LockOptions, fn: (lock: HeldLock) => Promise<T>) => Promise<T>;
 
-export function lockFn(redis: Redis, prefix: string, signal?: AbortSignal): LockFn {
+export function lockFn(redis: RedisClient, prefix: string, signal?: AbortSignal): LockFn {
   return (name, opts, fn) => {
     const signals = [opts.signal, signal].filter((s): s is AbortSignal => s !== undefined);
     const combined = signals.length > 1 ? AbortSignal.any(signals) : signals[0];

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../connection.js';
 import { JobDefinitionError } from '../errors.js';
 
 /**
@@ -83,7 +83,7 @@ redis.call('HDEL', KEYS[1], 'running', 'runningUntil')
 return 1
 `;
 
-type OverlapRedis = Redis & {
+type OverlapRedis = RedisClient & {
   tickworkOverlapEnter(slot: string, skips: string, ...args: (string | number)[]): Promise<string[]>;
   tickworkOverlapRenew(slot: string, me: string, leaseMs: number): Promise<number>;
   tickworkOverlapLeave(slot: string, me: string): Promise<number>;
@@ -93,7 +93,7 @@ export class OverlapGuard {
   private readonly redis: OverlapRedis;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     private readonly opts: { prefix: string; leaseMs: number; pollMs?: number },
   ) {
     const r = redis as OverlapRedis;

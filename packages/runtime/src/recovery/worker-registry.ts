@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../connection.js';
 import { TickworkError } from '../errors.js';
 import { evalCached } from '../idempotency/ledger-batch.js';
 import { ownerTagOf } from '../idempotency/ledger.js';
@@ -93,7 +93,7 @@ export class WorkerRegistry implements OwnerLiveness {
   private seeingSince = 0;
   private failing = false;
 
-  constructor(private readonly redis: Redis, private readonly opts: WorkerRegistryOptions) {
+  constructor(private readonly redis: RedisClient, private readonly opts: WorkerRegistryOptions) {
     if (opts.deadAfterMs < 3 * opts.heartbeatMs) {
       throw new TickworkError(`dead-after ${opts.deadAfterMs} ms must be at least 3 heartbeats (${3 * opts.heartbeatMs} ms): a late beat must not look like a death`);
     }

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../connection.js';
+import { pipelineBySlot, type SlotCommand } from './by-slot.js';
 
 /**
  * The one way tickwork runs Lua: EVALSHA with the script's SHA1, falling back to EVAL when the server does
@@ -15,7 +16,7 @@ export function defineScript(lua: string): Script {
 }
 
 /** EVALSHA, falling back to EVAL when the server does not know the script (a new or restarted Redis). */
-export async function evalCached(redis: Redis, lua: string, sha: string, keys: string[], argv: (string | number)[]): Promise<unknown> {
+export async function evalCached(redis: RedisClient, lua: string, sha: string, keys: string[], argv: (string | number)[]): Promise<unknown> {
   try {
     return await redis.evalsha(sha, keys.length, ...keys, ...argv);
   } catch (err) {
@@ -24,7 +25,7 @@ export async function evalCached(redis: Redis, lua: string, sha: string, keys: s
   }
 }
 
-export function runScript(redis: Redis, script: Script, keys: string[], argv: (string | number)[]): Promise<unknown> {
+export function runScript(redis: RedisClient, script: Script, keys: string[], argv: (string | number)[]): Promise<unknown> {
   return evalCached(redis, script.lua, script.sha, keys, argv);
 }
 
@@ -36,13 +37,16 @@ export interface ScriptCall {
 /**
  * Several calls of one script in one round trip (a pipeline of EVALSHA). Calls the server answered with
  * NOSCRIPT are sent again with EVAL (only after a Redis restart). Each call's error is thrown as its result
- * would be: the first failing call rejects the whole, since callers treat a batch as one step.
+ * would be: the first failing call rejects the whole, since callers treat a batch as one step. On a
+ * cluster the calls go as one pipeline per slot (each call's keys must share its first key's slot).
  */
-export async function runScriptMany(redis: Redis, script: Script, calls: readonly ScriptCall[]): Promise<unknown[]> {
+export async function runScriptMany(redis: RedisClient, script: Script, calls: readonly ScriptCall[]): Promise<unknown[]> {
   if (calls.length === 0) return [];
-  const pipe = redis.pipeline();
-  for (const c of calls) pipe.evalsha(script.sha, c.keys.length, ...c.keys, ...c.argv);
-  const replies = (await pipe.exec()) ?? [];
+  const replies = await pipelineBySlot(
+    redis,
+    calls.map((c): SlotCommand => ['evalsha', script.sha, c.keys.length, ...c.keys, ...c.argv]),
+    (c) => String(c[3]),
+  );
   const out: unknown[] = [];
   for (let i = 0; i < calls.length; i++) {
     const [err, value] = replies[i] ?? [new Error('no reply'), null];

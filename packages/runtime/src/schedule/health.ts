@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../connection.js';
 import type { AnyJob } from '../define-job.js';
 import { effectiveRule } from './effective-rule.js';
 import { lastOutcomes, type OccurrenceRecord } from './history.js';
@@ -96,7 +96,7 @@ export interface ScheduleState {
  * dashboard and the scheduler's watchdog, so both call the same schedule stale at the same moment.
  */
 export async function loadScheduleState(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   job: AnyJob,
   speedupMs: number | null | undefined,

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../connection.js';
 import type { AnyJob } from '../define-job.js';
 import type { Logger } from '../logger.js';
 import { runScript } from '../redis/scripts.js';
@@ -59,7 +59,7 @@ export interface OccurrenceRecord {
  * field) and optionally copies the result to last-success/last-failure. Trims to `cap`.
  */
 export async function mergeOccurrence(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   schedule: string,
   id: string,
@@ -78,7 +78,7 @@ export async function mergeOccurrence(
 }
 
 /** Newest first. */
-export async function readHistory(redis: Redis, prefix: string, schedule: string, limit = 50): Promise<OccurrenceRecord[]> {
+export async function readHistory(redis: RedisClient, prefix: string, schedule: string, limit = 50): Promise<OccurrenceRecord[]> {
   const k = historyKeysOf(prefix, schedule);
   const ids = await redis.zrevrange(k.history, 0, limit - 1);
   if (ids.length === 0) return [];
@@ -87,7 +87,7 @@ export async function readHistory(redis: Redis, prefix: string, schedule: string
 }
 
 export async function lastOutcomes(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   schedule: string,
 ): Promise<{ lastSuccess: OccurrenceRecord | null; lastFailure: OccurrenceRecord | null }> {
@@ -117,7 +117,7 @@ export interface RunRecorder {
 }
 
 /** A recorder for runs of scheduled jobs (on time, catch-up or manual); undefined for unscheduled jobs. */
-export function runRecorder(redis: Redis, prefix: string, job: AnyJob, delivery: Delivery, log: Logger): RunRecorder | undefined {
+export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, delivery: Delivery, log: Logger): RunRecorder | undefined {
   const scheduled = delivery.scheduled;
   if (!job.schedule && !scheduled) return undefined;
   const schedule = scheduled?.schedule ?? job.name;

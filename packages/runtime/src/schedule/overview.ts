@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../connection.js';
 import type { Catalog } from '../catalog.js';
 import type { AnyJob } from '../define-job.js';
 import { speedupOfRegistration } from './effective-rule.js';
@@ -27,7 +27,7 @@ export interface OverviewOptions {
 }
 
 /** Every scheduled job of the catalog with its registration, last outcomes, health and next fire times. */
-export async function loadScheduleOverviews(redis: Redis, prefix: string, catalog: Catalog, opts: OverviewOptions = {}): Promise<ScheduleOverview[]> {
+export async function loadScheduleOverviews(redis: RedisClient, prefix: string, catalog: Catalog, opts: OverviewOptions = {}): Promise<ScheduleOverview[]> {
   const registry = await redis.hgetall(scheduleRegistryKey(prefix));
   const rows: ScheduleOverview[] = [];
   for (const job of catalog.scheduled()) rows.push(await loadScheduleOverviewOf(redis, prefix, job, registry[job.name], opts));
@@ -35,13 +35,13 @@ export async function loadScheduleOverviews(redis: Redis, prefix: string, catalo
 }
 
 /** One schedule's overview, or undefined when the catalog has no scheduled job of that name. */
-export async function loadScheduleOverview(redis: Redis, prefix: string, catalog: Catalog, name: string, opts: OverviewOptions = {}): Promise<ScheduleOverview | undefined> {
+export async function loadScheduleOverview(redis: RedisClient, prefix: string, catalog: Catalog, name: string, opts: OverviewOptions = {}): Promise<ScheduleOverview | undefined> {
   const job = catalog.get(name);
   if (!job?.schedule) return undefined;
   return loadScheduleOverviewOf(redis, prefix, job, await redis.hget(scheduleRegistryKey(prefix), name), opts);
 }
 
-async function loadScheduleOverviewOf(redis: Redis, prefix: string, job: AnyJob, registration: string | null | undefined, opts: OverviewOptions): Promise<ScheduleOverview> {
+async function loadScheduleOverviewOf(redis: RedisClient, prefix: string, job: AnyJob, registration: string | null | undefined, opts: OverviewOptions): Promise<ScheduleOverview> {
   const now = opts.now ?? new Date();
   const speedupMs = speedupOfRegistration(registration);
   // In fast staging mode the scheduler fires on the speed-up interval; preview and health follow it.

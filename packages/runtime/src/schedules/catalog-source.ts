@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../connection.js';
 import type { Catalog } from '../catalog.js';
 import type { AnyJob } from '../define-job.js';
 import type { Logger } from '../logger.js';
@@ -39,7 +39,7 @@ export type CatalogPutResult = 'created' | 'migrated' | 'changed' | 'unchanged';
  * nor skips one; after a long gap the dispatcher applies the missed policy to what follows), and its history
  * is moved under the new keys.
  */
-export function createCatalogSource(opts: { redis: Redis; queues: QueueSet; catalog: Catalog; log: Logger; now?: () => number }) {
+export function createCatalogSource(opts: { redis: RedisClient; queues: QueueSet; catalog: Catalog; log: Logger; now?: () => number }) {
   const { redis, queues, log } = opts;
   const prefix = queues.prefix;
   const clock = opts.now ?? Date.now;

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../connection.js';
 import type { Catalog } from '../catalog.js';
 import type { Logger } from '../logger.js';
 import type { QueueSet } from '../queues.js';
@@ -15,7 +15,7 @@ import { createFireLane, type Claimed } from './fire-lane.js';
 import { intervalAfter } from './resume.js';
 
 export interface DispatcherOptions {
-  redis: Redis;
+  redis: RedisClient;
   queues: QueueSet;
   catalog: Catalog;
   log: Logger;
@@ -199,7 +199,7 @@ export function createDispatcher(opts: DispatcherOptions) {
 export type Dispatcher = ReturnType<typeof createDispatcher>;
 
 /** Due entries at or before `now` over all shards (16 ZCOUNTs), and the oldest due score: the lag gauge. */
-export async function dueBacklog(redis: Redis, prefix: string, now = Date.now()): Promise<{ backlog: number; oldestDue: number | null }> {
+export async function dueBacklog(redis: RedisClient, prefix: string, now = Date.now()): Promise<{ backlog: number; oldestDue: number | null }> {
   const pipe = redis.pipeline();
   for (let s = 0; s < SCHEDULE_SHARDS; s++) {
     const k = shardKeys(prefix, s);

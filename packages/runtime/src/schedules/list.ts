@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../connection.js';
 import type { ListPage, ListQuery, ScheduleSource, ScheduleView } from './api.js';
 import { parseDef, sourceOf, viewOf, type StoredDef } from './definition.js';
 import { jobIndexKey, SCHEDULE_SHARDS, shardKeys, shardOf } from './keys.js';
@@ -23,7 +23,7 @@ function byteCompare(a: string, b: string): number {
  * Memory is 16 x limit ids whatever the number of schedules. A `source` filter drops the other source's
  * entries from the merged run and reads on until the page is full.
  */
-export async function listSchedules(redis: Redis, prefix: string, queueOf: (def: StoredDef) => string, query: ListQuery = {}): Promise<ListPage> {
+export async function listSchedules(redis: RedisClient, prefix: string, queueOf: (def: StoredDef) => string, query: ListQuery = {}): Promise<ListPage> {
   const limit = Math.min(Math.max(1, Math.floor(query.limit ?? DEFAULT_LIST_LIMIT)), MAX_LIST_LIMIT);
   const max = query.prefix ? Buffer.concat([Buffer.from(`[${query.prefix}`), HIGHEST]) : '+';
   let after = query.cursor ?? null;
@@ -48,7 +48,7 @@ export async function listSchedules(redis: Redis, prefix: string, queueOf: (def:
   }
 }
 
-async function loadViews(redis: Redis, prefix: string, ids: readonly string[], queueOf: (def: StoredDef) => string): Promise<ScheduleView[]> {
+async function loadViews(redis: RedisClient, prefix: string, ids: readonly string[], queueOf: (def: StoredDef) => string): Promise<ScheduleView[]> {
   if (ids.length === 0) return [];
   const pipe = redis.pipeline();
   for (const id of ids) {
@@ -73,7 +73,7 @@ async function loadViews(redis: Redis, prefix: string, ids: readonly string[], q
  * How many schedules match, from the indexes' sizes (16 ZCARDs), never by loading them. Catalog schedules
  * are few and known by name: `source` subtracts or keeps those present in the store.
  */
-export async function countSchedules(redis: Redis, prefix: string, catalogIds: readonly string[], query: { job?: string; source?: ScheduleSource } = {}): Promise<number> {
+export async function countSchedules(redis: RedisClient, prefix: string, catalogIds: readonly string[], query: { job?: string; source?: ScheduleSource } = {}): Promise<number> {
   const pipe = redis.pipeline();
   for (let s = 0; s < SCHEDULE_SHARDS; s++) pipe.zcard(indexKey(prefix, s, query.job));
   const total = ((await pipe.exec()) ?? []).reduce((sum, [, n]) => sum + Number(n ?? 0), 0);

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../connection.js';
 import { runScriptMany } from '../redis/scripts.js';
 import type { OccurrenceRecord } from '../schedule/history.js';
 import { nextOccurrences, type OccurrenceRule } from '../schedule/occurrences.js';
@@ -16,7 +16,7 @@ export interface RecordWrite {
 }
 
 /** Writes records of one schedule in one round trip (capped at the schedule's history cap). */
-export async function writeRecords(redis: Redis, prefix: string, schedule: string, def: StoredDef, writes: readonly RecordWrite[], _now: number): Promise<void> {
+export async function writeRecords(redis: RedisClient, prefix: string, schedule: string, def: StoredDef, writes: readonly RecordWrite[], _now: number): Promise<void> {
   const k = historyKeysOf(prefix, schedule);
   const cap = historyCapOf(def.core);
   await runScriptMany(

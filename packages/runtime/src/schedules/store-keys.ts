@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../connection.js';
 import { parseDef, type StoredDef } from './definition.js';
 import { ScheduleShardsMismatchError } from './errors.js';
 import { historyKeysOf, jobIndexKey, SCHEDULE_SHARDS, scheduleShardsKey, shardKeys, shardOf } from './keys.js';
@@ -13,7 +13,7 @@ export interface ScheduleState {
   inflight: number | null;
 }
 
-export async function readState(redis: Redis, prefix: string, id: string): Promise<ScheduleState> {
+export async function readState(redis: RedisClient, prefix: string, id: string): Promise<ScheduleState> {
   const sk = shardKeys(prefix, shardOf(id));
   const [[, raw], [, due], [, inf]] = ((await redis.pipeline().hget(sk.defs, id).zscore(sk.due, id).hget(sk.inflight, id).exec()) ?? []) as [
     unknown,
@@ -41,13 +41,13 @@ export function deleteDefKeys(prefix: string, id: string, job: string): string[]
   return [sk.defs, sk.due, sk.claimed, sk.inflight, sk.ids, jobIndexKey(prefix, shard, job), sk.watch, sk.stale];
 }
 
-const checked = new WeakMap<Redis, Set<string>>();
+const checked = new WeakMap<RedisClient, Set<string>>();
 
 /**
  * Records SCHEDULE_SHARDS for the prefix on first use and refuses to go on when another value is recorded:
  * a different shard count would look for every schedule in the wrong shard.
  */
-export async function ensureShards(redis: Redis, prefix: string): Promise<void> {
+export async function ensureShards(redis: RedisClient, prefix: string): Promise<void> {
   let seen = checked.get(redis);
   if (seen?.has(prefix)) return;
   const key = scheduleShardsKey(prefix);

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../connection.js';
 import type { Catalog } from '../catalog.js';
 import type { AnyJob } from '../define-job.js';
 import { TickworkError } from '../errors.js';
@@ -20,7 +20,7 @@ import { resumePlan, writeRecords } from './resume.js';
 import { deleteDefKeys, ensureShards, readState, type ScheduleState } from './store-keys.js';
 
 export interface ScheduleStoreOptions {
-  redis: Redis;
+  redis: RedisClient;
   queues: QueueSet;
   catalog: Catalog;
   log?: Logger;

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../connection.js';
 import type { Catalog } from '../catalog.js';
 import type { QueueSet } from '../queues.js';
 import { runScript } from '../redis/scripts.js';
@@ -14,7 +14,7 @@ export function nextAfter(id: string, def: { core: DefCore }, after: number): nu
 }
 
 /** The write primitives the API (store.ts) and catalog reconcile (catalog-source.ts) share. */
-export function createWriter(opts: { redis: Redis; queues: QueueSet; catalog: Catalog }) {
+export function createWriter(opts: { redis: RedisClient; queues: QueueSet; catalog: Catalog }) {
   const { redis, queues, catalog } = opts;
   const prefix = queues.prefix;
 

@@ -51,6 +51,7 @@ export function identify(run: JobRun): void {
   const eo = deps.exactlyOnce;
   run.nominalTime = nominalTimeOf(delivery);
   run.key = idempotencyKeyOf(def, delivery, run.data);
-  run.place = runRecordPlaceOf(def, delivery, jobRecordKey(eo.prefix, run.job.queueName, run.jobId), eo.ledger.windowMs);
+  const queue = run.job.queueName;
+  run.place = runRecordPlaceOf(def, delivery, jobRecordKey(eo.prefix, queue, run.jobId, eo.redis.isCluster), eo.ledger.windowMs, queue);
   if (def.schedule || delivery.scheduled) run.history = runRecorder(deps.redis, eo.prefix, def, delivery, run.log);
 }

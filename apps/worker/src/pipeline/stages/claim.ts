@@ -1,5 +1,4 @@
-import { runExactlyOnce, type RunExactlyOnceOptions } from '@tickwork/runtime';
-import type { Redis } from 'ioredis';
+import { jobRecordKey, runExactlyOnce, type RedisClient, type RunExactlyOnceOptions } from '@tickwork/runtime';
 import { stallResetOnProgress } from '../../stall-progress.js';
 import type { JobRun } from '../job-run.js';
 import type { Stage } from '../stage.js';
@@ -30,9 +29,9 @@ export const claim: Stage = (run, next) => {
 };
 
 /** Per processor (its ackConnectionOf), ack connections by queue; one keeps its identity across reconnects (ioredis). */
-const acksBy = new WeakMap<NonNullable<JobRun['deps']['ackConnectionOf']>, Map<string, Redis>>();
+const acksBy = new WeakMap<NonNullable<JobRun['deps']['ackConnectionOf']>, Map<string, RedisClient>>();
 
-function claimWith(run: JobRun, next: () => Promise<unknown>, ackConnection: Redis | undefined): Promise<unknown> {
+function claimWith(run: JobRun, next: () => Promise<unknown>, ackConnection: RedisClient | undefined): Promise<unknown> {
   const { deps } = run;
   if (run.logs('debug')) run.log.debug({ idempotencyKey: run.key }, 'job started');
   const opts: RunExactlyOnceOptions = {
@@ -69,6 +68,6 @@ function claimsLazily(run: JobRun): boolean {
 export function onStepRecordedOf(run: JobRun): (() => Promise<void>) | undefined {
   const { job } = run;
   if (!(job.stalledCounter > 0)) return undefined;
-  const jobKey = `${run.deps.exactlyOnce.prefix}:${job.queueName}:${run.jobId}`;
+  const jobKey = run.place.kind === 'job' ? run.place.jobKey : jobRecordKey(run.deps.exactlyOnce.prefix, job.queueName, run.jobId, run.deps.redis.isCluster);
   return stallResetOnProgress({ job, jobKey, token: run.token, redis: run.deps.redis, log: run.log });
 }

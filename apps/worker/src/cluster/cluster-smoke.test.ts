@@ -1,0 +1,84 @@
+/**
+ * A real worker process on a private Redis Cluster (3 masters, a replica each), configured only by
+ * REDIS_CLUSTER_NODES: it runs jobs of two queues whose slots are served by different masters, every key
+ * of a queue (BullMQ's, its DLQ's, its runs' ledger records and step results) is on that queue's slot,
+ * and a final failure lands in the queue's DLQ.
+ */
+import {
+  createEnqueue,
+  createLogger,
+  createRedis,
+  dlqName,
+  listDeadLetters,
+  QueueSet,
+  scanKeys,
+  slotOf,
+  type RedisClient,
+} from '@tickwork/runtime';
+import { appEntry, freePort, REPO_ROOT, startApp, startRedisCluster, waitFor, type AppProcess, type RedisClusterHandle } from '@tickwork/testkit';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { catalog } from '../testing/cluster-jobs.js';
+
+const PREFIX = 'tw';
+const JOBS_MODULE = join(REPO_ROOT, 'apps', 'worker', 'dist', 'testing', 'cluster-jobs.js');
+
+let cluster: RedisClusterHandle;
+let redis: RedisClient;
+let queues: QueueSet;
+let worker: AppProcess | undefined;
+
+beforeAll(async () => {
+  cluster = await startRedisCluster();
+  redis = createRedis(cluster.target, 'command');
+  queues = new QueueSet(redis, PREFIX, createLogger('test', 'silent'));
+}, 60_000);
+afterAll(async () => {
+  await worker?.stop();
+  await queues?.close();
+  redis?.disconnect();
+  await cluster?.stop();
+});
+
+it('runs jobs of two queues on different masters, each queue on its own slot, with its DLQ', async () => {
+  worker = startApp(appEntry('worker'), { ...cluster.env, QUEUE_PREFIX: PREFIX, PORT: String(await freePort()), JOBS_MODULE, LOG_LEVEL: 'info' });
+  await worker.waitForLog((l) => l.msg === 'worker ready', 'the worker on the cluster', 30_000);
+
+  const enqueue = createEnqueue(catalog, queues);
+  const [plain, keyed, poison] = ['cl.plain', 'cl.keyed', 'cl.poison'].map((n) => catalog.get(n));
+  for (let i = 0; i < 20; i++) await enqueue(plain as never, { i });
+  for (let i = 0; i < 10; i++) await enqueue(keyed as never, { i });
+  await enqueue(poison as never, { i: 1 });
+
+  await waitFor(
+    async () => {
+      const [a, d] = await Promise.all([queues.get('alpha').getCompletedCount(), queues.get('delta').getCompletedCount()]);
+      const dead = await queues.get(dlqName('delta')).count();
+      return a === 20 && d === 10 && dead === 1;
+    },
+    { timeoutMs: 30_000, what: '20 alpha and 10 delta jobs completed, 1 dead letter' },
+  );
+  const completed = await queues.get('delta').getCompleted();
+  expect(completed.map((j) => j.returnvalue as { i: number; doubled: number }).sort((x, y) => x.i - y.i)).toEqual(
+    Array.from({ length: 10 }, (_, i) => ({ i, doubled: 2 * i })),
+  );
+  const dead = await listDeadLetters(queues, 'delta');
+  expect(dead.map((d) => d.entry.jobName)).toEqual(['cl.poison']);
+
+  // The two queues are served by different masters.
+  const alphaMaster = await cluster.masterOf(`${PREFIX}:{alpha}:alpha:meta`);
+  const deltaMaster = await cluster.masterOf(`${PREFIX}:{delta}:delta:meta`);
+  expect(alphaMaster.port).not.toBe(deltaMaster.port);
+
+  // Every key tickwork wrote for a queue is on that queue's slot; none is in the single-Redis layout.
+  const keys: string[] = [];
+  for await (const batch of scanKeys(redis, `${PREFIX}:*`)) keys.push(...batch);
+  const alphaKeys = keys.filter((k) => k.startsWith(`${PREFIX}:{alpha}:`));
+  const deltaKeys = keys.filter((k) => k.startsWith(`${PREFIX}:{delta}:`));
+  expect(alphaKeys.some((k) => k.startsWith(`${PREFIX}:{alpha}:alpha:`))).toBe(true);
+  expect(deltaKeys.some((k) => k.startsWith(`${PREFIX}:{delta}:delta.dlq:`))).toBe(true);
+  expect(deltaKeys.filter((k) => k.startsWith(`${PREFIX}:{delta}:ledger:`) && !k.endsWith(':steps'))).toHaveLength(10);
+  expect(new Set(alphaKeys.map(slotOf))).toEqual(new Set([slotOf('{alpha}')]));
+  expect(new Set(deltaKeys.map(slotOf))).toEqual(new Set([slotOf('{delta}')]));
+  expect(keys.filter((k) => /^tw:(alpha|delta|ledger):/.test(k))).toEqual([]);
+}, 90_000);

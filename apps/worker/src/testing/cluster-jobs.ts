@@ -1,0 +1,42 @@
+/**
+ * Fixture catalog for the Redis Cluster tests (not part of the production catalog): run by real worker
+ * processes through JOBS_MODULE=dist/testing/cluster-jobs.js. The queue names hash (with their tags
+ * `{alpha}`, `{delta}`) to slots 865 and 9053: served by different masters of a 3-master cluster.
+ */
+import { createCatalog, defineJob } from '@tickwork/runtime';
+import { z } from 'zod';
+
+export const CLUSTER_QUEUES = ['alpha', 'delta'] as const;
+
+/** A run named by its generated job id: its record lives in its BullMQ job's hash. */
+const plain = defineJob({
+  name: 'cl.plain',
+  queue: 'alpha',
+  schema: z.object({ i: z.number().int() }),
+  handler: async (ctx) => ({ i: ctx.data.i }),
+});
+
+/** A run with a key of its own and a recorded step: a ledger record and step results under its queue's tag. */
+const keyed = defineJob({
+  name: 'cl.keyed',
+  queue: 'delta',
+  schema: z.object({ i: z.number().int() }),
+  idempotencyKey: (d) => `k-${d.i}`,
+  async handler(ctx) {
+    const doubled = await ctx.step('double', async () => ctx.data.i * 2);
+    return { i: ctx.data.i, doubled };
+  },
+});
+
+/** Fails at once, for good: dead-lettered to `delta.dlq`. */
+const poison = defineJob({
+  name: 'cl.poison',
+  queue: 'delta',
+  schema: z.object({ i: z.number().int() }),
+  retry: { attempts: 1 },
+  async handler(ctx) {
+    throw new Error(`poison ${ctx.data.i}`);
+  },
+});
+
+export const catalog = createCatalog([plain, keyed, poison]);
