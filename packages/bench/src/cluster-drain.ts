@@ -4,7 +4,7 @@
  * Reports jobs/s over all queues, the Node CPU per job, and the Redis CPU per job with each master's share.
  */
 import type { Worker } from 'bullmq';
-import type { Cluster, Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 
 /** Where a drain runs: one node or a cluster, with the Redis processes whose CPU counts (the masters). */
 export interface Side {
@@ -29,8 +29,6 @@ export interface Drained {
   /** Each master's share of the Redis CPU the drain cost, in the order of Side.masters(). */
   shares: number[];
 }
-
-export type Connect = (role: 'command' | 'blocking') => Redis | Cluster;
 
 /** Fills, then times the workers draining every job; fails on any failed job. */
 export async function timeDrain(side: Side, drain: Drain, jobs: number): Promise<Drained> {

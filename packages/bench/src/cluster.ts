@@ -16,10 +16,12 @@
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { startRedisCluster, startRedisServer, type RedisClusterHandle } from '@tickwork/testkit';
+import { createCatalog, createLogger, createRedis, defineJob, DEFAULT_CLUSTER_FAILOVER_MS, QueueSet, type RedisClient, type RedisTarget } from '@tickwork/runtime';
+import { ackConnectionOf, startWorkerPool, type WorkerPool } from '@tickwork/worker';
 import { Queue, Worker } from 'bullmq';
-import { Cluster, Redis } from 'ioredis';
-import { createRedis, redisOptions } from '@tickwork/runtime';
-import { timeDrain, type Connect, type Drain, type Drained, type Side } from './cluster-drain.js';
+import { Redis } from 'ioredis';
+import { z } from 'zod';
+import { timeDrain, type Drain, type Drained, type Side } from './cluster-drain.js';
 import { median } from './measure.js';
 
 const JOBS = Number(process.env.BENCH_CLUSTER_JOBS ?? 12_000);
@@ -29,7 +31,8 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
 const MASTERS = 3;
 
 interface BenchSide extends Side {
-  connect: Connect;
+  /** REDIS_URL, or the cluster as REDIS_CLUSTER_NODES gives it: connections are made as the apps make them. */
+  target: RedisTarget;
   /** `count` fresh queue names; on a cluster, as many on each master. */
   queues(count: number): Promise<string[]>;
 }
@@ -43,15 +46,15 @@ const freshName = () => `cb${(fresh++).toString(36)}`;
 /** Bare BullMQ: a Worker per queue whose processor returns at once; keys hash-tagged per queue. */
 const bare: Mode = (side, queues, jobsPerQueue) => {
   const prefix = (q: string) => `bench:{${q}}`;
-  const producer = side.connect('command');
-  const blocking: (Redis | ReturnType<Connect>)[] = [];
+  const producer = createRedis(side.target, 'command');
+  const blocking: RedisClient[] = [];
   let workers: Worker[] = [];
   const opened = queues.map((q) => new Queue(q, { connection: producer, prefix: prefix(q) }));
   return {
-    fill: () => fillQueues(opened, jobsPerQueue),
+    fill: () => fillQueues(opened, () => 'bench.noop', jobsPerQueue),
     async start() {
       workers = queues.map((q) => {
-        const connection = side.connect('blocking');
+        const connection = createRedis(side.target, 'blocking');
         blocking.push(connection);
         return new Worker(q, async () => null, { connection, prefix: prefix(q), concurrency: CONCURRENCY });
       });
@@ -66,11 +69,44 @@ const bare: Mode = (side, queues, jobsPerQueue) => {
   };
 };
 
-async function fillQueues(queues: Queue[], jobsPerQueue: number): Promise<void> {
+/**
+ * tickwork, every feature on: the stock worker pool (catalog lookup, payload validation, cancel gate, ledger
+ * with results written ahead of the acknowledgement, recovery heartbeats, cancel listener), a no-op job per
+ * queue, queues and keys laid out as the apps lay them out on that side (redis/keyspace.ts).
+ */
+const tickwork: Mode = (side, queues, jobsPerQueue) => {
+  const jobName = (q: string) => `bench.noop.${q}`;
+  const catalog = createCatalog(queues.map((q) => defineJob({ name: jobName(q), queue: q, schema: z.object({ i: z.number() }), handler: async () => null })));
+  const redis = createRedis(side.target, 'command');
+  const set = new QueueSet(redis, 'bench', silent);
+  let pool: WorkerPool | undefined;
+  return {
+    fill: () => fillQueues(queues.map((q) => set.get(q)), (q) => jobName(q.name), jobsPerQueue),
+    async start() {
+      const enqueue = async () => {
+        throw new Error('the bench jobs enqueue nothing');
+      };
+      pool = startWorkerPool({ catalog, redis, redisTarget: side.target, enqueue, log: silent, prefix: 'bench', concurrency: CONCURRENCY, queues });
+      return [...pool.workers];
+    },
+    async close() {
+      const acks = await Promise.all((pool?.workers ?? []).map((w) => ackConnectionOf(w)));
+      await pool?.drain(30_000);
+      // BullMQ leaves a connection it was given open; the pool's workers each got one.
+      for (const c of acks) c?.disconnect();
+      await Promise.all(queues.map(async (q) => set.get(q).obliterate({ force: true })));
+      await set.close();
+      redis.disconnect();
+    },
+  };
+};
+const silent = createLogger('bench', 'silent');
+
+async function fillQueues(queues: Queue[], name: (q: Queue) => string, jobsPerQueue: number): Promise<void> {
   for (const queue of queues) {
     for (let i = 0; i < jobsPerQueue; i += 1000) {
       const n = Math.min(1000, jobsPerQueue - i);
-      await queue.addBulk(Array.from({ length: n }, (_, k) => ({ name: 'bench.noop', data: { i: i + k }, opts: { removeOnComplete: true, removeOnFail: true } })));
+      await queue.addBulk(Array.from({ length: n }, (_, k) => ({ name: name(queue), data: { i: i + k }, opts: { removeOnComplete: true, removeOnFail: true } })));
     }
   }
 }
@@ -79,7 +115,7 @@ async function oneNode(): Promise<BenchSide & { stop: () => Promise<void> }> {
   const server = await startRedisServer();
   return {
     label: 'one node',
-    connect: (role) => createRedis(server.url, role),
+    target: server.url,
     masters: async () => [new Redis(server.url)],
     queues: async (count) => Array.from({ length: count }, freshName),
     stop: () => server.stop(),
@@ -97,7 +133,7 @@ async function cluster(): Promise<BenchSide & { stop: () => Promise<void>; handl
   return {
     label: 'cluster',
     handle,
-    connect: (role) => createClusterClient(handle, role),
+    target: { nodes: handle.seeds.split(',').map((s) => ({ host: '127.0.0.1', port: Number(s.split(':')[1]) })), url: 'redis://127.0.0.1', failoverMs: DEFAULT_CLUSTER_FAILOVER_MS },
     masters: async () => ports.map((port) => new Redis({ port, host: '127.0.0.1' })),
     async queues(count) {
       const per = new Map<number, string[]>();
@@ -117,13 +153,7 @@ async function cluster(): Promise<BenchSide & { stop: () => Promise<void>; handl
   };
 }
 
-/** Until the runtime makes cluster clients: ioredis Cluster with the role's options per node. */
-function createClusterClient(handle: RedisClusterHandle, role: 'command' | 'blocking'): Cluster {
-  const nodes = handle.seeds.split(',').map((s) => ({ host: '127.0.0.1', port: Number(s.split(':')[1]) }));
-  return new Cluster(nodes, { redisOptions: redisOptions(role) });
-}
-
-const MODES: Record<string, Mode> = { bare };
+const MODES: Record<string, Mode> = { bare, tickwork };
 
 /** Runs the row and prints it. */
 export async function clusterSection(out: (s: string) => void): Promise<void> {
