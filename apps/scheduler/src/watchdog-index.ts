@@ -2,6 +2,7 @@ import {
   historyKeysOf,
   lastOutcomes,
   parseDef,
+  pipelineBySlot,
   policiesOfCore,
   ruleOfCore,
   scheduleHealth,
@@ -13,6 +14,7 @@ import {
   type Catalog,
   type Logger,
   type OccurrenceRecord,
+  type SlotCommand,
   type RedisClient,
 } from '@tickwork/runtime';
 
@@ -40,14 +42,14 @@ export interface IndexedWatchDeps {
 export async function watchIndexed(deps: IndexedWatchDeps, now = new Date()): Promise<void> {
   const { redis, prefix } = deps;
   const t = now.getTime();
-  const pipe = redis.pipeline();
+  const reads: SlotCommand[] = [];
   for (let s = 0; s < SCHEDULE_SHARDS; s++) {
     const k = shardKeys(prefix, s);
-    pipe.zrangebyscore(k.watch, '-inf', t, 'LIMIT', 0, PASS_LIMIT);
-    pipe.zrange(k.stale, '0', String(PASS_LIMIT - 1), 'WITHSCORES');
-    pipe.zrangebyscore(k.running, '-inf', t, 'LIMIT', 0, PASS_LIMIT);
+    reads.push(['zrangebyscore', k.watch, '-inf', t, 'LIMIT', 0, PASS_LIMIT]);
+    reads.push(['zrange', k.stale, '0', String(PASS_LIMIT - 1), 'WITHSCORES']);
+    reads.push(['zrangebyscore', k.running, '-inf', t, 'LIMIT', 0, PASS_LIMIT]);
   }
-  const replies = ((await pipe.exec()) ?? []).map(([, r]) => (r ?? []) as string[]);
+  const replies = (await pipelineBySlot(redis, reads)).map(([, r]) => (r ?? []) as string[]);
   for (let s = 0; s < SCHEDULE_SHARDS; s++) {
     for (const id of replies[3 * s] ?? []) await judge(deps, id, t).catch((err: unknown) => warn(deps, id, err));
     const stale = replies[3 * s + 1] ?? [];

@@ -3,10 +3,14 @@
  * tests and operators can see exactly what happened (how many charges, which emails).
  */
 export const DEMO_KEYS = {
-  /** List of JSON charge records: one entry per charge made. A double charge shows up as two entries. */
-  charges: 'tickwork:demo:charges',
+  /**
+   * List of JSON charge records: one entry per charge made. A double charge shows up as two entries.
+   * The `{billing}` / `{email}` tags put these keys on their queue's slot on Redis Cluster, where a
+   * redisStep's writes must share it (README, Redis Cluster).
+   */
+  charges: 'tickwork:demo:{billing}:charges',
   /** List of JSON emails "sent". */
-  outbox: 'tickwork:demo:outbox',
+  outbox: 'tickwork:demo:{email}:outbox',
   /** Hash: report date -> JSON revenue report. */
   reports: 'tickwork:demo:reports',
   /** Sorted set: session id scored by expiry (ms). */

@@ -33,7 +33,7 @@ export * from './idempotency/ledger.js';
 export { parseRecord as parseLedgerRecord } from './idempotency/ledger-lua.js';
 export { CompletionWriter, completionWriter, evalCached, type AheadOutcome } from './idempotency/ledger-batch.js';
 export * from './idempotency/steps.js';
-export { RedisTx } from './idempotency/redis-tx.js';
+export { RedisTx, RedisStepSlotError } from './idempotency/redis-tx.js';
 export * from './idempotency/metrics.js';
 export * from './idempotency/run-exactly-once.js';
 export * from './recovery/worker-registry.js';

@@ -32,7 +32,7 @@ export interface StackContext {
 }
 
 /** email.send appends here (packages/jobs/src/demo-data.ts, DEMO_KEYS.outbox). */
-const OUTBOX_KEY = 'tickwork:demo:outbox';
+const OUTBOX_KEY = 'tickwork:demo:{email}:outbox';
 
 /** Runs the stack's checks; returns a teardown (also right for an interrupted run), idempotent. */
 export function stackRunner(engine: Engine, spec: StackSpec): { test: () => Promise<void>; down: () => Promise<void> } {

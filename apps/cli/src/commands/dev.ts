@@ -69,7 +69,7 @@ export const devCommand: Command = {
     const welcome = ctx.catalog.get('email.send');
     if (welcome) {
       await ctx.enqueue()(welcome, { to: 'newcomer@example.com', subject: 'Welcome to tickwork', body: 'Your worker processed this job.' }, { jobId: 'dev-welcome' });
-      ctx.out.line('tickwork: enqueued a welcome email.send job; watch for "email sent" in the log, and its entry in the Redis list tickwork:demo:outbox');
+      ctx.out.line('tickwork: enqueued a welcome email.send job; watch for "email sent" in the log, and its entry in the Redis list tickwork:demo:{email}:outbox');
     }
     ctx.out.line('tickwork: try `pnpm tickwork schedules` and `pnpm tickwork enqueue <job> <json>` in another terminal; Ctrl-C stops everything');
 

@@ -18,7 +18,7 @@ import {
 import { appEntry, freePort, REPO_ROOT, startApp, startRedisCluster, waitFor, type AppProcess, type RedisClusterHandle } from '@tickwork/testkit';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { catalog } from '../testing/cluster-jobs.js';
+import { catalog, keyed, plain, poison } from '../testing/cluster-jobs.js';
 
 const PREFIX = 'tw';
 const JOBS_MODULE = join(REPO_ROOT, 'apps', 'worker', 'dist', 'testing', 'cluster-jobs.js');
@@ -45,10 +45,9 @@ it('runs jobs of two queues on different masters, each queue on its own slot, wi
   await worker.waitForLog((l) => l.msg === 'worker ready', 'the worker on the cluster', 30_000);
 
   const enqueue = createEnqueue(catalog, queues);
-  const [plain, keyed, poison] = ['cl.plain', 'cl.keyed', 'cl.poison'].map((n) => catalog.get(n));
-  for (let i = 0; i < 20; i++) await enqueue(plain as never, { i });
-  for (let i = 0; i < 10; i++) await enqueue(keyed as never, { i });
-  await enqueue(poison as never, { i: 1 });
+  for (let i = 0; i < 20; i++) await enqueue(plain, { i });
+  for (let i = 0; i < 10; i++) await enqueue(keyed, { i });
+  await enqueue(poison, { i: 1 });
 
   await waitFor(
     async () => {

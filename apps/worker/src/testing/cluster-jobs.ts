@@ -9,7 +9,7 @@ import { z } from 'zod';
 export const CLUSTER_QUEUES = ['alpha', 'delta'] as const;
 
 /** A run named by its generated job id: its record lives in its BullMQ job's hash. */
-const plain = defineJob({
+export const plain = defineJob({
   name: 'cl.plain',
   queue: 'alpha',
   schema: z.object({ i: z.number().int() }),
@@ -17,7 +17,7 @@ const plain = defineJob({
 });
 
 /** A run with a key of its own and a recorded step: a ledger record and step results under its queue's tag. */
-const keyed = defineJob({
+export const keyed = defineJob({
   name: 'cl.keyed',
   queue: 'delta',
   schema: z.object({ i: z.number().int() }),
@@ -29,7 +29,7 @@ const keyed = defineJob({
 });
 
 /** Fails at once, for good: dead-lettered to `delta.dlq`. */
-const poison = defineJob({
+export const poison = defineJob({
   name: 'cl.poison',
   queue: 'delta',
   schema: z.object({ i: z.number().int() }),

@@ -1,6 +1,7 @@
 import type { RedisClient } from '../connection.js';
 import type { DeadLetter } from '../dlq/entry.js';
 import type { Logger } from '../logger.js';
+import { keyspaceOn } from '../redis/keyspace.js';
 import { alertsEmitted, deadLettered } from './metrics.js';
 import { WebhookSender, type WebhookOptions } from './webhook.js';
 
@@ -108,7 +109,8 @@ export const FAILURE_COUNT_TTL_MS = 30 * 24 * 3600_000;
 export function createAlerter(opts: AlerterOptions): Alerter {
   const escalateAfter = opts.escalateAfter ?? DEFAULT_ESCALATE_AFTER;
   const webhook = opts.webhook ? new WebhookSender({ ...opts.webhook, log: opts.log }) : undefined;
-  const counterKey = (queue: string, scheduleId: string) => `${opts.prefix}:meta:consecutive-failures:${queue}:${scheduleId}`;
+  // Under the queue's tag on a cluster (redis/keyspace.ts), as everything else about the queue's runs.
+  const counterKey = (queue: string, scheduleId: string) => `${keyspaceOn(opts.redis, opts.prefix, queue).runPrefix}:meta:consecutive-failures:${queue}:${scheduleId}`;
 
   const emit = (alert: Alert) => {
     alertsEmitted.inc({ type: alert.type });

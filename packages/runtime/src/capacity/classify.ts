@@ -66,6 +66,12 @@ export function classifyKey(key: string, prefix: string): KeyClass {
   if (!key.startsWith(`${prefix}:`)) return { component: 'not-tickwork' };
   if (isLedgerKey(key, prefix)) return { component: 'ledger' };
   const rest = key.slice(prefix.length + 1);
+  // A queue's keys on Redis Cluster (`<prefix>:{<queue>}:...`, redis/keyspace.ts): classified as the
+  // single-Redis layout under the tagged prefix.
+  if (rest.startsWith('{') && !rest.startsWith('{sched:')) {
+    const end = rest.indexOf('}:');
+    if (end > 0) return classifyKey(key, `${prefix}:${rest.slice(0, end + 1)}`);
+  }
   // The schedule store: `{sched:<k>}:<index>` and a schedule's history `{sched:<k>}:h:<id>:history|records|last-*`.
   if (rest.startsWith('{sched:')) return { component: /^\{sched:\d+\}:h:.*:(history|records)$/.test(rest) ? 'schedule-history' : 'schedules' };
   const sep = rest.indexOf(':');

@@ -1,5 +1,8 @@
 import type { RedisClient } from '../connection.js';
 import { dlqName } from '../queues.js';
+import { pipelineBySlot, type SlotCommand } from '../redis/by-slot.js';
+import { queueKeyspace, queueStructureKey } from '../redis/keyspace.js';
+import { keyNodes } from '../redis/scan.js';
 import { scheduleKeys, scheduleRegistryKey } from '../schedule/keys.js';
 import { SCHEDULE_SHARDS, shardKeys } from '../schedules/keys.js';
 import { queueRegistryKey } from '../registry.js';
@@ -35,6 +38,8 @@ export interface EstimateOptions {
   queues: readonly string[];
   schedules: readonly string[];
   samples?: number;
+  /** The cluster layout of the queues' keys (redis/keyspace.ts); set from the client by estimateComponents. */
+  clustered?: boolean;
 }
 
 /**
@@ -46,7 +51,8 @@ export interface EstimateOptions {
 function knownLargeKeys(opts: EstimateOptions): string[] {
   const keys = new Set([scheduleRegistryKey(opts.prefix), queueRegistryKey(opts.prefix)]);
   for (const queue of opts.queues) {
-    for (const name of [queue, dlqName(queue)]) for (const s of QUEUE_STRUCTURE_NAMES) keys.add(`${opts.prefix}:${name}:${s}`);
+    const ks = queueKeyspace(opts.prefix, queue, opts.clustered ?? false);
+    for (const name of [queue, dlqName(queue)]) for (const s of QUEUE_STRUCTURE_NAMES) keys.add(queueStructureKey(ks, name, s));
   }
   for (const schedule of opts.schedules) for (const key of Object.values(scheduleKeys(opts.prefix, schedule))) keys.add(key);
   // The store's per-shard indexes grow with the number of schedules (a million runtime schedules).
@@ -60,7 +66,8 @@ function knownLargeKeys(opts: EstimateOptions): string[] {
 /**
  * One script call: DBSIZE, MEMORY USAGE of each known key (KEYS), then ARGV[1] random keys with theirs.
  * Server-side, so a sample of thousands costs one round trip and a few milliseconds of Redis, not thousands
- * of client commands. (Keys not named in KEYS: fine on one Redis; on a cluster RANDOMKEY sees one node.)
+ * of client commands. (One Redis only: on a cluster RANDOMKEY sees one node and KEYS span slots, see
+ * sampleCluster.)
  * Reply: dbsize, usage per KEYS entry (-1: no such key), then (key, usage) pairs.
  */
 const SAMPLE = `
@@ -88,9 +95,8 @@ return out`;
  */
 export async function estimateComponents(redis: RedisClient, opts: EstimateOptions): Promise<CapacityEstimate> {
   const samples = opts.samples ?? DEFAULT_CAPACITY_SAMPLES;
-  const measured = knownLargeKeys(opts);
-  const reply = (await redis.eval(SAMPLE, measured.length, ...measured, samples, USAGE_SAMPLES)) as (string | number)[];
-  const dbKeys = Number(reply[0] ?? 0);
+  const measured = knownLargeKeys({ ...opts, clustered: redis.isCluster });
+  const { dbKeys, usages, draws } = redis.isCluster ? await sampleCluster(redis, measured, samples) : await sampleOne(redis, measured, samples);
 
   const bytes = new Map<Component, number>(COMPONENTS.map((c) => [c, 0]));
   const keys = new Map<Component, number>(COMPONENTS.map((c) => [c, 0]));
@@ -100,7 +106,7 @@ export async function estimateComponents(redis: RedisClient, opts: EstimateOptio
   };
   const measuredSet = new Set<string>();
   measured.forEach((key, i) => {
-    const usage = Number(reply[1 + i]);
+    const usage = usages[i] ?? -1;
     if (usage < 0) return; // no such key
     measuredSet.add(key);
     const cls = classifyKey(key, opts.prefix);
@@ -108,16 +114,11 @@ export async function estimateComponents(redis: RedisClient, opts: EstimateOptio
   });
 
   // Draws that hit a measured key are dropped: the sample stands for the other keys only.
-  const drawn: { key: string; usage: number }[] = [];
-  for (let i = 1 + measured.length; i + 1 < reply.length; i += 2) {
-    const key = String(reply[i]);
-    const usage = Number(reply[i + 1]);
-    if (usage >= 0 && !measuredSet.has(key)) drawn.push({ key, usage });
-  }
+  const drawn = draws.filter(({ key, usage }) => usage >= 0 && !measuredSet.has(key));
   // A job's keys count as pending or finished with the job: its hash says which (one more call for all).
   const classes = drawn.map(({ key }) => classifyKey(key, opts.prefix));
   const jobHashes = classes.flatMap((cls) => ('jobHash' in cls ? [cls.jobHash] : []));
-  const finished = jobHashes.length > 0 ? ((await redis.eval(FINISHED, jobHashes.length, ...jobHashes)) as number[]).map((v) => v === 1) : [];
+  const finished = await finishedJobs(redis, jobHashes);
   let at = 0;
   const sampled = drawn.map(({ usage }, i) => {
     const cls = classes[i] ?? { component: 'tickwork-other' as const };
@@ -140,4 +141,49 @@ export async function estimateComponents(redis: RedisClient, opts: EstimateOptio
     totalBytes: components.reduce((sum, c) => sum + c.bytes, 0),
     components,
   };
+}
+
+interface Sample {
+  dbKeys: number;
+  /** MEMORY USAGE of each measured key, -1 when it does not exist. */
+  usages: number[];
+  draws: { key: string; usage: number }[];
+}
+
+/** One Redis: one script call (SAMPLE). */
+async function sampleOne(redis: RedisClient, measured: readonly string[], samples: number): Promise<Sample> {
+  const reply = (await redis.eval(SAMPLE, measured.length, ...measured, samples, USAGE_SAMPLES)) as (string | number)[];
+  const draws: Sample['draws'] = [];
+  for (let i = 1 + measured.length; i + 1 < reply.length; i += 2) draws.push({ key: String(reply[i]), usage: Number(reply[i + 1]) });
+  return { dbKeys: Number(reply[0] ?? 0), usages: measured.map((_, i) => Number(reply[1 + i])), draws };
+}
+
+/**
+ * A cluster: the measured keys one pipeline per slot; DBSIZE and random draws per master, each master drawn
+ * in proportion to its keys, so one scale over all draws stays unbiased. A few round trips per master, in
+ * parallel, still none growing with the number of keys.
+ */
+async function sampleCluster(redis: RedisClient, measured: readonly string[], samples: number): Promise<Sample> {
+  const masters = keyNodes(redis);
+  const sizes = await Promise.all(masters.map((m) => m.dbsize()));
+  const dbKeys = sizes.reduce((a, b) => a + b, 0);
+  const usageOf = (key: string): SlotCommand => ['memory', 'USAGE', key, 'SAMPLES', USAGE_SAMPLES];
+  const usages = (await pipelineBySlot(redis, measured.map(usageOf), (c) => String(c[2]))).map(([err, v]) => (err || v === null ? -1 : Number(v)));
+  const perMaster = await Promise.all(
+    masters.map(async (master, i) => {
+      const n = dbKeys === 0 ? 0 : Math.round((samples * (sizes[i] ?? 0)) / dbKeys);
+      if (n === 0) return [];
+      const keys = ((await master.pipeline(Array.from({ length: n }, () => ['randomkey'])).exec()) ?? []).flatMap(([, k]) => (typeof k === 'string' ? [k] : []));
+      const replies = (await master.pipeline(keys.map((k) => ['memory', 'USAGE', k, 'SAMPLES', USAGE_SAMPLES])).exec()) ?? [];
+      return keys.map((key, j) => ({ key, usage: replies[j]?.[0] || replies[j]?.[1] === null ? -1 : Number(replies[j]?.[1]) }));
+    }),
+  );
+  return { dbKeys, usages, draws: perMaster.flat() };
+}
+
+/** Whether each job hash has finished (has a `finishedOn`): one script call on one Redis, one pipeline per slot on a cluster. */
+async function finishedJobs(redis: RedisClient, jobHashes: readonly string[]): Promise<boolean[]> {
+  if (jobHashes.length === 0) return [];
+  if (!redis.isCluster) return ((await redis.eval(FINISHED, jobHashes.length, ...jobHashes)) as number[]).map((v) => v === 1);
+  return (await pipelineBySlot(redis, jobHashes.map((k): SlotCommand => ['hexists', k, 'finishedOn']))).map(([, v]) => v === 1);
 }

@@ -1,5 +1,6 @@
 import type { RedisClient } from '../connection.js';
 import type { Logger } from '../logger.js';
+import { keyNodes } from '../redis/scan.js';
 
 /** The fields of Redis `INFO memory` that capacity needs. */
 export interface RedisMemoryInfo {
@@ -35,9 +36,16 @@ export function parseMemoryInfo(info: string): RedisMemoryInfo {
   };
 }
 
-/** INFO rather than CONFIG GET: managed Redis services often disable CONFIG, never INFO. */
+/**
+ * INFO rather than CONFIG GET: managed Redis services often disable CONFIG, never INFO. On a cluster each
+ * master has its own memory: the one nearest its maxmemory (else the largest) is reported, since the first
+ * master to fill up is the one that refuses writes.
+ */
 export async function readMemoryInfo(redis: RedisClient): Promise<RedisMemoryInfo> {
-  return parseMemoryInfo(await redis.info('memory'));
+  if (!redis.isCluster) return parseMemoryInfo(await redis.info('memory'));
+  const infos = await Promise.all(keyNodes(redis).map(async (node) => parseMemoryInfo(await node.info('memory'))));
+  const fullness = (i: RedisMemoryInfo) => i.ratio ?? i.usedBytes / Number.MAX_SAFE_INTEGER;
+  return infos.reduce((worst, i) => (fullness(i) > fullness(worst) ? i : worst));
 }
 
 /**

@@ -1,6 +1,8 @@
 import type { RedisClient } from '../connection.js';
 import type { Catalog } from '../catalog.js';
 import { dlqName } from '../queues.js';
+import { pipelineBySlot, type SlotCommand } from '../redis/by-slot.js';
+import { keyspaceOn, queueStructureKey } from '../redis/keyspace.js';
 import { knownQueues } from '../registry.js';
 import { scheduleRegistryKey } from '../schedule/keys.js';
 import { estimateComponents, type CapacityEstimate } from './estimate.js';
@@ -43,28 +45,29 @@ async function names(src: CapacitySource): Promise<{ queues: string[]; schedules
 }
 
 /**
- * Counts read straight from BullMQ's lists and sets, all queues in two pipelined round trips. Read-only on
+ * Counts read straight from BullMQ's lists and sets, all queues in two pipelined round trips (per slot
+ * on a cluster). Read-only on
  * purpose (opening BullMQ Queues would write their meta hashes), so it works, and changes nothing, on a
  * Redis that is full. A DLQ's entries are its waiting, prioritized and delayed jobs, as countDeadLetters
  * counts them; the oldest is the first of each, by the job's creation time.
  */
 async function queueCapacity(redis: RedisClient, prefix: string, queues: readonly string[], now: Date): Promise<QueueCapacity[]> {
   const PER_QUEUE = 12;
-  const reads = redis.pipeline();
+  const reads: SlotCommand[] = [];
+  const dlqKey = (queue: string, s: string) => queueStructureKey(keyspaceOn(redis, prefix, queue), dlqName(queue), s);
   for (const queue of queues) {
-    const k = (s: string) => `${prefix}:${queue}:${s}`;
-    const d = (s: string) => `${prefix}:${dlqName(queue)}:${s}`;
-    reads.llen(k('wait')).zcard(k('prioritized')).zcard(k('delayed')).llen(k('active')).zcard(k('completed')).zcard(k('failed'));
-    reads.llen(d('wait')).zcard(d('prioritized')).zcard(d('delayed'));
-    reads.lindex(d('wait'), -1).zrange(d('prioritized'), '0', '0').zrange(d('delayed'), '0', '0'); // new jobs are LPUSHed
+    const k = (s: string) => queueStructureKey(keyspaceOn(redis, prefix, queue), queue, s);
+    const d = (s: string) => dlqKey(queue, s);
+    reads.push(['llen', k('wait')], ['zcard', k('prioritized')], ['zcard', k('delayed')], ['llen', k('active')], ['zcard', k('completed')], ['zcard', k('failed')]);
+    reads.push(['llen', d('wait')], ['zcard', d('prioritized')], ['zcard', d('delayed')]);
+    reads.push(['lindex', d('wait'), -1], ['zrange', d('prioritized'), '0', '0'], ['zrange', d('delayed'), '0', '0']); // new jobs are LPUSHed
   }
-  const r = ((await reads.exec()) ?? []).map(([err, v]) => (err ? null : v));
+  const r = (await pipelineBySlot(redis, reads)).map(([err, v]) => (err ? null : v));
   const oldestCandidates = queues.map((queue, q) =>
-    r.slice(q * PER_QUEUE + 9, (q + 1) * PER_QUEUE).flatMap((v) => (Array.isArray(v) ? v : [v])).filter((id): id is string => typeof id === 'string').map((id) => `${prefix}:${dlqName(queue)}:${id}`),
+    r.slice(q * PER_QUEUE + 9, (q + 1) * PER_QUEUE).flatMap((v) => (Array.isArray(v) ? v : [v])).filter((id): id is string => typeof id === 'string').map((id) => dlqKey(queue, id)),
   );
-  const stamps = redis.pipeline();
-  for (const key of oldestCandidates.flat()) stamps.hget(key, 'timestamp');
-  const created = stamps.length > 0 ? ((await stamps.exec()) ?? []).map(([err, v]) => (err || v === null ? NaN : Number(v))) : [];
+  const stamps = oldestCandidates.flat().map((key): SlotCommand => ['hget', key, 'timestamp']);
+  const created = (await pipelineBySlot(redis, stamps)).map(([err, v]) => (err || v === null ? NaN : Number(v)));
   let at = 0;
   return queues.map((queue, q) => {
     const [wait = 0, prioritized = 0, delayed = 0, active = 0, completed = 0, failed = 0, dw = 0, dp = 0, dd = 0] = r.slice(q * PER_QUEUE, q * PER_QUEUE + 9).map(Number);

@@ -123,7 +123,7 @@ async function commit(opts: MoveOptions, entry: DeadLetterEntry): Promise<MoveRe
   const dlqJobId = deadLetterJobId({ id: entry.originalJobId, timestamp: entry.originalTimestamp });
   // No attempts/backoff/removeOn* options: nothing processes a DLQ and entries leave it only by re-drive or purge.
   await queues.get(dlqQueue).add(entry.jobName, entry, { jobId: dlqJobId });
-  const claimed = (await redis.set(claimKey(queues.prefix, dlqQueue, dlqJobId), '1', 'EX', CLAIM_TTL_S, 'NX')) === 'OK';
+  const claimed = (await redis.set(claimKey(queues.keyspace(dlqQueue).runPrefix, dlqQueue, dlqJobId), '1', 'EX', CLAIM_TTL_S, 'NX')) === 'OK';
   await queues.get(entry.originQueue).remove(entry.originalJobId);
   return { deadLetter: { dlqQueue, dlqJobId, entry }, claimed };
 }
@@ -131,6 +131,7 @@ async function commit(opts: MoveOptions, entry: DeadLetterEntry): Promise<MoveRe
 /** Long enough to outlive any sweep of the same failed job; short enough not to accumulate forever. */
 const CLAIM_TTL_S = 30 * 24 * 3600;
 
+/** `prefix`: the queue's run prefix (redis/keyspace.ts): on a cluster the claim is on the queue's slot. */
 function claimKey(prefix: string, dlqQueue: string, dlqJobId: string): string {
   return `${prefix}:meta:dlq-claimed:${dlqQueue}:${dlqJobId}`;
 }

@@ -6,6 +6,7 @@ import { duplicatesRanUnclaimed } from './metrics.js';
 import type { ExactlyOnce, RunExactlyOnceOptions } from './run-exactly-once.js';
 import { logOf } from './run-lease.js';
 import { CLAIM_TX_STEP_LUA } from './ledger-lua.js';
+import { txStepKeys } from './redis-tx.js';
 import type { StepHost } from './steps.js';
 
 const CLAIM_TX_STEP_SHA = createHash('sha1').update(CLAIM_TX_STEP_LUA).digest('hex');
@@ -95,7 +96,7 @@ export class LazyRun implements StepHost {
   private async claimWithTxStep(id: string, value: unknown, commands: readonly (string | number)[][]): Promise<LedgerRun | undefined> {
     const at = this.ledger.locate(this.idempotencyKey, { kind: 'job', jobKey: this.jobKey, queue: this.queue });
     const encoded = encodeValue(value);
-    const keys = [at.record, at.steps, ...new Set(commands.map((c) => String(c[1])))];
+    const keys = txStepKeys(this.ledger.redis, at.record, at.steps, commands);
     const argv: (string | number)[] = [this.owner, this.ledger.leaseMs, id, encoded, this.ledger.unfinishedTtlMs];
     for (const c of commands) argv.push(c.length, ...c);
     if ((await evalCached(this.ledger.redis, CLAIM_TX_STEP_LUA, CLAIM_TX_STEP_SHA, keys, argv)) !== 1) return undefined;

@@ -3,6 +3,7 @@ import type { RedisClient } from '../connection.js';
 import { TickworkError } from '../errors.js';
 import { evalCached, LedgerBatcher, type AheadOutcome, type CompletionWriter } from './ledger-batch.js';
 import { parseRecord, TX_STEP_LUA } from './ledger-lua.js';
+import { txStepKeys } from './redis-tx.js';
 import { jobKeyOf, keyspaceOn, queueKeyspace } from '../redis/keyspace.js';
 
 const TX_STEP_SHA = createHash('sha1').update(TX_STEP_LUA).digest('hex');
@@ -232,7 +233,7 @@ export class LedgerRun {
    */
   async recordTxStep(id: string, value: unknown, commands: readonly (string | number)[][]): Promise<boolean> {
     const encoded = encodeValue(value);
-    const keys = [this.key, this.at.steps, ...new Set(commands.map((c) => String(c[1])))];
+    const keys = txStepKeys(this.ledger.redis, this.key, this.at.steps, commands);
     const argv: (string | number)[] = [this.at.mode, this.owner, id, encoded, this.ledger.unfinishedTtlMs];
     for (const c of commands) argv.push(c.length, ...c);
     const ok = (await evalCached(this.ledger.redis, TX_STEP_LUA, TX_STEP_SHA, keys, argv)) === 1;

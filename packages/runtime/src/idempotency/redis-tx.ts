@@ -1,3 +1,33 @@
+import type { RedisClient } from '../connection.js';
+import { TickworkError } from '../errors.js';
+import { slotOf } from '../redis/by-slot.js';
+
+/**
+ * On Redis Cluster a Redis step wrote a key outside its run's slot: the step's script (its writes and its
+ * record together) can only run on one slot. The message names the key and the hash tag to give it.
+ */
+export class RedisStepSlotError extends TickworkError {
+  override name = 'RedisStepSlotError';
+}
+
+/**
+ * The KEYS of a Redis step's script: the run's record, its steps, then each key the step writes. On a
+ * cluster every key must hash to the record's slot, which is its queue's (redis/keyspace.ts): a key
+ * carrying the queue's tag (`{billing}` for queue `billing` or `billing.dlq`) does.
+ */
+export function txStepKeys(redis: RedisClient, record: string, steps: string, commands: readonly (string | number)[][]): string[] {
+  const keys = [record, steps, ...new Set(commands.map((c) => String(c[1])))];
+  if (!redis.isCluster) return keys;
+  const slot = slotOf(record);
+  const tag = /\{([^}]*)\}/.exec(record)?.[0] ?? '';
+  for (const key of keys.slice(2)) {
+    if (slotOf(key) !== slot) {
+      throw new RedisStepSlotError(`redisStep writes ${JSON.stringify(key)}, outside its run's slot: on Redis Cluster the keys a redisStep writes must contain the queue's hash tag ${tag} (e.g. "myapp:${tag}:charges")`);
+    }
+  }
+  return keys;
+}
+
 /**
  * The writes of a Redis step (`ctx.redisStep`), recorded by the step's function and then committed by one
  * script together with the step's record, only while the run still owns its lease (ledger-lua.ts,

@@ -116,7 +116,16 @@ export interface RunRecorder {
   cancelled(reason: string): Promise<void>;
 }
 
-/** A recorder for runs of scheduled jobs (on time, catch-up or manual); undefined for unscheduled jobs. */
+/**
+ * A recorder for runs of scheduled jobs (on time, catch-up or manual); undefined for unscheduled jobs.
+ *
+ * Redis Cluster: a schedule's history stays in its schedule shard (`{sched:<k>}`), not under its queue's
+ * tag, because the start gate (START_RUN) reads the definition and writes the history in one script, and
+ * the dispatcher commits history with its claims. So on a cluster these writes go to the shard's master,
+ * on another connection than the job's acknowledgement. The order still holds: the worker awaits each
+ * history write (execute stage) before it returns the result, so the write is done before the result is
+ * written ahead and the job acknowledged. What is lost is only the shared connection (one more node).
+ */
 export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, delivery: Delivery, log: Logger): RunRecorder | undefined {
   const scheduled = delivery.scheduled;
   if (!job.schedule && !scheduled) return undefined;

@@ -3,6 +3,7 @@ import type { Catalog } from '../catalog.js';
 import type { AnyJob } from '../define-job.js';
 import type { Logger } from '../logger.js';
 import type { QueueSet } from '../queues.js';
+import { pipelineBySlot, type SlotCommand } from '../redis/by-slot.js';
 import { runScript } from '../redis/scripts.js';
 import { legacyScheduleKeys, occurrenceJobId, REMOVED_SCHEDULE_STATE_TTL_MS } from '../schedule/keys.js';
 import { ruleOf } from '../schedule/occurrences.js';
@@ -47,6 +48,8 @@ export function createCatalogSource(opts: { redis: RedisClient; queues: QueueSet
 
   /** Moves the old history keys under the new ones; returns the old cursor (null: nothing to migrate). */
   async function migrateLegacy(id: string): Promise<number | null> {
+    // The old layout never ran on a cluster (nothing to migrate there, and RENAME cannot cross slots).
+    if (redis.isCluster) return null;
     const old = legacyScheduleKeys(prefix, id);
     const cursor = await redis.get(old.cursor);
     const moved = historyKeysOf(prefix, id);
@@ -88,9 +91,11 @@ export function createCatalogSource(opts: { redis: RedisClient; queues: QueueSet
     const state = await readState(redis, prefix, id);
     if (state.raw && state.def) await runScript(redis, DELETE_DEF, deleteDefKeys(prefix, id, state.def.core.j), [id, state.raw]);
     const old = legacyScheduleKeys(prefix, id);
-    const pipe = redis.pipeline().del(old.cursor);
-    for (const key of [...Object.values(historyKeysOf(prefix, id)), old.history, old.records, old.lastSuccess, old.lastFailure]) pipe.pexpire(key, REMOVED_SCHEDULE_STATE_TTL_MS);
-    await pipe.exec();
+    const expire = (key: string): SlotCommand => ['pexpire', key, REMOVED_SCHEDULE_STATE_TTL_MS];
+    await pipelineBySlot(redis, [
+      ['del', old.cursor],
+      ...[...Object.values(historyKeysOf(prefix, id)), old.history, old.records, old.lastSuccess, old.lastFailure].map(expire),
+    ]);
     if (!queueName) return;
     const queue = queues.get(queueName);
     const idPrefix = occurrenceJobId(id, new Date(0)).split('@')[0] + '@';

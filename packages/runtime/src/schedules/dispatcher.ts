@@ -3,6 +3,7 @@ import type { RedisClient } from '../connection.js';
 import type { Catalog } from '../catalog.js';
 import type { Logger } from '../logger.js';
 import type { QueueSet } from '../queues.js';
+import { pipelineBySlot, type SlotCommand } from '../redis/by-slot.js';
 import { runScriptMany, type ScriptCall } from '../redis/scripts.js';
 import { planOccurrences } from '../schedule/catch-up.js';
 import { occurrenceJobId, occurrenceKey } from '../schedule/keys.js';
@@ -200,12 +201,12 @@ export type Dispatcher = ReturnType<typeof createDispatcher>;
 
 /** Due entries at or before `now` over all shards (16 ZCOUNTs), and the oldest due score: the lag gauge. */
 export async function dueBacklog(redis: RedisClient, prefix: string, now = Date.now()): Promise<{ backlog: number; oldestDue: number | null }> {
-  const pipe = redis.pipeline();
+  const reads: SlotCommand[] = [];
   for (let s = 0; s < SCHEDULE_SHARDS; s++) {
     const k = shardKeys(prefix, s);
-    pipe.zcount(k.due, '-inf', now).zrange(k.due, '0', '0', 'WITHSCORES');
+    reads.push(['zcount', k.due, '-inf', now], ['zrange', k.due, '0', '0', 'WITHSCORES']);
   }
-  const replies = (await pipe.exec()) ?? [];
+  const replies = await pipelineBySlot(redis, reads);
   let backlog = 0;
   let oldestDue: number | null = null;
   for (let i = 0; i < replies.length; i += 2) {

@@ -3,8 +3,8 @@
  * hash of their id, and every key of a shard — its due index, definitions, claims, lex indexes and the
  * history of each of its schedules — carries the shard's hash tag `{sched:<k>}`. So one Lua script can
  * touch a shard's index and a schedule's records together, and on Redis Cluster each shard is one slot
- * (no key that every schedule touches). With a hash-tagged QUEUE_PREFIX (`{tickwork}`) the prefix's tag
- * wins and everything shares one slot, as the rest of tickwork does today.
+ * (no key that every schedule touches); a call over all shards goes as one pipeline per slot
+ * (redis/by-slot.ts). On a cluster QUEUE_PREFIX carries no tag (env.ts refuses one), so the shard tags hold.
  */
 
 /** Recorded once per prefix (`<prefix>:meta:schedule-shards`): a scheduler refuses another value. */

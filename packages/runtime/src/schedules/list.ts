@@ -1,4 +1,5 @@
 import type { RedisClient } from '../connection.js';
+import { pipelineBySlot, readBySlot, type SlotCommand } from '../redis/by-slot.js';
 import type { ListPage, ListQuery, ScheduleSource, ScheduleView } from './api.js';
 import { parseDef, sourceOf, viewOf, type StoredDef } from './definition.js';
 import { jobIndexKey, SCHEDULE_SHARDS, shardKeys, shardOf } from './keys.js';
@@ -30,12 +31,9 @@ export async function listSchedules(redis: RedisClient, prefix: string, queueOf:
   const items: ScheduleView[] = [];
   for (;;) {
     const min = after !== null ? `(${after}` : query.prefix ? `[${query.prefix}` : '-';
-    const pipe = redis.pipeline();
-    for (let s = 0; s < SCHEDULE_SHARDS; s++) pipe.zrangebylex(indexKey(prefix, s, query.job), min, max, 'LIMIT', 0, limit + 1);
-    const runs = ((await pipe.exec()) ?? []).map(([err, ids]) => {
-      if (err) throw err;
-      return ids as string[];
-    });
+    const reads: SlotCommand[] = [];
+    for (let s = 0; s < SCHEDULE_SHARDS; s++) reads.push(['zrangebylex', indexKey(prefix, s, query.job), min, max, 'LIMIT', 0, limit + 1]);
+    const runs = (await readBySlot(redis, reads)) as string[][];
     const merged = runs.flat().sort(byteCompare);
     const page = merged.slice(0, limit - items.length);
     const more = merged.length > page.length;
@@ -50,12 +48,12 @@ export async function listSchedules(redis: RedisClient, prefix: string, queueOf:
 
 async function loadViews(redis: RedisClient, prefix: string, ids: readonly string[], queueOf: (def: StoredDef) => string): Promise<ScheduleView[]> {
   if (ids.length === 0) return [];
-  const pipe = redis.pipeline();
+  const reads: SlotCommand[] = [];
   for (const id of ids) {
     const sk = shardKeys(prefix, shardOf(id));
-    pipe.hget(sk.defs, id).zscore(sk.due, id).hget(sk.inflight, id);
+    reads.push(['hget', sk.defs, id], ['zscore', sk.due, id], ['hget', sk.inflight, id]);
   }
-  const replies = (await pipe.exec()) ?? [];
+  const replies = await pipelineBySlot(redis, reads);
   const views: ScheduleView[] = [];
   ids.forEach((id, i) => {
     const raw = replies[3 * i]?.[1] as string | null;
@@ -74,16 +72,15 @@ async function loadViews(redis: RedisClient, prefix: string, ids: readonly strin
  * are few and known by name: `source` subtracts or keeps those present in the store.
  */
 export async function countSchedules(redis: RedisClient, prefix: string, catalogIds: readonly string[], query: { job?: string; source?: ScheduleSource } = {}): Promise<number> {
-  const pipe = redis.pipeline();
-  for (let s = 0; s < SCHEDULE_SHARDS; s++) pipe.zcard(indexKey(prefix, s, query.job));
-  const total = ((await pipe.exec()) ?? []).reduce((sum, [, n]) => sum + Number(n ?? 0), 0);
+  const cards: SlotCommand[] = [];
+  for (let s = 0; s < SCHEDULE_SHARDS; s++) cards.push(['zcard', indexKey(prefix, s, query.job)]);
+  const total = (await pipelineBySlot(redis, cards)).reduce((sum, [, n]) => sum + Number(n ?? 0), 0);
   if (!query.source) return total;
   const candidates = query.job === undefined ? catalogIds : catalogIds.filter((id) => id === query.job);
   let catalogCount = 0;
   if (candidates.length > 0) {
-    const check = redis.pipeline();
-    for (const id of candidates) check.hget(shardKeys(prefix, shardOf(id)).defs, id);
-    for (const [, raw] of (await check.exec()) ?? []) if (typeof raw === 'string' && sourceOf(parseDef(raw).core) === 'catalog') catalogCount++;
+    const check = candidates.map((id): SlotCommand => ['hget', shardKeys(prefix, shardOf(id)).defs, id]);
+    for (const [, raw] of await pipelineBySlot(redis, check)) if (typeof raw === 'string' && sourceOf(parseDef(raw).core) === 'catalog') catalogCount++;
   }
   return query.source === 'catalog' ? catalogCount : total - catalogCount;
 }
