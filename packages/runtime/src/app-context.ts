@@ -5,6 +5,7 @@ import { redisTargetOf, type RedisEnv } from './env.js';
 import { loadCatalog } from './load-catalog.js';
 import { createLogger, type Logger } from './logger.js';
 import { QueueSet } from './queues.js';
+import { checkKeyLayout } from './redis/layout-check.js';
 import { createRedisOutageLog, waitForRedis, type RedisOutageLog } from './redis-startup.js';
 
 /** The env fields every app shares (see env.ts). */
@@ -31,7 +32,8 @@ export interface AppContext {
  * What every app opens at start, in the same order: its logger, the catalog (which validates every job,
  * so a bad definition stops start-up here), a command connection (a Redis that does not answer within
  * REDIS_STARTUP_TIMEOUT_MS, or refuses the password, stops start-up too, naming REDIS_URL), whose later
- * outages are logged once each, and the queues. It also warns, without waiting,
+ * outages are logged once each, and the queues. Data under QUEUE_PREFIX in a key layout this app cannot
+ * use (one Redis's on a cluster, or the reverse) stops start-up too (redis/layout-check.ts). It also warns, without waiting,
  * when Redis's memory settings put the queues at risk (no maxmemory, or a policy that evicts keys).
  */
 export async function openAppContext(
@@ -45,6 +47,7 @@ export async function openAppContext(
   const redis = createRedis(target, 'command');
   try {
     await waitForRedis(redis, target, env.REDIS_STARTUP_TIMEOUT_MS ?? 10_000);
+    await checkKeyLayout(redis, env.QUEUE_PREFIX, catalog.queues);
   } catch (err) {
     redis.disconnect();
     throw err;

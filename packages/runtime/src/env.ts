@@ -90,13 +90,14 @@ const NODES_FORMAT = 'must be host:port[,host:port...], e.g. redis-0:6379,redis-
 
 /**
  * REDIS_CLUSTER_NODES: seed nodes of a Redis Cluster. When set, every app uses a cluster client and
- * REDIS_URL gives only the credentials and TLS (see connection.ts).
+ * REDIS_URL gives only the credentials and TLS (see connection.ts). Blank counts as unset, so a compose
+ * file or manifest can pass `${REDIS_CLUSTER_NODES:-}` through for both setups.
  */
 export const redisClusterNodes = z
   .string()
   .optional()
   .transform((raw, ctx) => {
-    if (raw === undefined) return undefined;
+    if (raw === undefined || raw.trim() === '') return undefined;
     const parts = raw.split(',').map((p) => p.trim());
     const nodes: { host: string; port: number }[] = [];
     for (const part of parts) {

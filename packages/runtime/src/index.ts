@@ -55,3 +55,4 @@ export { defineScript, runScript, runScriptMany, type Script } from './redis/scr
 export * from './redis/keyspace.js';
 export { groupBySlot, pipelineBySlot, slotOf, readBySlot, type SlotCommand, type PipelineReply } from './redis/by-slot.js';
 export { keyNodes, scanKeys } from './redis/scan.js';
+export { checkKeyLayout, KeyLayoutError, layoutKey, type KeyLayout } from './redis/layout-check.js';

@@ -167,3 +167,11 @@ export async function startRedisCluster(opts: { masters?: number; replicas?: num
     stop,
   };
 }
+
+/**
+ * The env that points an app process (startApp) at a Redis: REDIS_URL for one Redis (a URL), or
+ * REDIS_CLUSTER_NODES for a cluster, so one test helper runs its apps on either.
+ */
+export function redisEnvOf(redis: string | Pick<RedisClusterHandle, 'env'>): Record<string, string> {
+  return typeof redis === 'string' ? { REDIS_URL: redis } : { ...redis.env };
+}

@@ -25,7 +25,8 @@ export const devCommand: Command = {
   async run(ctx) {
     let redisUrl = ctx.env.REDIS_URL;
     let privateRedis: ChildProcess | undefined;
-    if (!(await answers(redisUrl))) {
+    // On a cluster (REDIS_CLUSTER_NODES, passed on to the apps) there is no single Redis to start in its place.
+    if (ctx.env.REDIS_CLUSTER_NODES === undefined && !(await answers(redisUrl))) {
       const port = Number(new URL(redisUrl).port || 6379);
       if (spawnSync('redis-server', ['--version']).error) {
         throw new UsageError(`nothing answers at ${safeUrl(redisUrl)} and redis-server is not installed; install it (apt-get install redis-server) or set REDIS_URL`);

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { appEntry, freePort, REPO_ROOT, startApp, type AppProcess } from '@tickwork/testkit';
+import { appEntry, freePort, redisEnvOf, REPO_ROOT, startApp, type AppProcess, type RedisClusterHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { FX_RUNS_KEY } from './fixture-catalog.js';
 
@@ -10,18 +10,18 @@ import { FX_RUNS_KEY } from './fixture-catalog.js';
 const FIXTURE = join(REPO_ROOT, 'apps', 'scheduler', 'dist', 'testing', 'fixture-catalog.js');
 
 export interface FixtureApps {
-  /** Starts `app` against `redisUrl` with the fixture settings, `extra` on top. */
+  /** Starts `app` against `redis` (a URL, or a cluster: redisEnvOf) with the fixture settings, `extra` on top. */
   start(app: 'scheduler' | 'worker', extra?: Record<string, string>): Promise<AppProcess>;
   /** Kills whatever is still running (afterAll). */
   killAll(): Promise<void>;
 }
 
-export function fixtureApps(redisUrl: () => string, prefix: string): FixtureApps {
+export function fixtureApps(redis: () => string | Pick<RedisClusterHandle, 'env'>, prefix: string): FixtureApps {
   const started: AppProcess[] = [];
   return {
     async start(app, extra = {}) {
       const proc = startApp(appEntry(app), {
-        REDIS_URL: redisUrl(),
+        ...redisEnvOf(redis()),
         QUEUE_PREFIX: prefix,
         JOBS_MODULE: FIXTURE,
         PORT: String(await freePort()),

@@ -5,7 +5,7 @@
  */
 import { IdempotencyLedger, listDeadLetters, type QueueSet } from '@tickwork/runtime';
 import { join } from 'node:path';
-import { appEntry, freePort, REPO_ROOT, startApp, waitFor, type AppProcess } from '@tickwork/testkit';
+import { appEntry, freePort, redisEnvOf, REPO_ROOT, startApp, waitFor, type AppProcess, type RedisClusterHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { expect } from 'vitest';
 import { CONSERVATION_QUEUE as Q } from './conservation-jobs.js';
@@ -19,9 +19,9 @@ export const CONSERVATION_PREFIX = 'tw';
  * A real worker process on the conservation catalog: short locks and stall checks and a fast DLQ sweep,
  * so a crash's stalled jobs and interrupted moves are recovered within seconds.
  */
-export async function startConservationWorker(redisUrl: string, concurrency: number): Promise<AppProcess> {
+export async function startConservationWorker(redis: string | Pick<RedisClusterHandle, 'env'>, concurrency: number): Promise<AppProcess> {
   return startApp(appEntry('worker'), {
-    REDIS_URL: redisUrl,
+    ...redisEnvOf(redis),
     QUEUE_PREFIX: CONSERVATION_PREFIX,
     PORT: String(await freePort()),
     JOBS_MODULE,
