@@ -162,9 +162,13 @@ export function stackRunner(engine: Engine, spec: StackSpec): { test: () => Prom
     const tickSubject = `compose test schedule ${randomBytes(4).toString('hex')}`;
     await check(name('a runtime schedule (every 1s, added with tickwork schedules add) fires and its job runs'), async () => {
       const data = JSON.stringify({ to: 'compose-test@example.com', subject: tickSubject, body: 'fired by the scheduler' });
+      const t0 = Date.now();
       await composeOk(['exec', '-T', 'scheduler', 'tickwork', 'schedules', 'add', 'compose-test-tick', '--job', 'email.send', '--every', '1s', '--tz', 'UTC', '--data', data, '--json']);
-      await waitFor(() => outboxHas(tickSubject), { timeoutMs: 60_000, intervalMs: 1000, what: `an outbox entry with subject "${tickSubject}"` });
+      const added = Date.now();
+      await waitFor(() => outboxHas(tickSubject), { timeoutMs: 90_000, intervalMs: 1000, what: `an outbox entry with subject "${tickSubject}"` });
+      const landed = Date.now();
       await composeOk(['exec', '-T', 'scheduler', 'tickwork', 'schedules', 'rm', 'compose-test-tick', '--json']);
+      return `added in ${((added - t0) / 1000).toFixed(1)} s, its email seen ${((landed - added) / 1000).toFixed(1)} s later`;
     });
 
     const published = (await compose(['port', 'dashboard', '3000'])).stdout.trim().split('\n')[0] ?? '';
