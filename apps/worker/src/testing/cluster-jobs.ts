@@ -39,4 +39,19 @@ export const poison = defineJob({
   },
 });
 
-export const catalog = createCatalog([plain, keyed, poison]);
+/** Hash i -> how many times job i's effect was committed (a Redis step: exactly once, on alpha's slot). */
+export const EFFECTS_KEY = 'cl:{alpha}:effects';
+
+/** An exactly-once effect per job, on queue alpha: the failover test counts them. */
+export const counted = defineJob({
+  name: 'cl.counted',
+  queue: 'alpha',
+  schema: z.object({ i: z.number().int() }),
+  retry: { attempts: 5, backoff: { type: 'fixed', delayMs: 200 } },
+  async handler(ctx) {
+    await ctx.redisStep('count', (tx) => tx.hincrby(EFFECTS_KEY, String(ctx.data.i), 1));
+    return { i: ctx.data.i };
+  },
+});
+
+export const catalog = createCatalog([plain, keyed, poison, counted]);
