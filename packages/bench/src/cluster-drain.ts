@@ -11,11 +11,15 @@ export interface Side {
   label: string;
   /** A plain client of each process that serves queue data (one node: that node; a cluster: each master). */
   masters(): Promise<Redis[]>;
+  /** Throws unless the filled queues (one key of each) are spread as this side means them to be. */
+  checkSpread(keys: string[]): Promise<void>;
 }
 
 /** What a mode starts for one drain: it fills the queues, then its workers take them. */
 export interface Drain {
   fill(): Promise<void>;
+  /** One key of each queue (its wait list), as the mode lays its keys out. */
+  waitKeys(): string[];
   /** Starts the workers (timing starts here); resolves with them once they run. */
   start(): Promise<Worker[]>;
   /** Stops the workers and removes the queues (outside the timing). */
@@ -33,6 +37,7 @@ export interface Drained {
 /** Fills, then times the workers draining every job; fails on any failed job. */
 export async function timeDrain(side: Side, drain: Drain, jobs: number): Promise<Drained> {
   await drain.fill();
+  await side.checkSpread(drain.waitKeys());
   const masters = await side.masters();
   const cpu0 = await Promise.all(masters.map(redisCpu));
   let done = 0;

@@ -52,6 +52,7 @@ const bare: Mode = (side, queues, jobsPerQueue) => {
   const opened = queues.map((q) => new Queue(q, { connection: producer, prefix: prefix(q) }));
   return {
     fill: () => fillQueues(opened, () => 'bench.noop', jobsPerQueue),
+    waitKeys: () => opened.map((q) => q.keys.wait as string),
     async start() {
       workers = queues.map((q) => {
         const connection = createRedis(side.target, 'blocking');
@@ -82,6 +83,7 @@ const tickwork: Mode = (side, queues, jobsPerQueue) => {
   let pool: WorkerPool | undefined;
   return {
     fill: () => fillQueues(queues.map((q) => set.get(q)), (q) => jobName(q.name), jobsPerQueue),
+    waitKeys: () => queues.map((q) => set.get(q).keys.wait as string),
     async start() {
       const enqueue = async () => {
         throw new Error('the bench jobs enqueue nothing');
@@ -118,6 +120,7 @@ async function oneNode(): Promise<BenchSide & { stop: () => Promise<void> }> {
     target: server.url,
     masters: async () => [new Redis(server.url)],
     queues: async (count) => Array.from({ length: count }, freshName),
+    checkSpread: async () => undefined,
     stop: () => server.stop(),
   };
 }
@@ -148,6 +151,14 @@ async function cluster(): Promise<BenchSide & { stop: () => Promise<void>; handl
       }
       if (per.size !== MASTERS) throw new Error(`queues landed on ${per.size} masters, expected ${MASTERS}`);
       return picked;
+    },
+    // The keys the mode actually wrote, not the names it was given: each master must serve as many queues.
+    async checkSpread(keys) {
+      const owners = await Promise.all(keys.map(async (k) => (await handle.masterOf(k)).port));
+      const counts = [...new Set(owners)].map((p) => owners.filter((o) => o === p).length);
+      if (counts.length !== MASTERS || counts.some((c) => c !== keys.length / MASTERS)) {
+        throw new Error(`the queues' keys are spread ${counts.join('/')} over the masters, expected ${keys.length / MASTERS} on each of ${MASTERS}`);
+      }
     },
     stop: () => handle.stop(),
   };

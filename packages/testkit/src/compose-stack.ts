@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { anyFailed, check, run, say, tail, type Engine } from './compose-engine.js';
+import { anyFailed, check, run, say, tail, type Engine, type Result } from './compose-engine.js';
 import { freePort } from './free-port.js';
 import { waitFor } from './wait-for.js';
 
@@ -29,6 +29,7 @@ export interface StackSpec {
 export interface StackContext {
   name: (check: string) => string;
   composeOk: (args: string[], timeoutMs?: number) => Promise<string>;
+  docker: (args: string[]) => Promise<Result>;
 }
 
 /** email.send appends here (packages/jobs/src/demo-data.ts, DEMO_KEYS.outbox). */
@@ -88,7 +89,8 @@ export function stackRunner(engine: Engine, spec: StackSpec): { test: () => Prom
       try {
         await waitFor(
           async () => {
-            const ids = (await composeOk(['ps', '-q'])).split('\n').filter(Boolean);
+            // `ps -a`: the one-shot services have exited; docker-compose 1.29 and `docker compose` v2 both list them with it.
+            const ids = (await composeOk(['ps', '-a', '-q'])).split('\n').filter(Boolean);
             if (ids.length === 0) return false;
             const r = await docker([
               'inspect',
@@ -119,7 +121,7 @@ export function stackRunner(engine: Engine, spec: StackSpec): { test: () => Prom
       return;
     }
 
-    await spec.extra?.({ name, composeOk });
+    await spec.extra?.({ name, composeOk, docker });
 
     await check(name('tickwork CLI runs in the scheduler container (tickwork jobs)'), async () => {
       const out = await composeOk(['exec', '-T', 'scheduler', 'tickwork', 'jobs', '--json']);

@@ -10,6 +10,7 @@
  */
 import { check, pickEngine, say, summary, type Engine } from './compose-engine.js';
 import { stackRunner, type StackSpec } from './compose-stack.js';
+import { waitFor } from './wait-for.js';
 
 const NODES = ['redis', 'redis-2', 'redis-3', 'redis-4', 'redis-5', 'redis-6'];
 
@@ -29,7 +30,7 @@ const STACKS: StackSpec[] = [
     healthy: { ...Object.fromEntries(NODES.map((n) => [n, 1])), scheduler: 1, dashboard: 1 },
     completed: ['redis-cluster-init'],
     redisCli: ['redis-cli', '-c'],
-    extra: async ({ name, composeOk }) => {
+    extra: async ({ name, composeOk, docker }) => {
       await check(name('the cluster has 3 masters serving every slot, each with a connected replica'), async () => {
         const out = await composeOk(['exec', '-T', 'redis', 'redis-cli', 'cluster', 'nodes']);
         // <id> <ip:port@cport,hostname> <flags> <master id> <ping> <pong> <epoch> <link> <slots...>
@@ -40,6 +41,28 @@ const STACKS: StackSpec[] = [
         if (masters.length !== 3 || replicas.length !== 3) throw new Error(`expected 3 masters with slots and 3 connected replicas:\n${out}`);
         if (names.join(' ') !== [...NODES].sort().join(' ')) throw new Error(`nodes announce ${names.join(', ')}, expected ${NODES.join(', ')}`);
         return `masters ${masters.map((r) => r[1]?.split(',')[1]).join(', ')}`;
+      });
+      // What a later `up` does: the init finds the cluster in place, re-introduces the nodes, and exits 0.
+      await check(name('redis-cluster-init run again on the existing cluster re-introduces the nodes and exits 0'), async () => {
+        const ready = async () => (await composeOk(['logs', '--no-color', 'redis-cluster-init'])).split('\n').filter((l) => l.includes('redis-cluster-init: cluster ready')).length;
+        const before = await ready();
+        await composeOk(['start', 'redis-cluster-init']);
+        await waitFor(async () => (await ready()) > before, { timeoutMs: 60_000, intervalMs: 1000, what: 'a second "cluster ready" from redis-cluster-init' });
+        const logs = await composeOk(['logs', '--no-color', 'redis-cluster-init']);
+        if (!logs.includes('the cluster exists; re-introducing the nodes')) throw new Error(`the init did not take the existing cluster:\n${logs.slice(-2000)}`);
+        // `ps -a`: docker-compose 1.29 and `docker compose` v2 both list stopped containers with it.
+        const [id] = (await composeOk(['ps', '-a', '-q', 'redis-cluster-init'])).split('\n').filter(Boolean);
+        if (!id) throw new Error('no redis-cluster-init container');
+        let state = '';
+        await waitFor(
+          async () => {
+            state = (await docker(['inspect', '--format', '{{.State.Status}} {{.State.ExitCode}}', id])).stdout.trim();
+            return state === 'exited 0';
+          },
+          { timeoutMs: 30_000, intervalMs: 500, what: 'redis-cluster-init to exit 0' },
+        ).catch((err: unknown) => {
+          throw new Error(`${(err as Error).message}; last state: ${state}`);
+        });
       });
     },
   },
