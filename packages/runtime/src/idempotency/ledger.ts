@@ -130,7 +130,7 @@ export class IdempotencyLedger {
   keyOf(idempotencyKey: string, queue?: string): string {
     if (queue !== undefined) return `${keyspaceOn(this.redis, this.opts.prefix, queue).runPrefix}:ledger:${idempotencyKey}`;
     if (this.redis.isCluster) throw new TickworkError(`ledger record of "${idempotencyKey}": on Redis Cluster a run's record lives under its queue's tag; name the queue`);
-    return `${this.opts.prefix}:ledger:${idempotencyKey}`;
+    return `${this.opts.prefix}:ledger:${idempotencyKey}`; // one Redis: every queue's runPrefix is the prefix
   }
 
   /**

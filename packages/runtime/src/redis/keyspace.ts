@@ -30,8 +30,15 @@ export function queueBase(queue: string): string {
   return queue.endsWith(DLQ_SUFFIX) ? queue.slice(0, -DLQ_SUFFIX.length) : queue;
 }
 
+/** One Redis's keyspace per prefix, made once: it is asked for on every job, and is the same for every queue. */
+const single = new Map<string, QueueKeyspace>();
+
 export function queueKeyspace(prefix: string, queue: string, clustered: boolean): QueueKeyspace {
-  if (!clustered) return { bullPrefix: prefix, runPrefix: prefix };
+  if (!clustered) {
+    let ks = single.get(prefix);
+    if (!ks) single.set(prefix, (ks = Object.freeze({ bullPrefix: prefix, runPrefix: prefix })));
+    return ks;
+  }
   const tagged = `${prefix}:{${queueBase(queue)}}`;
   return { bullPrefix: tagged, runPrefix: tagged };
 }
