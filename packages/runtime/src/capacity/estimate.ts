@@ -164,7 +164,7 @@ async function sampleOne(redis: RedisClient, measured: readonly string[], sample
  * parallel, still none growing with the number of keys.
  */
 async function sampleCluster(redis: RedisClient, measured: readonly string[], samples: number): Promise<Sample> {
-  const masters = keyNodes(redis);
+  const masters = await keyNodes(redis);
   const sizes = await Promise.all(masters.map((m) => m.dbsize()));
   const dbKeys = sizes.reduce((a, b) => a + b, 0);
   const usageOf = (key: string): SlotCommand => ['memory', 'USAGE', key, 'SAMPLES', USAGE_SAMPLES];

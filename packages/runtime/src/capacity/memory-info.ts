@@ -43,7 +43,7 @@ export function parseMemoryInfo(info: string): RedisMemoryInfo {
  */
 export async function readMemoryInfo(redis: RedisClient): Promise<RedisMemoryInfo> {
   if (!redis.isCluster) return parseMemoryInfo(await redis.info('memory'));
-  const infos = await Promise.all(keyNodes(redis).map(async (node) => parseMemoryInfo(await node.info('memory'))));
+  const infos = await Promise.all((await keyNodes(redis)).map(async (node) => parseMemoryInfo(await node.info('memory'))));
   const fullness = (i: RedisMemoryInfo) => i.ratio ?? i.usedBytes / Number.MAX_SAFE_INTEGER;
   return infos.reduce((worst, i) => (fullness(i) > fullness(worst) ? i : worst));
 }
