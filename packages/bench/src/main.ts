@@ -16,11 +16,13 @@
  * on the machine) and position hit each mode alike. A warm-up round is not counted. Ratios are the median
  * of the per-round ratios (paired rounds: the fair figure on a noisy machine). Every round's jobs are new
  * (fresh queues, and fresh ledger keys in the ledger mode, checked after each round). Then pg-boss (the
- * peer, if PostgreSQL is reachable), the recovery section (recovery.ts) and the scheduled lane (lane.ts).
+ * peer, if PostgreSQL is reachable), the cluster row (cluster.ts), the recovery section (recovery.ts) and the
+ * scheduled lane (lane.ts).
  *
  * Env: BENCH_REDIS_URL (else a private redis-server is started), BENCH_JOBS (default 10000), BENCH_JOBS_C1
  * (default 2000), BENCH_ROUNDS (default 5), BENCH_CONCURRENCY (default 50), BENCH_RECOVERY=0 (no recovery
- * section), BENCH_LANE=0 (no scheduled-lane section), BENCH_LANE_SECONDS (default 45).
+ * section), BENCH_LANE=0 (no scheduled-lane section), BENCH_LANE_SECONDS (default 45), BENCH_CLUSTER=0 (no
+ * cluster row; cluster.ts has its own settings).
  */
 import { createCatalog, createExactlyOnce, parseLedgerRecord, createRedis, defineJob, runExactlyOnce, scanKeys, type Enqueue, type ExactlyOnce } from '@tickwork/runtime';
 import type { RedisClient } from '@tickwork/runtime';
@@ -33,6 +35,7 @@ import { measure, median, type ProcessorFor } from './measure.js';
 import { openPgBossBench } from './pgboss.js';
 import { benchRecovery } from './recovery.js';
 import { laneSection } from './lane.js';
+import { clusterSection } from './cluster.js';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 10_000);
 const JOBS_C1 = Number(process.env.BENCH_JOBS_C1 ?? 2_000);
@@ -138,6 +141,8 @@ async function main(): Promise<void> {
   await peer(c50);
   command.disconnect();
   await own?.stop();
+  // BENCH_CLUSTER=0 leaves the cluster row out (one node against a 3-master cluster; about 2 minutes).
+  if (process.env.BENCH_CLUSTER !== '0') await clusterSection((s) => process.stdout.write(s));
   // BENCH_RECOVERY=0 leaves the recovery section out (a quick look at the throughput targets).
   if (process.env.BENCH_RECOVERY !== '0') await benchRecovery();
   // BENCH_LANE=0 leaves the scheduled-lane section out (target 3; about 4 minutes).

@@ -5,28 +5,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
+import { dependsOn, readComposeFile, type Service } from './compose-files.js';
 import { REPO_ROOT as root } from './paths.js';
 
-interface Service {
-  image?: string;
-  build?: { context?: string; args?: Record<string, string> };
-  command?: string[];
-  container_name?: string;
-  ports?: (string | { target?: number; published?: string | number })[];
-  environment?: Record<string, string>;
-  depends_on?: Record<string, { condition?: string }>;
-  healthcheck?: { test?: string[] };
-  deploy?: { replicas?: number };
-  stop_grace_period?: string;
-  restart?: string;
-  init?: boolean;
-  volumes?: string[];
-}
-
-const raw = readFileSync(join(root, 'docker-compose.yml'), 'utf8');
-// merge: true resolves the `<<: *anchor` keys the file uses, as docker-compose does.
-const compose = parse(raw, { merge: true }) as { services: Record<string, Service>; volumes?: Record<string, unknown> };
+const compose = readComposeFile('docker-compose.yml');
 const apps = ['scheduler', 'worker', 'dashboard'] as const;
 
 function service(name: string): Service {
@@ -75,7 +57,7 @@ describe('docker-compose.yml', () => {
   });
 
   it.each(apps)('starts %s only once Redis is healthy', (name) => {
-    expect(service(name).depends_on?.redis?.condition).toBe('service_healthy');
+    expect(dependsOn(service(name)).redis?.condition).toBe('service_healthy');
   });
 
   it.each(apps)('health-checks %s on /readyz of its PORT, restarts it and runs it under an init', (name) => {

@@ -6,7 +6,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { KUBERNETES_DIR, manifest, podSpecOf, readManifests } from './kubernetes.js';
+import { redisClusterNodes, redisTargetOf, redisUrl } from '@tickwork/runtime';
+import { containerEnv, KUBERNETES_DIR, manifest, podSpecOf, readManifests, TEST_SECRETS, type Manifest } from './kubernetes.js';
 
 const all = readManifests();
 const kustomization = parse(readFileSync(join(KUBERNETES_DIR, 'kustomization.yaml'), 'utf8')) as {
@@ -54,6 +55,27 @@ describe('deploy/kubernetes', () => {
       for (const c of podSpecOf(m).containers as { securityContext?: { allowPrivilegeEscalation?: boolean } }[]) {
         expect(c.securityContext?.allowPrivilegeEscalation).toBe(false);
       }
+    }
+  });
+
+  it('shows how to point every app at a Redis Cluster: its commented REDIS_CLUSTER_NODES, uncommented, is a cluster each pod reaches with the Secret password', () => {
+    const text = readFileSync(join(KUBERNETES_DIR, 'config.yaml'), 'utf8');
+    const lines = [...text.matchAll(/^\s*#\s*(REDIS_CLUSTER_NODES:.*)$/gm)].map((m) => m[1] as string);
+    expect(lines, 'one commented REDIS_CLUSTER_NODES line in config.yaml').toHaveLength(1);
+    const config = parse(text.replace(/^(\s*)#\s*(REDIS_CLUSTER_NODES:.*)$/m, '$1$2')) as Manifest;
+    const withCluster = all.map((m) => (m.kind === 'ConfigMap' && m.metadata.name === 'tickwork-config' ? { ...m, ...config, file: m.file } : m));
+    for (const name of ['tickwork-scheduler', 'tickwork-worker', 'tickwork-dashboard']) {
+      const container = podSpecOf(manifest(withCluster, 'Deployment', name)).containers[0];
+      if (!container) throw new Error(`${name} has no container`);
+      const env = containerEnv(withCluster, container, TEST_SECRETS);
+      const target = redisTargetOf(name, {
+        REDIS_URL: redisUrl.parse(env.REDIS_URL),
+        REDIS_CLUSTER_NODES: redisClusterNodes.parse(env.REDIS_CLUSTER_NODES),
+        QUEUE_PREFIX: env.QUEUE_PREFIX ?? 'tickwork',
+      });
+      if (typeof target === 'string') throw new Error(`${name}: REDIS_CLUSTER_NODES did not make a cluster target`);
+      expect(target.nodes.length, name).toBeGreaterThanOrEqual(3);
+      expect(new URL(target.url).password, name).toBe(TEST_SECRETS['tickwork-secrets']?.['redis-password']);
     }
   });
 });
