@@ -40,7 +40,8 @@ function claimWith(run: JobRun, next: () => Promise<unknown>, ackConnection: Red
     place: run.place,
     log: () => run.log,
     labels: run.labels,
-    signal: run.signal,
+    // The run is its own abort source when the worker tracks it (RunningJobs); else nothing aborts it from outside.
+    signal: deps.running ? run : undefined,
     defer: run.defer,
     overlap: run.overlap,
     onSkip: run.overlap && (() => run.history?.skippedOverlap('the previous run of the schedule was still running')),
