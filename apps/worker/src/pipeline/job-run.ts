@@ -1,5 +1,6 @@
 import { jobDuration, jobsCompleted, jobsFailed, type AbortSource, type AnyJob, type Delivery, type ExactlyOnceRun, type Logger, type RunExactlyOnceOptions, type RunRecorder, type RunRecordPlace } from '@tickwork/runtime';
 import { DelayedError, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
 import type { ProcessorDeps } from '../processor.js';
 
 export type Labels = { queue: string; job: string };
@@ -32,9 +33,10 @@ function metricsOf(queue: string, job: string): JobMetrics {
  * One delivery of a job on its way through the stages (pipeline/stages): what the job is, filled in by
  * validate and identify, and what the stages decide for it. Things a run may not need (its child logger)
  * are made on first use. It is also what aborts the delivery from outside (an AbortSource: shutdown, an
- * operator's cancel, through RunningJobs), in place of an AbortSignal per job.
+ * operator's cancel, through RunningJobs), in place of an AbortSignal per job, and the options of its
+ * exactly-once frame (claim.ts), so a job start builds no options object and no closures for them.
  */
-export class JobRun implements AbortSource {
+export class JobRun implements AbortSource, RunExactlyOnceOptions {
   readonly attempt: number;
   readonly metrics: JobMetrics;
   readonly labels: Labels;
@@ -54,7 +56,12 @@ export class JobRun implements AbortSource {
   overlap: RunExactlyOnceOptions['overlap'];
   /** Set by claim, for execute. */
   exactlyOnce!: ExactlyOnceRun;
+  /** Set by claim: the rest of its RunExactlyOnceOptions. */
   onStepRecorded: (() => Promise<void>) | undefined;
+  ackConnection: Redis | undefined;
+  lazy: boolean | undefined;
+  /** What aborts the run from outside: itself, when the worker tracks it (RunningJobs); else nothing. */
+  readonly signal: AbortSource | undefined;
   private childLog: Logger | undefined;
   aborted = false;
   reason: unknown;
@@ -67,6 +74,7 @@ export class JobRun implements AbortSource {
     readonly job: Job,
     readonly token: string | undefined,
   ) {
+    this.signal = deps.running ? this : undefined;
     this.attempt = job.attemptsMade + 1;
     this.metrics = metricsOf(job.queueName, job.name);
     this.labels = this.metrics.labels;
@@ -84,6 +92,11 @@ export class JobRun implements AbortSource {
   /** True when `level` lines are written: a line that would not be is not built (nor its child logger). */
   logs(level: 'debug' | 'info'): boolean {
     return this.deps.log.isLevelEnabled(level);
+  }
+
+  /** The overlap policy skipped this occurrence (claim applies the policy): its history records it. */
+  onSkip(): Promise<void> | undefined {
+    return this.history?.skippedOverlap('the previous run of the schedule was still running');
   }
 
   /** Aborts this delivery (once): its listeners are called with `reason`. */

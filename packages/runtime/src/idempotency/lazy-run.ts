@@ -46,6 +46,11 @@ export class LazyRun implements StepHost {
     return this.run;
   }
 
+  /** True while a claim is in flight (a step the handler did not await): `settled` has something to wait for. */
+  get claimInFlight(): boolean {
+    return this.claiming !== undefined && !this.run;
+  }
+
   /** Waits for a claim still in flight (a step the handler did not await), whatever its outcome. */
   async settled(): Promise<void> {
     if (this.claiming && !this.run) await this.claiming.catch(() => undefined);

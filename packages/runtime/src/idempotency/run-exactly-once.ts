@@ -176,7 +176,7 @@ async function runLazily<T>(eo: ExactlyOnce, opts: RunExactlyOnceOptions, jobKey
   });
   try {
     const result = await body(new RunHandle(lazy, lease, opts, lazy));
-    await lazy.settled();
+    if (lazy.claimInFlight) await lazy.settled();
     lease.stop();
     // A refusal the handler caught still ends the delivery: the run is not this delivery's.
     if (lazy.refused) return await notOurs(opts, lazy.refused.outcome);

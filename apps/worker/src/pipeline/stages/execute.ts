@@ -18,7 +18,7 @@ export const execute: Stage = async (run) => {
     const result = await runHandler(run.def, (signalOf) => contextOf(run, signalOf), run.exactlyOnce);
     metrics.completed.inc();
     if (run.logs('info')) run.log.info('job completed');
-    await run.history?.succeeded();
+    if (run.history) await run.history.succeeded(); // not `await undefined`: that still costs a turn
     return result;
   } catch (err) {
     // Not an outcome of this run: another delivery completed or holds it (claim ends the delivery).
@@ -30,7 +30,7 @@ export const execute: Stage = async (run) => {
     }
     if (err instanceof JobCancelledError) return cancelled(run, err, 'while running');
     metrics.failed.inc();
-    await run.history?.failed(err, err instanceof UnrecoverableError || run.attempt >= (run.job.opts.attempts ?? 1));
+    if (run.history) await run.history.failed(err, err instanceof UnrecoverableError || run.attempt >= (run.job.opts.attempts ?? 1));
     throw err;
   } finally {
     metrics.duration.observe((performance.now() - started) / 1000);
