@@ -6,6 +6,7 @@ import { duplicatesRanUnclaimed } from './metrics.js';
 import type { ExactlyOnce, RunExactlyOnceOptions } from './run-exactly-once.js';
 import { logOf } from './run-lease.js';
 import { CLAIM_TX_STEP_LUA } from './ledger-lua.js';
+import { corkUntilTurnEnds } from '../redis/cork.js';
 import type { StepHost } from './steps.js';
 
 const CLAIM_TX_STEP_SHA = createHash('sha1').update(CLAIM_TX_STEP_LUA).digest('hex');
@@ -101,6 +102,7 @@ export class LazyRun implements StepHost {
     const keys = [at.record, at.steps, ...new Set(commands.map((c) => String(c[1])))];
     const argv: (string | number)[] = [this.owner, this.ledger.leaseMs, id, encoded, this.ledger.unfinishedTtlMs];
     for (const c of commands) argv.push(c.length, ...c);
+    corkUntilTurnEnds(this.ledger.redis); // the first steps of the runs of this turn leave in one write
     if ((await evalCached(this.ledger.redis, CLAIM_TX_STEP_LUA, CLAIM_TX_STEP_SHA, keys, argv)) !== 1) return undefined;
     const run = new LedgerRun(this.ledger, this.idempotencyKey, at, this.owner, new Map([[id, encoded]]));
     this.run = run;

@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { TickworkError } from '../errors.js';
 import { evalCached, LedgerBatcher, type AheadOutcome, type CompletionWriter } from './ledger-batch.js';
 import { parseRecord, TX_STEP_LUA } from './ledger-lua.js';
+import { corkUntilTurnEnds } from '../redis/cork.js';
 
 const TX_STEP_SHA = createHash('sha1').update(TX_STEP_LUA).digest('hex');
 
@@ -224,6 +225,7 @@ export class LedgerRun {
     const keys = [this.key, this.at.steps, ...new Set(commands.map((c) => String(c[1])))];
     const argv: (string | number)[] = [this.at.mode, this.owner, id, encoded, this.ledger.unfinishedTtlMs];
     for (const c of commands) argv.push(c.length, ...c);
+    corkUntilTurnEnds(this.ledger.redis); // the steps of the runs of this turn leave in one write
     const ok = (await evalCached(this.ledger.redis, TX_STEP_LUA, TX_STEP_SHA, keys, argv)) === 1;
     if (ok) (this.steps ??= new Map()).set(id, encoded);
     return ok;
