@@ -59,7 +59,11 @@ export function ownerTagOf(owner: string): string | undefined {
 }
 
 /** Values are stored as `{"v": value}` so `undefined` and `null` results survive the round trip. */
+/** The encoding of a null result (most no-op and fire-and-forget handlers): made once, not per run. */
+const NULL_ENCODED = JSON.stringify({ v: null });
+
 export function encodeValue(value: unknown): string {
+  if (value === null) return NULL_ENCODED;
   return JSON.stringify({ v: value });
 }
 
