@@ -27,13 +27,75 @@ export function runHandler<T>(
   return new Promise((resolve, reject) => new HandlerRun(job, aborts, resolve, reject).start(makeContext));
 }
 
+/**
+ * Handler timeouts: one timer per distinct timeout, not a setTimeout per attempt (its Timeout object and
+ * timer-list bookkeeping were a measurable part of a no-op job's cost). Attempts with the same timeout end
+ * their waits in the order they started, so each timeout keeps its attempts in a list ordered by deadline
+ * (appended at the tail, unlinked when they settle) and one timer set for the head's deadline.
+ */
+class Deadlines {
+  private head: HandlerRun | undefined;
+  private tail: HandlerRun | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly ms: number) {}
+
+  add(run: HandlerRun): void {
+    run.deadline = performance.now() + this.ms;
+    run.prevInLine = this.tail;
+    if (this.tail) this.tail.nextInLine = run;
+    else this.head = run;
+    this.tail = run;
+    if (!this.timer) this.arm(this.ms);
+  }
+
+  /** Unref'd: once every attempt has settled, a timer left set must not keep the process alive. */
+  private arm(ms: number): void {
+    this.timer = setTimeout(this.expire, ms);
+    this.timer.unref();
+  }
+
+  remove(run: HandlerRun): void {
+    const { prevInLine: prev, nextInLine: next } = run;
+    if (prev) prev.nextInLine = next;
+    else if (this.head === run) this.head = next;
+    else return; // not in the list (already expired)
+    if (next) next.prevInLine = prev;
+    else this.tail = prev;
+    run.prevInLine = run.nextInLine = undefined;
+  }
+
+  private readonly expire = (): void => {
+    this.timer = undefined;
+    const now = performance.now();
+    while (this.head && this.head.deadline <= now) {
+      const run = this.head;
+      this.remove(run);
+      run.timedOut();
+    }
+    if (this.head) this.arm(Math.max(this.head.deadline - now, 1));
+  };
+}
+
+const deadlines = new Map<number, Deadlines>();
+
+function deadlinesOf(ms: number): Deadlines {
+  let d = deadlines.get(ms);
+  if (!d) deadlines.set(ms, (d = new Deadlines(ms)));
+  return d;
+}
+
 /** One attempt's handler, timeout and abort listener (see runHandler). */
 class HandlerRun {
+  /** Its place in its timeout's Deadlines. */
+  deadline = 0;
+  prevInLine: HandlerRun | undefined;
+  nextInLine: HandlerRun | undefined;
+  private deadlines: Deadlines | undefined;
   private controller: AbortController | undefined;
   private aborted: { reason: unknown } | undefined;
   /** The reason the run was aborted from outside, if it was. */
   private outside: { reason: unknown } | undefined;
-  private timer: NodeJS.Timeout | undefined;
   private stopListening: (() => void) | undefined;
   private settled = false;
 
@@ -54,11 +116,8 @@ class HandlerRun {
       this.fail(cancelled ?? new WorkerShutdownError(job.name));
     });
     if (this.settled) return; // aborted before it started
-    this.timer = setTimeout(() => {
-      const err = new JobTimeoutError(job.name, timeoutMs);
-      this.abort(err);
-      this.fail(err);
-    }, timeoutMs);
+    this.deadlines = deadlinesOf(timeoutMs);
+    this.deadlines.add(this);
     let result: Promise<unknown>;
     try {
       result = job.handler(makeContext(this.signalOf));
@@ -81,6 +140,13 @@ class HandlerRun {
     return this.controller.signal;
   };
 
+  /** Its timeout passed (Deadlines). */
+  timedOut(): void {
+    const err = new JobTimeoutError(this.job.name, this.job.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    this.abort(err);
+    this.fail(err);
+  }
+
   private abort(reason: unknown): void {
     this.aborted ??= { reason };
     this.controller?.abort(reason);
@@ -100,7 +166,7 @@ class HandlerRun {
   private settle(): boolean {
     if (this.settled) return false;
     this.settled = true;
-    clearTimeout(this.timer);
+    this.deadlines?.remove(this);
     this.stopListening?.();
     return true;
   }
