@@ -23,7 +23,7 @@ export class RunningJobs {
     if (runs?.get(run.jobId) === run) runs.delete(run.jobId);
   }
 
-  /** Aborts the job if this process runs it; true when it did (BullMQ's `worker.cancelJob`). */
+  /** Aborts the job if this process runs it; true when it did (in place of BullMQ's `worker.cancelJob`). */
   cancel(queue: string, jobId: string, reason: string): boolean {
     const run = this.byQueue.get(queue)?.get(jobId);
     if (!run) return false;
