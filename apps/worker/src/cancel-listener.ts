@@ -20,7 +20,7 @@ export interface CancelListenerOptions {
   prefix: string;
   log: Logger;
   outage?: RedisOutageLog | undefined;
-  /** Aborts the job's signal if this process runs it (BullMQ's `worker.cancelJob`); true when it did. */
+  /** Aborts the job if this process runs it (RunningJobs.cancel); true when it did. */
   cancelRunning(queue: string, jobId: string, reason: string): boolean;
 }
 

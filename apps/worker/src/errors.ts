@@ -17,7 +17,7 @@ export class WorkerShutdownError extends TickworkError {
 
 /**
  * An operator cancelled the job (see cancel-listener.ts). Its message is the failed reason, `cancelled by
- * <who>[: <why>]`, which is also what BullMQ's `worker.cancelJob` carries as the signal's abort reason.
+ * <who>[: <why>]`, which is also the abort reason a running job gets (RunningJobs.cancel).
  */
 export class JobCancelledError extends TickworkError {
   override name = 'JobCancelledError';

@@ -2,6 +2,7 @@ import type { Catalog, Enqueue, ExactlyOnce, Logger } from '@tickwork/runtime';
 import type { Job } from 'bullmq';
 import type { RedisClient } from '@tickwork/runtime';
 import type { CancelListener } from './cancel-listener.js';
+import type { RunningJobs } from './running-jobs.js';
 import { JobRun } from './pipeline/job-run.js';
 import { compose } from './pipeline/stage.js';
 import { identify, validate } from './pipeline/stages/admit.js';
@@ -27,6 +28,8 @@ export interface ProcessorDeps {
   graceMs?: number;
   /** Operators' cancel requests (cancel-listener.ts); without it jobs cannot be cancelled. */
   cancels?: CancelListener;
+  /** The running jobs, for cancels and shutdown to abort (running-jobs.ts); without it nothing aborts a run from outside. */
+  running?: RunningJobs;
 }
 
 /** The result a late occurrence dropped by its missed-run policy completes with (also in the ledger). */
@@ -46,12 +49,20 @@ export interface MissedRunResult {
 const onDemand = compose([cancelGate, claim, execute]);
 const scheduled = compose([cancelGate, judgeLate, overlapPolicy, claim, scheduleGate, execute]);
 
-/** The BullMQ processor. */
-export function createProcessor(deps: ProcessorDeps) {
-  return async (job: Job, token?: string, signal?: AbortSignal): Promise<unknown> => {
-    const run = new JobRun(deps, job, token, signal);
+/**
+ * The BullMQ processor. It takes two parameters, not BullMQ's third (a signal): BullMQ makes an
+ * AbortController per job only for a processor that declares one, and aborts go through RunningJobs
+ * instead (running-jobs.ts). Not async: validate and identify throw synchronously, which BullMQ catches
+ * like a rejection, and a job start costs no promise of its own.
+ */
+export function createProcessor(deps: ProcessorDeps): (job: Job, token?: string) => Promise<unknown> {
+  const running = deps.running;
+  return (job, token) => {
+    const run = new JobRun(deps, job, token);
     validate(run);
     identify(run);
-    return (run.history ? scheduled : onDemand)(run);
+    if (!running) return (run.history ? scheduled : onDemand)(run);
+    running.add(run);
+    return (run.history ? scheduled : onDemand)(run).finally(() => running.delete(run));
   };
 }

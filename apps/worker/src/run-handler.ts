@@ -16,54 +16,158 @@ export interface RunAborts {
  * with a JobCancelledError as its reason, and the attempt ends with that error.
  *
  * The handler's signal is made when the handler first reads it (most short handlers never do): an abort
- * before that is kept and applied then.
+ * before that is kept and applied then. One promise settles the attempt, by whichever comes first (the
+ * handler, its timeout, an abort from outside): no race of promises per job.
  */
-export async function runHandler<T>(
+export function runHandler<T>(
   job: AnyJob,
   makeContext: (signalOf: () => AbortSignal) => JobContext<T>,
   aborts: RunAborts,
 ): Promise<unknown> {
-  const timeoutMs = job.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  let controller: AbortController | undefined;
-  let aborted: { reason: unknown } | undefined;
-  const abort = (reason: unknown) => {
-    aborted ??= { reason };
-    controller?.abort(reason);
-  };
-  const signalOf = () => {
-    if (!controller) {
-      controller = new AbortController();
-      if (aborted) controller.abort(aborted.reason);
+  return new Promise((resolve, reject) => new HandlerRun(job, aborts, resolve, reject).start(makeContext));
+}
+
+/**
+ * Handler timeouts: one timer per distinct timeout, not a setTimeout per attempt (its Timeout object and
+ * timer-list bookkeeping were a measurable part of a no-op job's cost). Attempts with the same timeout end
+ * their waits in the order they started, so each timeout keeps its attempts in a list ordered by deadline
+ * (appended at the tail, unlinked when they settle) and one timer set for the head's deadline.
+ */
+class Deadlines {
+  private head: HandlerRun | undefined;
+  private tail: HandlerRun | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly ms: number) {}
+
+  add(run: HandlerRun): void {
+    run.deadline = performance.now() + this.ms;
+    run.prevInLine = this.tail;
+    if (this.tail) this.tail.nextInLine = run;
+    else this.head = run;
+    this.tail = run;
+    if (!this.timer) this.arm(this.ms);
+  }
+
+  /** Unref'd: once every attempt has settled, a timer left set must not keep the process alive. */
+  private arm(ms: number): void {
+    this.timer = setTimeout(this.expire, ms);
+    this.timer.unref();
+  }
+
+  remove(run: HandlerRun): void {
+    const { prevInLine: prev, nextInLine: next } = run;
+    if (prev) prev.nextInLine = next;
+    else if (this.head === run) this.head = next;
+    else return; // not in the list (already expired)
+    if (next) next.prevInLine = prev;
+    else this.tail = prev;
+    run.prevInLine = run.nextInLine = undefined;
+  }
+
+  private readonly expire = (): void => {
+    this.timer = undefined;
+    const now = performance.now();
+    while (this.head && this.head.deadline <= now) {
+      const run = this.head;
+      this.remove(run);
+      run.timedOut();
     }
-    return controller.signal;
+    if (this.head) this.arm(Math.max(this.head.deadline - now, 1));
   };
-  let timer: NodeJS.Timeout | undefined;
-  let stopListening = () => {};
+}
+
+const deadlines = new Map<number, Deadlines>();
+
+function deadlinesOf(ms: number): Deadlines {
+  let d = deadlines.get(ms);
+  if (!d) deadlines.set(ms, (d = new Deadlines(ms)));
+  return d;
+}
+
+/** One attempt's handler, timeout and abort listener (see runHandler). */
+class HandlerRun {
+  /** Its place in its timeout's Deadlines. */
+  deadline = 0;
+  prevInLine: HandlerRun | undefined;
+  nextInLine: HandlerRun | undefined;
+  private deadlines: Deadlines | undefined;
+  private controller: AbortController | undefined;
+  private aborted: { reason: unknown } | undefined;
   /** The reason the run was aborted from outside, if it was. */
-  let outside: { reason: unknown } | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    stopListening = aborts.onAbort((reason) => {
-      outside = { reason };
+  private outside: { reason: unknown } | undefined;
+  private stopListening: (() => void) | undefined;
+  private settled = false;
+
+  constructor(
+    private readonly job: AnyJob,
+    private readonly aborts: RunAborts,
+    private readonly resolve: (value: unknown) => void,
+    private readonly reject: (err: Error) => void,
+  ) {}
+
+  start<T>(makeContext: (signalOf: () => AbortSignal) => JobContext<T>): void {
+    const { job } = this;
+    const timeoutMs = job.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.stopListening = this.aborts.onAbort((reason) => {
+      this.outside = { reason };
       const cancelled = JobCancelledError.fromAbortReason(reason);
-      abort(cancelled ?? reason);
-      reject(cancelled ?? new WorkerShutdownError(job.name));
+      this.abort(cancelled ?? reason);
+      this.fail(cancelled ?? new WorkerShutdownError(job.name));
     });
-    timer = setTimeout(() => {
-      const err = new JobTimeoutError(job.name, timeoutMs);
-      abort(err);
-      reject(err);
-    }, timeoutMs);
-  });
-  try {
-    return await Promise.race([job.handler(makeContext(signalOf)), timeout]);
-  } catch (err) {
-    // A handler honouring its signal may reject first with an error of its own (an AbortError): the
-    // attempt still ends as cancelled.
-    const cancelled = outside ? JobCancelledError.fromAbortReason(outside.reason) : undefined;
-    if (cancelled) throw cancelled;
-    throw asError(err);
-  } finally {
-    clearTimeout(timer);
-    stopListening();
+    if (this.settled) return; // aborted before it started
+    this.deadlines = deadlinesOf(timeoutMs);
+    this.deadlines.add(this);
+    let result: Promise<unknown>;
+    try {
+      result = job.handler(makeContext(this.signalOf));
+    } catch (err) {
+      return this.fail(err);
+    }
+    result.then(
+      (value) => {
+        if (this.settle()) this.resolve(value);
+      },
+      (err: unknown) => this.fail(err),
+    );
+  }
+
+  private readonly signalOf = (): AbortSignal => {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort(this.aborted.reason);
+    }
+    return this.controller.signal;
+  };
+
+  /** Its timeout passed (Deadlines). */
+  timedOut(): void {
+    const err = new JobTimeoutError(this.job.name, this.job.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    this.abort(err);
+    this.fail(err);
+  }
+
+  private abort(reason: unknown): void {
+    this.aborted ??= { reason };
+    this.controller?.abort(reason);
+  }
+
+  /**
+   * Ends the attempt with `err`, unless it already ended. A handler honouring its signal may reject first
+   * with an error of its own (an AbortError): the attempt still ends as cancelled.
+   */
+  private fail(err: unknown): void {
+    if (!this.settle()) return;
+    const cancelled = this.outside ? JobCancelledError.fromAbortReason(this.outside.reason) : undefined;
+    this.reject(cancelled ?? asError(err));
+  }
+
+  /** Marks the attempt ended (true the first time) and stops its timer and listener. */
+  private settle(): boolean {
+    if (this.settled) return false;
+    this.settled = true;
+    this.deadlines?.remove(this);
+    this.stopListening?.();
+    return true;
   }
 }

@@ -4,6 +4,7 @@ import { startCancelListener } from './cancel-listener.js';
 import type { DeadLetterRouting } from './dead-letter.js';
 import { createProcessor, type ProcessorDeps } from './processor.js';
 import { createRecovery } from './recovery/recovery.js';
+import { RunningJobs } from './running-jobs.js';
 
 export interface WorkerPoolOptions extends Omit<ProcessorDeps, 'redis' | 'exactlyOnce' | 'cancels'> {
   /** Where Redis is (REDIS_URL or the cluster), for the connections this opens. */
@@ -70,6 +71,8 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     ...(opts.unfinishedRunTtlMs !== undefined && { unfinishedTtlMs: opts.unfinishedRunTtlMs }),
   });
   const byQueue = new Map<string, Worker>();
+  // Aborts reach running jobs through this, not BullMQ's cancelJob (processor.ts says why).
+  const running = new RunningJobs();
   // One subscriber connection for the process: a cancel request aborts the job wherever it runs.
   const cancels = startCancelListener({
     redisTarget: opts.redisTarget,
@@ -77,9 +80,9 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     prefix: opts.prefix,
     log: opts.log,
     outage: opts.outage,
-    cancelRunning: (queue, jobId, reason) => byQueue.get(queue)?.cancelJob(jobId, reason) ?? false,
+    cancelRunning: (queue, jobId, reason) => running.cancel(queue, jobId, reason),
   });
-  const processor = createProcessor({ ...opts, exactlyOnce, cancels, ackConnectionOf: (queue) => ackConnectionOf(byQueue.get(queue)) });
+  const processor = createProcessor({ ...opts, exactlyOnce, cancels, running, ackConnectionOf: (queue) => ackConnectionOf(byQueue.get(queue)) });
   const queues = opts.queues ?? opts.catalog.queues;
   const workers = queues.map((queue) => {
     const connection = createRedis(opts.redisTarget, 'blocking');
@@ -122,7 +125,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     abort(reason) {
       stopping = true;
       cancels.close();
-      for (const w of workers) w.cancelAllJobs(reason);
+      running.cancelAll(reason);
     },
     async drain(deadlineMs) {
       stopping = true;
@@ -136,7 +139,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
       clearTimeout(timer);
       if (outcome === 'timeout') {
         opts.log.warn({ deadlineMs }, 'drain deadline passed; aborting active jobs');
-        for (const w of workers) w.cancelAllJobs('worker shutting down');
+        running.cancelAll('worker shutting down');
         await Promise.all(workers.map((w) => w.close(true)));
         // Jobs left locked by the forced close are taken back once this process counts as dead.
         await recovery.stop(false);

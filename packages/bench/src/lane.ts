@@ -31,23 +31,36 @@ interface Lags {
 }
 
 /**
+ * Jobs per addBulk of the backlog's producer. An addBulk is one MULTI, which Redis runs as a whole while
+ * every other client waits: 5,000 at once held Redis for about 100 ms on this machine (more when it is
+ * busy), so an occurrence added or fetched meanwhile waited for the producer, not for the backlog. Chunks
+ * of 500 (as a producer adding jobs as they come would) keep that wait to a few ms.
+ */
+const CHUNK = 500;
+
+/**
  * Keeps at least BACKLOG no-op jobs waiting in `queue` until stopped; reports the lowest count it saw
  * since `measure()` (called once the backlog is built and the window opens).
  */
-function keepBacklog(queue: Queue, name: string): { measure: () => void; stop: () => Promise<number> } {
+function keepBacklog(queue: Queue, name: string): { built: Promise<void>; measure: () => void; stop: () => Promise<number> } {
   let running = true;
   let min = Number.POSITIVE_INFINITY;
   let measuring = false;
+  let markBuilt!: () => void;
+  const built = new Promise<void>((resolve) => (markBuilt = resolve));
   const loop = (async () => {
     while (running) {
       const waiting = await queue.getWaitingCount();
+      if (waiting >= BACKLOG) markBuilt();
       if (measuring) min = Math.min(min, waiting);
       if (waiting < BACKLOG + 10_000) {
-        await queue.addBulk(Array.from({ length: 5000 }, () => ({ name, data: {}, opts: { removeOnComplete: true, removeOnFail: true } })));
+        await queue.addBulk(Array.from({ length: CHUNK }, () => ({ name, data: {}, opts: { removeOnComplete: true, removeOnFail: true } })));
       } else await sleep(20);
     }
   })();
+  void loop.then(markBuilt, markBuilt); // a failed producer ends the wait; stop() reports its error
   return {
+    built,
     measure: () => {
       measuring = true;
     },
@@ -62,7 +75,7 @@ function keepBacklog(queue: Queue, name: string): { measure: () => void; stop: (
 /** Lags of the occurrences due in the window, from the worker's lag recorder. */
 async function window(worker: Child, seconds: number, during?: () => ReturnType<typeof keepBacklog>): Promise<Lags> {
   const load = during?.();
-  if (load) await sleep(3000); // the backlog is built before the window opens
+  if (load) await load.built; // the backlog is built before the window opens
   load?.measure();
   const t0 = Date.now();
   await sleep(seconds * 1000);

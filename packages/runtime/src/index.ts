@@ -36,6 +36,7 @@ export * from './idempotency/steps.js';
 export { RedisTx, RedisStepSlotError } from './idempotency/redis-tx.js';
 export * from './idempotency/metrics.js';
 export * from './idempotency/run-exactly-once.js';
+export type { AbortSource } from './idempotency/run-lease.js';
 export * from './recovery/worker-registry.js';
 export * from './locks/errors.js';
 export * from './locks/with-lock.js';

@@ -1,4 +1,4 @@
-import { jobDuration, jobsCompleted, jobsFailed, type AnyJob, type Delivery, type ExactlyOnceRun, type Logger, type RunExactlyOnceOptions, type RunRecorder, type RunRecordPlace } from '@tickwork/runtime';
+import { jobDuration, jobsCompleted, jobsFailed, type AbortSource, type AnyJob, type Delivery, type ExactlyOnceRun, type Logger, type RunExactlyOnceOptions, type RunRecorder, type RunRecordPlace, type RedisClient } from '@tickwork/runtime';
 import { DelayedError, type Job } from 'bullmq';
 import type { ProcessorDeps } from '../processor.js';
 
@@ -31,9 +31,11 @@ function metricsOf(queue: string, job: string): JobMetrics {
 /**
  * One delivery of a job on its way through the stages (pipeline/stages): what the job is, filled in by
  * validate and identify, and what the stages decide for it. Things a run may not need (its child logger)
- * are made on first use.
+ * are made on first use. It is also what aborts the delivery from outside (an AbortSource: shutdown, an
+ * operator's cancel, through RunningJobs), in place of an AbortSignal per job, and the options of its
+ * exactly-once frame (claim.ts), so a job start builds no options object and no closures for them.
  */
-export class JobRun {
+export class JobRun implements AbortSource, RunExactlyOnceOptions {
   readonly attempt: number;
   readonly metrics: JobMetrics;
   readonly labels: Labels;
@@ -53,16 +55,25 @@ export class JobRun {
   overlap: RunExactlyOnceOptions['overlap'];
   /** Set by claim, for execute. */
   exactlyOnce!: ExactlyOnceRun;
+  /** Set by claim: the rest of its RunExactlyOnceOptions. */
   onStepRecorded: (() => Promise<void>) | undefined;
+  ackConnection: RedisClient | undefined;
+  lazy: boolean | undefined;
+  /** What aborts the run from outside: itself, when the worker tracks it (RunningJobs); else nothing. */
+  readonly signal: AbortSource | undefined;
   private childLog: Logger | undefined;
+  aborted = false;
+  reason: unknown;
+  /** Abort listeners: nearly always none or one (the handler's run), so no array until a second. */
+  private listener: ((reason: unknown) => void) | undefined;
+  private moreListeners: ((reason: unknown) => void)[] | undefined;
 
   constructor(
     readonly deps: ProcessorDeps,
     readonly job: Job,
     readonly token: string | undefined,
-    /** BullMQ's signal for this delivery (shutdown, cancel). */
-    readonly signal: AbortSignal | undefined,
   ) {
+    this.signal = deps.running ? this : undefined;
     this.attempt = job.attemptsMade + 1;
     this.metrics = metricsOf(job.queueName, job.name);
     this.labels = this.metrics.labels;
@@ -80,6 +91,37 @@ export class JobRun {
   /** True when `level` lines are written: a line that would not be is not built (nor its child logger). */
   logs(level: 'debug' | 'info'): boolean {
     return this.deps.log.isLevelEnabled(level);
+  }
+
+  /** The overlap policy skipped this occurrence (claim applies the policy): its history records it. */
+  onSkip(): Promise<void> | undefined {
+    return this.history?.skippedOverlap('the previous run of the schedule was still running');
+  }
+
+  /** Aborts this delivery (once): its listeners are called with `reason`. */
+  abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    const first = this.listener;
+    const more = this.moreListeners;
+    this.listener = this.moreListeners = undefined;
+    first?.(reason);
+    if (more) for (const l of more) l(reason);
+  }
+
+  onAbort(listener: (reason: unknown) => void): () => void {
+    if (!this.listener) {
+      this.listener = listener;
+      return () => {
+        if (this.listener === listener) this.listener = undefined;
+      };
+    }
+    (this.moreListeners ??= []).push(listener);
+    return () => {
+      const i = this.moreListeners?.indexOf(listener) ?? -1;
+      if (i >= 0) this.moreListeners?.splice(i, 1);
+    };
   }
 
   /** Puts this delivery back for `ms` without consuming an attempt, and never returns. */

@@ -1,16 +1,18 @@
 import type { JobRun } from './job-run.js';
 
+/** The rest of the stages after one, for `run`. */
+export type Next = (run: JobRun) => Promise<unknown>;
+
 /**
  * One stage of a job's way through the worker (graphile-worker's middleware shape): it does its part and
- * calls `next` for the rest, or ends the job without calling it (a cancelled job, a suppressed duplicate).
+ * calls `next(run)` for the rest, or ends the job without calling it (a cancelled job, a suppressed
+ * duplicate). `next` takes the run rather than closing over it, so the chain is built once, not per job.
  */
-export type Stage = (run: JobRun, next: () => Promise<unknown>) => Promise<unknown>;
+export type Stage = (run: JobRun, next: Next) => Promise<unknown>;
+
+const end: Next = () => Promise.resolve(undefined);
 
 /** The stages as one function, run first to last; the last stage's `next` resolves to undefined. */
-export function compose(stages: readonly Stage[]): (run: JobRun) => Promise<unknown> {
-  const from = (i: number, run: JobRun): Promise<unknown> => {
-    const stage = stages[i];
-    return stage ? stage(run, () => from(i + 1, run)) : Promise.resolve(undefined);
-  };
-  return (run) => from(0, run);
+export function compose(stages: readonly Stage[]): Next {
+  return stages.reduceRight<Next>((next, stage) => (run) => stage(run, next), end);
 }

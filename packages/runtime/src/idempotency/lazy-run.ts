@@ -7,6 +7,7 @@ import type { ExactlyOnce, RunExactlyOnceOptions } from './run-exactly-once.js';
 import { logOf } from './run-lease.js';
 import { CLAIM_TX_STEP_LUA } from './ledger-lua.js';
 import { txStepKeys } from './redis-tx.js';
+import { corkUntilTurnEnds } from '../redis/cork.js';
 import type { StepHost } from './steps.js';
 
 const CLAIM_TX_STEP_SHA = createHash('sha1').update(CLAIM_TX_STEP_LUA).digest('hex');
@@ -47,6 +48,11 @@ export class LazyRun implements StepHost {
   /** The claimed run, if the handler made an effect. */
   get claimedRun(): LedgerRun | undefined {
     return this.run;
+  }
+
+  /** True while a claim is in flight (a step the handler did not await): `settled` has something to wait for. */
+  get claimInFlight(): boolean {
+    return this.claiming !== undefined && !this.run;
   }
 
   /** Waits for a claim still in flight (a step the handler did not await), whatever its outcome. */
@@ -99,6 +105,7 @@ export class LazyRun implements StepHost {
     const keys = txStepKeys(this.ledger.redis, at.record, at.steps, commands);
     const argv: (string | number)[] = [this.owner, this.ledger.leaseMs, id, encoded, this.ledger.unfinishedTtlMs];
     for (const c of commands) argv.push(c.length, ...c);
+    corkUntilTurnEnds(this.ledger.redis); // the first steps of the runs of this turn leave in one write
     if ((await evalCached(this.ledger.redis, CLAIM_TX_STEP_LUA, CLAIM_TX_STEP_SHA, keys, argv)) !== 1) return undefined;
     const run = new LedgerRun(this.ledger, this.idempotencyKey, at, this.owner, new Map([[id, encoded]]));
     this.run = run;

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import type { Writable } from 'node:stream';
 import type { RedisClient } from '../connection.js';
 import { COMPLETE_AHEAD_LUA, LEDGER_LUA } from './ledger-lua.js';
 import { groupBySlot } from '../redis/by-slot.js';
 import { evalCached } from '../redis/scripts.js';
+import { corkUntilTurnEnds } from '../redis/cork.js';
 
 /** The single Lua loader lives in redis/scripts.ts; re-exported for the ledger's callers. */
 export { evalCached };
@@ -131,20 +131,32 @@ export class LedgerBatcher {
 export type AheadOutcome = (reply: LedgerReply | Error) => void;
 
 /**
+ * Completions written ahead in one script call at most; a call this full goes at once, uncorked (see
+ * CompletionWriter). 16 keeps the script's fixed cost in Redis small per completion.
+ */
+const GROUP = 16;
+
+/**
  * Writes completions on the connection the queue acknowledges jobs on, ahead of the acknowledgement (see
- * the file comment). Completions made before the microtask queue next drains go in one script call (the
- * flush is a process.nextTick, which runs once it has drained: the jobs whose replies arrived in one socket
- * read finish in one drain, so they share the call). The promise
- * `complete` returns resolves once that call is handed to ioredis, which keeps one connection's commands in
- * order (also across a reconnect: its offline queue replays them in order); the caller acknowledges only
- * after that. The reply comes later, to `outcome`.
+ * the file comment). The promise `complete` returns resolves once the script call holding the completion
+ * is handed to ioredis, which keeps one connection's commands in order (also across a reconnect: its
+ * offline queue replays them in order); the caller acknowledges only after that. The reply comes later,
+ * to `outcome`.
+ *
+ * When a call goes:
+ * - a few completions (a worker at low concurrency, or the tail of a turn) go together once the microtask
+ *   queue drains (a process.nextTick), and the connection is corked until the turn ends (cork.ts), so the
+ *   call and the acknowledgements BullMQ sends right after it leave in one system call;
+ * - every GROUP completions go at once, uncorked. At high concurrency the jobs whose replies arrived in
+ *   one socket read finish in one turn; written in one system call at its end, they came back from Redis
+ *   in one reply too, and the worker and Redis took turns (each idle while the other worked) instead of
+ *   working at once, as they do for a bare BullMQ worker, whose acknowledgements leave one by one.
  */
 export class CompletionWriter {
   private pending: Entry[] = [];
   /** Script calls and completions sent so far (the bench reports completions per call). */
   readonly sent = { batches: 0, ops: 0 };
   private written: Promise<void> | undefined;
-  private corked = false;
   private markWritten: (() => void) | undefined;
 
   constructor(private readonly redis: RedisClient) {}
@@ -152,20 +164,23 @@ export class CompletionWriter {
   complete(key: string, args: (string | number)[], outcome: AheadOutcome, op: 'complete' | 'completeUnclaimed' = 'complete'): Promise<void> {
     if (!this.written) {
       this.written = new Promise((resolve) => (this.markWritten = resolve));
-      process.nextTick(() => this.flush());
+      process.nextTick(() => this.flush(true));
     }
     this.pending.push({ op, key, args, resolve: outcome, reject: outcome });
-    return this.written;
+    const written = this.written;
+    if (this.pending.length >= GROUP) this.flush(false);
+    return written;
   }
 
-  private flush(): void {
+  private flush(cork: boolean): void {
     const batch = this.pending;
+    if (batch.length === 0) return; // a full group went already
     const markWritten = this.markWritten as () => void;
     this.pending = [];
     this.written = undefined;
     this.sent.batches++;
     this.sent.ops += batch.length;
-    this.corkUntilTickEnds();
+    if (cork) corkUntilTurnEnds(this.redis);
     // One call per slot on a cluster (each lands on the node, and connection, that acknowledges its jobs).
     for (const group of groupBySlot(this.redis, batch, entryKey)) {
       const { keys, argv } = encode(group);
@@ -173,24 +188,6 @@ export class CompletionWriter {
       void settle(group, this.redis.eval(COMPLETE_AHEAD_SCRIPT, keys.length, ...keys, ...argv) as Promise<LedgerReply[]>);
     }
     markWritten();
-  }
-
-  /**
-   * Holds the connection's socket writes until the event loop's next check phase (setImmediate: after the
-   * microtasks and ticks of this turn), so this write and the acknowledgements BullMQ sends right after it
-   * (moveToFinished, once the processors resolve) leave in one system call instead of one each: measured
-   * with \`pnpm bench\`, a socket write cost more Node CPU per job than anything else the ledger does. Order
-   * is kept (corking only buffers), so a result still reaches Redis ahead of its acknowledgement.
-   */
-  private corkUntilTickEnds(): void {
-    const stream = (this.redis as unknown as { stream?: Writable }).stream;
-    if (this.corked || !stream || this.redis.status !== 'ready') return;
-    this.corked = true;
-    stream.cork();
-    setImmediate(() => {
-      this.corked = false;
-      stream.uncork();
-    });
   }
 }
 

@@ -5,6 +5,7 @@ import { evalCached, LedgerBatcher, type AheadOutcome, type CompletionWriter } f
 import { parseRecord, TX_STEP_LUA } from './ledger-lua.js';
 import { txStepKeys } from './redis-tx.js';
 import { jobKeyOf, keyspaceOn, queueKeyspace } from '../redis/keyspace.js';
+import { corkUntilTurnEnds } from '../redis/cork.js';
 
 const TX_STEP_SHA = createHash('sha1').update(TX_STEP_LUA).digest('hex');
 
@@ -64,7 +65,11 @@ export function ownerTagOf(owner: string): string | undefined {
 }
 
 /** Values are stored as `{"v": value}` so `undefined` and `null` results survive the round trip. */
+/** The encoding of a null result (most no-op and fire-and-forget handlers): made once, not per run. */
+const NULL_ENCODED = JSON.stringify({ v: null });
+
 export function encodeValue(value: unknown): string {
+  if (value === null) return NULL_ENCODED;
   return JSON.stringify({ v: value });
 }
 
@@ -236,6 +241,7 @@ export class LedgerRun {
     const keys = txStepKeys(this.ledger.redis, this.key, this.at.steps, commands);
     const argv: (string | number)[] = [this.at.mode, this.owner, id, encoded, this.ledger.unfinishedTtlMs];
     for (const c of commands) argv.push(c.length, ...c);
+    corkUntilTurnEnds(this.ledger.redis); // the steps of the runs of this turn leave in one write
     const ok = (await evalCached(this.ledger.redis, TX_STEP_LUA, TX_STEP_SHA, keys, argv)) === 1;
     if (ok) (this.steps ??= new Map()).set(id, encoded);
     return ok;

@@ -7,7 +7,7 @@ import { IdempotencyLedger, newOwner, type ClaimOutcome, type LedgerRun, type Ru
 import { completionWriter } from './ledger-batch.js';
 import { duplicatesDeferred, duplicatesSuppressed, leaseTakeovers, overlapSkipped } from './metrics.js';
 import { LazyRun, recordUnclaimed } from './lazy-run.js';
-import { logOf, lostLease, RunLease } from './run-lease.js';
+import { logOf, lostLease, RunLease, type AbortSource } from './run-lease.js';
 import { createSteps, type RedisStepFn, type StepFn, type StepHost, type Steps } from './steps.js';
 
 /** The exactly-once machinery one worker process shares across its jobs. */
@@ -57,8 +57,8 @@ export interface RunExactlyOnceOptions {
   /** The run's logger, or a function making it on first use (it is needed only on the rarer paths). */
   log: Logger | (() => Logger);
   labels: { queue: string; job: string };
-  /** The worker's signal for this delivery (shutdown, cancel). */
-  signal?: AbortSignal | undefined;
+  /** What aborts this delivery from outside (shutdown, cancel): an AbortSignal, or the worker's cheaper AbortSource. */
+  signal?: AbortSignal | AbortSource | undefined;
   /**
    * Puts this delivery back for `ms` without consuming an attempt, and never returns (BullMQ:
    * `job.moveToDelayed(...)` then `throw new DelayedError()`).
@@ -151,7 +151,7 @@ async function runClaimedFirst<T>(eo: ExactlyOnce, opts: RunExactlyOnceOptions, 
   const lease = new RunLease(eo, opts);
   lease.keep(run);
   try {
-    const result = await body(exactlyOnceRun(run, lease, opts, claimedAlready));
+    const result = await body(new RunHandle(run, lease, opts));
     lease.stop();
     if (lease.lost) throw lease.lost;
     return await record(opts, run, result);
@@ -175,8 +175,8 @@ async function runLazily<T>(eo: ExactlyOnce, opts: RunExactlyOnceOptions, jobKey
     lease.keep(run);
   });
   try {
-    const result = await body(exactlyOnceRun(lazy, lease, opts, () => lazy.claimed().then(() => undefined)));
-    await lazy.settled();
+    const result = await body(new RunHandle(lazy, lease, opts, lazy));
+    if (lazy.claimInFlight) await lazy.settled();
     lease.stop();
     // A refusal the handler caught still ends the delivery: the run is not this delivery's.
     if (lazy.refused) return await notOurs(opts, lazy.refused.outcome);
@@ -192,24 +192,47 @@ async function runLazily<T>(eo: ExactlyOnce, opts: RunExactlyOnceOptions, jobKey
   }
 }
 
-/** What the handler's context gets from a run: its signal, its steps (made on first use) and its claim. */
-function exactlyOnceRun(host: StepHost, lease: RunLease, opts: RunExactlyOnceOptions, claim: () => Promise<void>): ExactlyOnceRun {
-  let steps: Steps | undefined;
-  const stepsOf = () => (steps ??= createSteps(host, () => lease.signal, opts.onStepRecorded));
-  return {
-    get signal() {
-      return lease.signal;
-    },
-    get step() {
-      return stepsOf().step;
-    },
-    get redisStep() {
-      return stepsOf().redisStep;
-    },
-    claim,
-    onAbort: (listener) => lease.onAbort(listener),
-  };
+/**
+ * What the handler's context gets from a run: its signal, its steps (made on first use) and its claim. A
+ * class, not an object literal with getters: one is made per job, and a literal's getters cost far more.
+ */
+class RunHandle implements ExactlyOnceRun {
+  private steps: Steps | undefined;
+
+  constructor(
+    private readonly host: StepHost,
+    private readonly lease: RunLease,
+    private readonly opts: RunExactlyOnceOptions,
+    /** Set for a lazily claimed run: `claim` claims it. */
+    private readonly lazy?: LazyRun,
+  ) {}
+
+  private stepsOf(): Steps {
+    return (this.steps ??= createSteps(this.host, this.lease, this.opts.onStepRecorded));
+  }
+
+  get signal(): AbortSignal {
+    return this.lease.signal;
+  }
+
+  get step(): StepFn {
+    return this.stepsOf().step;
+  }
+
+  get redisStep(): RedisStepFn {
+    return this.stepsOf().redisStep;
+  }
+
+  claim(): Promise<void> {
+    return this.lazy ? this.lazy.claimed().then(nothing) : claimedAlready();
+  }
+
+  onAbort(listener: (reason: unknown) => void): () => void {
+    return this.lease.onAbort(listener);
+  }
 }
+
+const nothing = (): void => undefined;
 
 /** Another delivery completed the run (its result is this delivery's) or holds it (come back later). */
 function notOurs(opts: RunExactlyOnceOptions, claim: Exclude<ClaimOutcome, { kind: 'claimed' }>): unknown {

@@ -22,26 +22,59 @@ export function logOf(opts: RunExactlyOnceOptions) {
 }
 
 /**
+ * What aborts a delivery from outside (shutdown, an operator's cancel) without an AbortSignal of its own:
+ * the worker keeps one per running job (an AbortController per job was a measurable part of its CPU per
+ * job, and most runs are never aborted). `onAbort` registers a listener called once on abort (only while
+ * not yet aborted: check `aborted` first) and returns the function that removes it.
+ */
+export interface AbortSource {
+  readonly aborted: boolean;
+  readonly reason: unknown;
+  onAbort(listener: (reason: unknown) => void): () => void;
+}
+
+/** An AbortSignal as an AbortSource (callers that have a signal, such as tests). */
+function sourceOf(signal: AbortSignal | AbortSource | undefined): AbortSource | undefined {
+  if (!signal || typeof (signal as Partial<AbortSource>).onAbort === 'function') return signal as AbortSource | undefined;
+  const s = signal as AbortSignal;
+  return {
+    get aborted() {
+      return s.aborted;
+    },
+    get reason() {
+      return s.reason as unknown;
+    },
+    onAbort(listener) {
+      const onAbort = () => listener(s.reason);
+      s.addEventListener('abort', onAbort, { once: true });
+      return () => s.removeEventListener('abort', onAbort);
+    },
+  };
+}
+
+/**
  * Keeps a run's ledger lease (and its overlap slot) renewed while the body runs, from the time the run is
  * claimed (`keep`): before the body starts, or at its first effect for a lazily claimed run. The run's
  * signal aborts when the worker aborts the delivery, or when renewal is refused or keeps failing until the
  * lease must have expired: someone else may own the run then. The signal is made on first use (most no-op
- * and short handlers never look at it), linked to the worker's signal by a listener (AbortSignal.any costs
- * far more per call and in GC).
+ * and short handlers never look at it), linked to the worker's abort source by a listener (AbortSignal.any
+ * costs far more per call and in GC).
  */
 export class RunLease {
   private controller: AbortController | undefined;
   private lostWith: LeaseLostError | undefined;
   private unkeep: (() => void) | undefined;
   private abortListener: ((reason: unknown) => void) | undefined;
+  private unlistenWorker: (() => void) | undefined;
   private stopped = false;
+  private readonly worker: AbortSource | undefined;
 
   constructor(
     private readonly eo: ExactlyOnce,
     private readonly opts: RunExactlyOnceOptions,
-  ) {}
-
-  private readonly onWorkerAbort = () => this.controller?.abort(this.opts.signal?.reason);
+  ) {
+    this.worker = sourceOf(opts.signal);
+  }
 
   keep(run: LedgerRun): void {
     const { eo, opts } = this;
@@ -64,13 +97,18 @@ export class RunLease {
     });
   }
 
+  /** True once the run is aborted (the worker's abort or a lost lease), without making the signal. */
+  get aborted(): boolean {
+    return this.lostWith !== undefined || this.worker?.aborted === true || this.controller?.signal.aborted === true;
+  }
+
   get signal(): AbortSignal {
     if (!this.controller) {
-      const workerSignal = this.opts.signal;
-      this.controller = new AbortController();
-      if (this.lostWith) this.controller.abort(this.lostWith);
-      else if (workerSignal?.aborted) this.controller.abort(workerSignal.reason);
-      else workerSignal?.addEventListener('abort', this.onWorkerAbort, { once: true });
+      const worker = this.worker;
+      const controller = (this.controller = new AbortController());
+      if (this.lostWith) controller.abort(this.lostWith);
+      else if (worker?.aborted) controller.abort(worker.reason);
+      else if (worker && !this.stopped) this.unlistenWorker = worker.onAbort((reason) => controller.abort(reason));
     }
     return this.controller.signal;
   }
@@ -80,15 +118,14 @@ export class RunLease {
    * without making the run's signal; one listener at a time. Returns the function that stops listening.
    */
   onAbort(listener: (reason: unknown) => void): () => void {
-    const workerSignal = this.opts.signal;
+    const worker = this.worker;
     if (this.lostWith) return listener(this.lostWith), noop;
-    if (workerSignal?.aborted) return listener(workerSignal.reason), noop;
+    if (worker?.aborted) return listener(worker.reason), noop;
     this.abortListener = listener;
-    const onWorker = () => listener(workerSignal?.reason);
-    workerSignal?.addEventListener('abort', onWorker, { once: true });
+    const unlisten = worker?.onAbort(listener);
     return () => {
       this.abortListener = undefined;
-      workerSignal?.removeEventListener('abort', onWorker);
+      unlisten?.();
     };
   }
 
@@ -100,6 +137,7 @@ export class RunLease {
     this.stopped = true;
     this.unkeep?.();
     this.unkeep = undefined;
-    if (this.controller) this.opts.signal?.removeEventListener('abort', this.onWorkerAbort);
+    this.unlistenWorker?.();
+    this.unlistenWorker = undefined;
   }
 }

@@ -78,7 +78,14 @@ export interface Steps {
  * Results must be JSON values (they are stored in Redis); a Date comes back as its ISO string.
  * `onRecorded` is told when a step is newly recorded (progress), not when one is replayed.
  */
-export function createSteps(run: StepHost, signalOf: () => AbortSignal, onRecorded?: () => Promise<void>): Steps {
+/** What a step checks before it runs: whether the run was aborted, and why (RunLease; its signal is not made for it). */
+export interface StepAbort {
+  readonly aborted: boolean;
+  readonly signal: AbortSignal;
+}
+
+/** `abort`: the run's RunLease, or a function giving the signal steps check. */
+export function createSteps(run: StepHost, abort: StepAbort | (() => AbortSignal), onRecorded?: () => Promise<void>): Steps {
   let inFlight: Set<string> | undefined; // most runs have no steps: no Set for them
 
   const once = async <T>(id: string, execute: (info: StepInfo) => Promise<{ value: T; record: () => Promise<boolean> }>, claimFirst: boolean): Promise<T> => {
@@ -89,7 +96,8 @@ export function createSteps(run: StepHost, signalOf: () => AbortSignal, onRecord
     const recorded = run.recordedStep(id);
     if (recorded) return recorded.value as T;
     if (inFlight?.has(id)) throw new StepError(id, 'is already running in this run; give concurrent steps distinct ids');
-    signalOf().throwIfAborted();
+    if (typeof abort === 'function') abort().throwIfAborted();
+    else if (abort.aborted) abort.signal.throwIfAborted();
     (inFlight ??= new Set()).add(id);
     try {
       const { value, record } = await execute({ id, key: stepKey(run.idempotencyKey, id) });

@@ -2,7 +2,7 @@ import { jobsCancelled } from '@tickwork/runtime';
 import { UnrecoverableError } from 'bullmq';
 import { JobCancelledError } from '../../errors.js';
 import type { JobRun } from '../job-run.js';
-import type { Stage } from '../stage.js';
+import type { Next, Stage } from '../stage.js';
 
 /**
  * cancelGate: a job an operator cancelled before it started ends here, without running. Checked in
@@ -10,16 +10,16 @@ import type { Stage } from '../stage.js';
  */
 export const cancelGate: Stage = (run, next) => {
   const cancels = run.deps.cancels;
-  if (!cancels) return next();
+  if (!cancels) return next(run);
   // Not async: a job start that finds the requests loaded and none pending costs no promise of its own.
   if (!cancels.loaded) return cancels.ready.then(() => gate(run, next));
   return gate(run, next);
 };
 
-function gate(run: JobRun, next: () => Promise<unknown>): Promise<unknown> {
+function gate(run: JobRun, next: Next): Promise<unknown> {
   const request = run.deps.cancels?.pending(run.job.queueName, run.jobId);
   if (request) return cancelled(run, JobCancelledError.of(request), 'before it started');
-  return next();
+  return next(run);
 }
 
 /**

@@ -1,7 +1,7 @@
-import { jobRecordKey, runExactlyOnce, type RedisClient, type RunExactlyOnceOptions } from '@tickwork/runtime';
+import { jobRecordKey, runExactlyOnce, type RedisClient } from '@tickwork/runtime';
 import { stallResetOnProgress } from '../../stall-progress.js';
 import type { JobRun } from '../job-run.js';
-import type { Stage } from '../stage.js';
+import type { Next, Stage } from '../stage.js';
 
 /**
  * claim: the run's exactly-once frame (runExactlyOnce) around the rest of the stages: claim the run's
@@ -31,26 +31,15 @@ export const claim: Stage = (run, next) => {
 /** Per processor (its ackConnectionOf), ack connections by queue; one keeps its identity across reconnects (ioredis). */
 const acksBy = new WeakMap<NonNullable<JobRun['deps']['ackConnectionOf']>, Map<string, RedisClient>>();
 
-function claimWith(run: JobRun, next: () => Promise<unknown>, ackConnection: RedisClient | undefined): Promise<unknown> {
-  const { deps } = run;
+function claimWith(run: JobRun, next: Next, ackConnection: RedisClient | undefined): Promise<unknown> {
   if (run.logs('debug')) run.log.debug({ idempotencyKey: run.key }, 'job started');
-  const opts: RunExactlyOnceOptions = {
-    key: run.key,
-    place: run.place,
-    log: () => run.log,
-    labels: run.labels,
-    signal: run.signal,
-    defer: run.defer,
-    overlap: run.overlap,
-    onSkip: run.overlap && (() => run.history?.skippedOverlap('the previous run of the schedule was still running')),
-    preempt: run.preempt,
-    ackConnection,
-    onStepRecorded: (run.onStepRecorded = onStepRecordedOf(run)),
-    lazy: claimsLazily(run),
-  };
-  return runExactlyOnce(deps.exactlyOnce, opts, (eo) => {
+  // The run is its own RunExactlyOnceOptions (job-run.ts): these complete them.
+  run.ackConnection = ackConnection;
+  run.onStepRecorded = onStepRecordedOf(run);
+  run.lazy = claimsLazily(run);
+  return runExactlyOnce(run.deps.exactlyOnce, run, (eo) => {
     run.exactlyOnce = eo;
-    return next();
+    return next(run);
   });
 }
 

@@ -12,7 +12,7 @@ import type { Stage } from '../stage.js';
 export const judgeLate: Stage = (run, next) => {
   const { job, delivery, deps, def } = run;
   const scheduled = delivery.scheduled;
-  if (!scheduled || scheduled.m !== undefined || scheduled.catchUp || delivery.redrive || job.attemptsMade !== 0 || job.attemptsStarted > 1) return next();
+  if (!scheduled || scheduled.m !== undefined || scheduled.catchUp || delivery.redrive || job.attemptsMade !== 0 || job.attemptsStarted > 1) return next(run);
   run.preempt = async () => {
     const d = await judgeLateOccurrence(deps.redis, deps.exactlyOnce.prefix, def, scheduled, deps.graceMs ?? 60_000);
     if (d.action === 'run' && !d.catchUp) return undefined;
@@ -27,7 +27,7 @@ export const judgeLate: Stage = (run, next) => {
     run.log.warn(fields, `occurrence missed: ${d.reason}`);
     return { result, recorded: () => run.history?.missed(d.reason) ?? Promise.resolve() };
   };
-  return next();
+  return next(run);
 };
 
 /**
@@ -41,7 +41,7 @@ export const overlapPolicy: Stage = (run, next) => {
   const schedule = scheduled?.m === undefined ? scheduled?.schedule : undefined;
   const policy = scheduled?.v !== undefined ? (scheduled.o ?? DEFAULT_OVERLAP_POLICY) : (run.def.schedule?.overlap ?? DEFAULT_OVERLAP_POLICY);
   if (schedule && policy !== 'allow') run.overlap = { schedule, policy, nominalTime: run.nominalTime };
-  return next();
+  return next(run);
 };
 
 /**
@@ -50,7 +50,7 @@ export const overlapPolicy: Stage = (run, next) => {
  */
 export const scheduleGate: Stage = async (run, next) => {
   const verdict = (await run.history?.started(run.attempt)) ?? 'ok';
-  if (verdict === 'ok') return next();
+  if (verdict === 'ok') return next(run);
   run.log.info({ schedule: run.delivery.scheduled?.schedule, nominalTime: run.nominalTime, verdict }, `scheduled run skipped: its schedule was ${verdict}`);
   return { skipped: verdict };
 };

@@ -1,0 +1,38 @@
+import type { JobRun } from './pipeline/job-run.js';
+
+/**
+ * The jobs this worker process is running, by queue and id, so a cancel request or a shutdown can abort
+ * them (each JobRun is its own AbortSource). BullMQ would do this itself, but it makes an AbortController
+ * per job for a processor that takes a signal, and that controller (with its listeners) was a measurable
+ * part of the worker's CPU per job though nearly no run is ever aborted. So the processor takes no signal
+ * (processor.ts) and aborts go through here.
+ */
+export class RunningJobs {
+  private readonly byQueue = new Map<string, Map<string, JobRun>>();
+
+  add(run: JobRun): void {
+    const queue = run.job.queueName;
+    let runs = this.byQueue.get(queue);
+    if (!runs) this.byQueue.set(queue, (runs = new Map()));
+    runs.set(run.jobId, run);
+  }
+
+  /** Forgets `run` (it ended); a later delivery of the same job that replaced it is kept. */
+  delete(run: JobRun): void {
+    const runs = this.byQueue.get(run.job.queueName);
+    if (runs?.get(run.jobId) === run) runs.delete(run.jobId);
+  }
+
+  /** Aborts the job if this process runs it; true when it did (in place of BullMQ's `worker.cancelJob`). */
+  cancel(queue: string, jobId: string, reason: string): boolean {
+    const run = this.byQueue.get(queue)?.get(jobId);
+    if (!run) return false;
+    run.abort(reason);
+    return true;
+  }
+
+  /** Aborts every running job (BullMQ's `worker.cancelAllJobs`). */
+  cancelAll(reason: string): void {
+    for (const runs of this.byQueue.values()) for (const run of runs.values()) run.abort(reason);
+  }
+}
