@@ -5,7 +5,7 @@
  * Cluster client), so the writer's batches span two slots and are split per slot. Each master is watched
  * with MONITOR.
  */
-import { createExactlyOnce, createRedis, jobRecordKey, runExactlyOnce, type RedisClient, type RunRecordPlace } from '@tickwork/runtime';
+import { createExactlyOnce, createRedis, jobRecordKey, RedisStepSlotError, runExactlyOnce, type RedisClient, type RunRecordPlace } from '@tickwork/runtime';
 import { startRedisCluster, waitFor, type RedisClusterHandle } from '@tickwork/testkit';
 import { Queue, Worker } from 'bullmq';
 import { pino } from 'pino';
@@ -107,3 +107,22 @@ it.each([
     for (const c of completions) expect(c.args.filter((a) => a.startsWith(`${prefix}:{`)).every((a) => a.startsWith(`${prefix}:{${q}}:`))).toBe(true);
   }
 }, 60_000);
+
+it("a redisStep's writes must carry its queue's tag: an untagged key is refused by name, a tagged one commits with the step", async () => {
+  const eo = createExactlyOnce(ledgerRedis, { prefix: 'rs' });
+  const opts = (key: string) => ({
+    key,
+    place: { kind: 'key', queue: 'alpha' } as const,
+    log: silent,
+    labels: { queue: 'alpha', job: 'n' },
+    defer: () => Promise.reject(new Error('no defer')),
+  });
+  const refused = runExactlyOnce(eo, opts('untagged'), (run) => run.redisStep('write', (tx) => tx.set('myapp:charges', '1')));
+  await expect(refused).rejects.toBeInstanceOf(RedisStepSlotError);
+  await expect(refused).rejects.toThrow(/"myapp:charges", outside its run's slot: .* must contain the queue's hash tag \{alpha\}/);
+  expect(await ledgerRedis.exists('myapp:charges')).toBe(0);
+
+  await runExactlyOnce(eo, opts('tagged'), (run) => run.redisStep('write', (tx) => tx.set('myapp:{alpha}:charges', '1')));
+  expect(await ledgerRedis.get('myapp:{alpha}:charges')).toBe('1');
+  expect(await eo.ledger.inspect('tagged', { kind: 'key', queue: 'alpha' })).toMatchObject({ state: 'done' });
+});
