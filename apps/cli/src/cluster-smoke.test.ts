@@ -5,7 +5,7 @@
 import { fileURLToPath } from 'node:url';
 import { catalog, emailSend } from '@tickwork/jobs';
 import { createLogger, createRedis, createSchedules, moveToDeadLetter, QueueSet, type RedisClient } from '@tickwork/runtime';
-import { startApp, startRedisCluster, startRedisServer, waitFor, type RedisClusterHandle } from '@tickwork/testkit';
+import { startApp, startClusterQueues, startRedisServer, waitFor, type ClusterQueues, type RedisClusterHandle } from '@tickwork/testkit';
 import { Worker } from 'bullmq';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 
@@ -25,15 +25,12 @@ async function tickwork(...args: string[]): Promise<{ code: number | null; out: 
   return { code, out: app.lines.join('\n'), json: () => JSON.parse(stdout) as unknown };
 }
 
+let fixture: ClusterQueues | undefined;
 beforeAll(async () => {
-  cluster = await startRedisCluster();
-  redis = createRedis(cluster.target, 'command');
-  queues = new QueueSet(redis, PREFIX, createLogger('test', 'silent'));
-});
+  ({ cluster, redis, queues } = fixture = await startClusterQueues(PREFIX));
+}, 60_000);
 afterAll(async () => {
-  await queues?.close();
-  redis?.disconnect();
-  await cluster?.stop();
+  await fixture?.stop();
 });
 
 it('stats, dlq list and redrive, and schedules ls work on a cluster', async () => {

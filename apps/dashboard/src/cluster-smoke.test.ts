@@ -3,8 +3,8 @@
  * queues, dead letters, schedules and capacity spread over the masters.
  */
 import { catalog, emailSend } from '@tickwork/jobs';
-import { createEnqueue, createLogger, createRedis, QueueSet, type RedisClient } from '@tickwork/runtime';
-import { appEntry, freePort, startApp, startRedisCluster, type AppProcess, type RedisClusterHandle } from '@tickwork/testkit';
+import { createEnqueue, type QueueSet } from '@tickwork/runtime';
+import { appEntry, freePort, startApp, startClusterQueues, type AppProcess, type ClusterQueues, type RedisClusterHandle } from '@tickwork/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 
 const PREFIX = 'dc';
@@ -12,20 +12,16 @@ const PASSWORD = 'cluster-pages';
 const auth = { authorization: `Basic ${Buffer.from(`admin:${PASSWORD}`).toString('base64')}` };
 
 let cluster: RedisClusterHandle;
-let redis: RedisClient;
 let queues: QueueSet;
 let dashboard: AppProcess | undefined;
 
+let fixture: ClusterQueues | undefined;
 beforeAll(async () => {
-  cluster = await startRedisCluster();
-  redis = createRedis(cluster.target, 'command');
-  queues = new QueueSet(redis, PREFIX, createLogger('test', 'silent'));
+  ({ cluster, queues } = fixture = await startClusterQueues(PREFIX));
 }, 60_000);
 afterAll(async () => {
   await dashboard?.stop('SIGKILL');
-  await queues?.close();
-  redis?.disconnect();
-  await cluster?.stop();
+  await fixture?.stop();
 });
 
 it('serves the jobs, dead-letter, schedule and capacity pages from a cluster', async () => {

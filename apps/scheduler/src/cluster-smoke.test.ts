@@ -4,8 +4,8 @@
  * the reads that span every shard, queue or master (schedule list and count, due backlog, capacity report)
  * work there.
  */
-import { capacityReport, createLogger, createRedis, createSchedules, dueBacklog, QueueSet, readHistory, type RedisClient } from '@tickwork/runtime';
-import { startRedisCluster, waitFor, type RedisClusterHandle } from '@tickwork/testkit';
+import { capacityReport, createLogger, createSchedules, dueBacklog, QueueSet, readHistory, type RedisClient } from '@tickwork/runtime';
+import { startClusterQueues, waitFor, type ClusterQueues, type RedisClusterHandle } from '@tickwork/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { catalog, FX_RUNS_KEY, FX_TENANT_RUNS_KEY, fxTenant } from './testing/fixture-catalog.js';
 import { fixtureApps, waitReady } from './testing/fixture-apps.js';
@@ -18,16 +18,13 @@ let redis: RedisClient;
 let queues: QueueSet;
 const apps = fixtureApps(() => cluster, PREFIX);
 
+let fixture: ClusterQueues | undefined;
 beforeAll(async () => {
-  cluster = await startRedisCluster();
-  redis = createRedis(cluster.target, 'command');
-  queues = new QueueSet(redis, PREFIX, createLogger('test', 'silent'));
+  ({ cluster, redis, queues } = fixture = await startClusterQueues(PREFIX));
 }, 60_000);
 afterAll(async () => {
   await apps.killAll();
-  await queues?.close();
-  redis?.disconnect();
-  await cluster?.stop();
+  await fixture?.stop();
 });
 
 it('catalog and runtime schedules fire once per occurrence on a cluster; list, count, backlog and capacity read every shard', async () => {

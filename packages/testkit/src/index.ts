@@ -8,3 +8,4 @@ export * from './postgres-server.js';
 export * from './dlq-fill.js';
 export * from './redis-cluster.js';
 export * from './test-redis.js';
+export * from './cluster-queues.js';

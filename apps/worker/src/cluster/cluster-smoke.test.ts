@@ -6,16 +6,14 @@
  */
 import {
   createEnqueue,
-  createLogger,
-  createRedis,
   dlqName,
   listDeadLetters,
-  QueueSet,
+  type QueueSet,
   scanKeys,
   slotOf,
   type RedisClient,
 } from '@tickwork/runtime';
-import { appEntry, freePort, REPO_ROOT, startApp, startRedisCluster, waitFor, type AppProcess, type RedisClusterHandle } from '@tickwork/testkit';
+import { appEntry, freePort, REPO_ROOT, startApp, startClusterQueues, waitFor, type AppProcess, type ClusterQueues, type RedisClusterHandle } from '@tickwork/testkit';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { catalog, keyed, plain, poison } from '../testing/cluster-jobs.js';
@@ -28,16 +26,13 @@ let redis: RedisClient;
 let queues: QueueSet;
 let worker: AppProcess | undefined;
 
+let fixture: ClusterQueues | undefined;
 beforeAll(async () => {
-  cluster = await startRedisCluster();
-  redis = createRedis(cluster.target, 'command');
-  queues = new QueueSet(redis, PREFIX, createLogger('test', 'silent'));
+  ({ cluster, redis, queues } = fixture = await startClusterQueues(PREFIX));
 }, 60_000);
 afterAll(async () => {
   await worker?.stop();
-  await queues?.close();
-  redis?.disconnect();
-  await cluster?.stop();
+  await fixture?.stop();
 });
 
 it('runs jobs of two queues on different masters, each queue on its own slot, with its DLQ', async () => {
