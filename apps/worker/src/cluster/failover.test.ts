@@ -59,7 +59,11 @@ it("a killed master's queue carries on once its replica is promoted: all jobs do
   expect(worker.proc.exitCode).toBeNull();
   // The commands in flight waited out the promotion instead of failing: no attempt failed, nothing was logged
   // as an error (with ioredis's default budget, attempts fail during a promotion and are retried).
-  const troubles = worker.logs().filter((l) => Number(l.level) >= 50 || l.msg === 'job attempt failed');
+  // One error is the failover's own and harmless: a job lock taken in the old master's last moments may not
+  // have reached the replica, so BullMQ's acknowledgement of that job is refused ("Missing lock for job");
+  // the job is then redelivered and its recorded result is reused (the effects above are each once).
+  const lostLock = (l: Record<string, unknown>) => /Missing lock for job/.test(JSON.stringify(l.err ?? ''));
+  const troubles = worker.logs().filter((l) => (Number(l.level) >= 50 || l.msg === 'job attempt failed') && !lostLock(l));
   expect(troubles.map((l) => `${String(l.msg)}: ${JSON.stringify(l.err ?? '')}`.slice(0, 200))).toEqual([]);
   console.log(`failover: replica promoted ${promotedMs} ms after the kill`);
 }, 150_000);
