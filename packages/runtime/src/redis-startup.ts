@@ -117,7 +117,19 @@ export function createRedisOutageLog(log: Logger, url: RedisTarget): RedisOutage
       conn.on('error', (err) => {
         if (!note(err)) log.warn({ err: { message: err.message } }, 'redis connection error');
       });
-      conn.on('ready', recovered);
+      // A connection can report `ready` for a handshake that finished just as Redis went away (seen under
+      // load: "reachable again" 4 ms into an outage, then a second "unreachable"). So the outage ends only
+      // when a command round trip on that connection succeeds, and only the outage it was sent in.
+      conn.on('ready', () => {
+        const outage = since;
+        if (outage === undefined) return;
+        conn.ping().then(
+          () => {
+            if (since === outage) recovered();
+          },
+          () => undefined,
+        );
+      });
     },
     note,
     get down() {
