@@ -9,6 +9,7 @@ import {
   onShutdown,
   allReady,
   redisPingCheck,
+  redisAnswersWithin,
   safeUrl,
   startHealthServer,
   startOutboxRelay,
@@ -64,9 +65,10 @@ async function main(): Promise<void> {
   log.info({ port: env.PORT, jobs: catalog.jobs.length }, 'worker ready');
 
   onShutdown(log, async () => {
-    if (outage.down) {
+    if (outage.down && !(await redisAnswersWithin(redis, 1000))) {
       // Nothing can be acknowledged without Redis: waiting out the drain deadline would only delay the
       // stop. Active jobs are aborted; BullMQ's stall check hands them to a worker once Redis is back.
+      // (Asked, not only read off the outage log: an error can be noted with no reconnect to end it.)
       log.warn('redis unreachable: stopping without draining');
       pool.abort('worker shutting down during a Redis outage');
       return;

@@ -79,6 +79,21 @@ export function waitForRedis(redis: RedisClient, url: RedisTarget, timeoutMs: nu
   });
 }
 
+/**
+ * Whether Redis answers a PING within `ms`. For decisions that must not rest on the outage log alone: a
+ * connection error can be noted (a BullMQ worker's 'error' event, say) without any connection going
+ * through a reconnect that would end the outage.
+ */
+export function redisAnswersWithin(redis: { ping(): Promise<unknown> }, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    redis.ping().then(
+      () => (clearTimeout(timer), resolve(true)),
+      () => (clearTimeout(timer), resolve(false)),
+    );
+  });
+}
+
 export interface RedisOutageLog {
   /** Follows a connection: its errors feed the outage, its `ready` ends it. */
   watch(redis: RedisClient): void;

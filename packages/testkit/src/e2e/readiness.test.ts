@@ -107,7 +107,10 @@ describe('health, readiness and metrics of the real apps', () => {
       const draining = await waitFor(async () => {
         const res = await get('worker', '/readyz');
         return res.status === 503 ? ((await res.json()) as unknown) : undefined;
-      }, { what: '/readyz to answer 503 while draining' });
+      }, { what: '/readyz to answer 503 while draining' }).catch((err: Error) => {
+        // What the worker said, so a failure here tells why it stopped answering.
+        throw new Error(`${err.message}; the worker's last lines:\n${worker.lines.slice(-15).join('\n')}`);
+      });
       expect(draining).toMatchObject({ status: 'not ready', workers: 'draining' });
       expect(await statusOf('worker', '/healthz')).toBe(200);
       expect(await worker.exited).toBe(0);
