@@ -123,8 +123,16 @@ it('a run whose worker is killed -9 more than WORKER_MAX_STALLED_COUNT (2) times
     await startWorker(); // always two alive
   }
   const dead = await waitFor(async () => (await listDeadLetters(queues, RC_QUEUE)).find((d) => d.entry.originalJobId === job.id), {
-    timeoutMs: 30_000,
+    // Generous: after the last kill, the dead worker is noticed (5 s), then the take-back fails the run; a
+    // loaded CI machine once took longer than 30 s for it (the diagnostics below say what state it was in).
+    timeoutMs: 60_000,
     what: 'the job in the DLQ',
+  }).catch(async (err: Error) => {
+    // Where the run went instead, so a failure here says why.
+    const state = await job.getState();
+    const fresh = await queues.get(RC_QUEUE).getJob(job.id as string);
+    const said = apps.flatMap((a) => a.lines.slice(-8));
+    throw new Error(`${err.message}: job ${state}, stalledCounter ${fresh?.stalledCounter}, starts ${await redis.llen(RC_KEYS.starts('loop'))}, failedReason ${fresh?.failedReason}; workers said:\n${said.join('\n')}`);
   });
   expect(dead.entry.failureReason).toMatch(/^job stalled more than allowable limit: its worker stopped mid-run more than WORKER_MAX_STALLED_COUNT \(2\) times$/);
   // Three deliveries ran; the fourth failed the job before running it.
