@@ -78,7 +78,7 @@ export function createDispatcher(opts: DispatcherOptions) {
   const replica = randomBytes(4).toString('hex');
   let seq = 0;
 
-  async function round(now: number, result: DispatchResult): Promise<boolean> {
+  async function round(now: number, startedAt: number, result: DispatchResult): Promise<boolean> {
     const token = `${replica}.${++seq}`;
     const start = Math.floor(Math.random() * SCHEDULE_SHARDS);
     const shards = Array.from({ length: SCHEDULE_SHARDS }, (_, i) => (start + i) % SCHEDULE_SHARDS);
@@ -105,7 +105,7 @@ export function createDispatcher(opts: DispatcherOptions) {
       }
     });
     if (claimed.length === 0) return false;
-    await lane.fire(claimed, now, token, result);
+    await lane.fire(claimed, now, startedAt, token, result);
     return full;
   }
 
@@ -183,11 +183,12 @@ export function createDispatcher(opts: DispatcherOptions) {
   return {
     /** One tick: claim rounds until no shard returns a full batch (at most maxRounds). */
     async tick(now = Date.now()): Promise<DispatchResult> {
+      const startedAt = Date.now(); // the wall clock at `now`: held runs wait for `at - now` less what the tick took since
       const result: DispatchResult = { claimed: 0, enqueued: 0, caughtUp: 0, missed: 0, skippedPaused: 0, committed: 0, rounds: 0 };
       for (let r = 0; r < maxRounds; r++) {
         result.rounds++;
         const before = result.claimed;
-        const full = await round(now, result);
+        const full = await round(now, startedAt, result);
         if (!full || result.claimed === before) break;
       }
       return result;

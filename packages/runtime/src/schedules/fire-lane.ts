@@ -59,10 +59,11 @@ export function createFireLane(opts: {
   return {
     /**
      * Adds and commits what is due now, holds the rest until its time. `now` is the tick's clock (the one
-     * the plan was made with); the hold is measured from it, less the time the round has taken since.
+     * the plan was made with) and `startedAt` the wall clock when the tick began: the hold is measured from
+     * `now`, less all the tick has taken since (its claim round trips too, which once made every held run
+     * a few ms late).
      */
-    async fire(claimed: readonly Claimed[], now: number, token: string, result: DispatchResult): Promise<void> {
-      const startedAt = Date.now();
+    async fire(claimed: readonly Claimed[], now: number, startedAt: number, token: string, result: DispatchResult): Promise<void> {
       const ready: Claimed[] = [];
       const held = new Map<number, Claimed[]>();
       for (const c of claimed) {
