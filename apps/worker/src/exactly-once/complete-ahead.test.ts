@@ -86,7 +86,7 @@ describe('results written ahead of the acknowledgement', () => {
     const scripts = seen.filter((c) => c.source !== 'lua' && /^eval(sha)?$/i.test(c.args[0] ?? ''));
     for (const id of ids) {
       // The completion script (the claim went earlier, in a batch on the ledger's own connection).
-      const record = scripts.findIndex((c) => c.args.includes(recordKeyOf(id)) && c.args[1]?.includes('ops.d =') && !c.args[1].includes('ops.c ='));
+      const record = scripts.findIndex((c) => c.args.includes(recordKeyOf(id)) && c.args[1] === CompletionWriter.scriptSha);
       // BullMQ's moveToFinished: the job's key and the completed set among its keys.
       const ack = scripts.findIndex((c) => c.args.includes(`tw:${queueName}:${id}`) && c.args.includes(`tw:${queueName}:completed`));
       expect({ id, recorded: record >= 0, acknowledged: ack >= 0 }).toEqual({ id, recorded: true, acknowledged: true });
@@ -119,6 +119,28 @@ describe('results written ahead of the acknowledgement', () => {
     expect(after).toBe(before + 1);
     // The new owner's record is untouched: it records its own result.
     expect(await eo.ledger.inspect(key)).toMatchObject({ state: 'running', owner: 'someone-else' });
+  });
+
+  it('records results after Redis forgot the script (SCRIPT FLUSH), and loads it again after a reconnect', async () => {
+    const ledger = new IdempotencyLedger(redis, { prefix: 'tw' });
+    const conn = server.client();
+    const writer = new CompletionWriter(conn);
+    const complete = async (name: string) => {
+      const claim = await ledger.claim(name, { kind: 'key' }, 'me');
+      if (claim.kind !== 'claimed') throw new Error('expected a claim');
+      const reply = new Promise((resolve) => void writer.complete(ledger.keyOf(name), ['k', 'me', JSON.stringify({ v: name }), ledger.windowMs, `${ledger.keyOf(name)}:steps`], resolve));
+      return reply;
+    };
+    expect(await complete('flush-1')).toBe(1);
+    await redis.script('FLUSH');
+    expect(await complete('flush-2')).toBe(1); // NOSCRIPT, then sent whole
+    expect(await complete('flush-3')).toBe(1); // loaded again first
+    await redis.script('FLUSH');
+    await conn.disconnect(true); // reconnects: the next call loads the script again before it
+    await waitFor(async () => conn.status === 'ready', { timeoutMs: 5_000, what: 'the connection back' });
+    expect(await complete('flush-4')).toBe(1);
+    expect((await redis.script('EXISTS', CompletionWriter.scriptSha)) as number[]).toEqual([1]);
+    for (const n of ['flush-1', 'flush-2', 'flush-3', 'flush-4']) expect(await ledger.inspect(n)).toMatchObject({ state: 'done', result: n });
   });
 
   it('accepts the same completion twice (a batch resent after a reconnect) and refuses a stranger', async () => {

@@ -153,13 +153,24 @@ const GROUP = 16;
  *   working at once, as they do for a bare BullMQ worker, whose acknowledgements leave one by one.
  */
 export class CompletionWriter {
+  /** The SHA1 its calls name the script by (EVALSHA), for tests that watch them. */
+  static readonly scriptSha: string = createHash('sha1').update(COMPLETE_AHEAD_LUA).digest('hex');
   private pending: Entry[] = [];
   /** Script calls and completions sent so far (the bench reports completions per call). */
   readonly sent = { batches: 0, ops: 0 };
   private written: Promise<void> | undefined;
   private markWritten: (() => void) | undefined;
+  /**
+   * Whether SCRIPT LOAD of the script has gone out on this connection since it last became ready. Redis
+   * runs a connection's commands in order, so an EVALSHA sent after it finds the script; 'ready' (every
+   * reconnect, to a restarted or promoted server perhaps) clears it, and commands queued meanwhile go out
+   * after the handler has run.
+   */
+  private loaded = false;
 
-  constructor(private readonly redis: RedisClient) {}
+  constructor(private readonly redis: RedisClient) {
+    if (!redis.isCluster) redis.on('ready', () => (this.loaded = false));
+  }
 
   complete(key: string, args: (string | number)[], outcome: AheadOutcome, op: 'complete' | 'completeUnclaimed' = 'complete'): Promise<void> {
     if (!this.written) {
@@ -181,18 +192,43 @@ export class CompletionWriter {
     this.sent.batches++;
     this.sent.ops += batch.length;
     if (cork) corkUntilTurnEnds(this.redis);
-    // One call per slot on a cluster (each lands on the node, and connection, that acknowledges its jobs).
-    for (const group of groupBySlot(this.redis, batch, entryKey)) {
-      const { keys, argv } = encode(group);
-      // EVAL, not EVALSHA: a NOSCRIPT reply would arrive after the acknowledgement had already run.
-      void settle(group, this.redis.eval(COMPLETE_AHEAD_SCRIPT, keys.length, ...keys, ...argv) as Promise<LedgerReply[]>);
+    if (this.redis.isCluster) {
+      // One call per slot (each lands on the node, and connection, that acknowledges its jobs). EVAL: a
+      // cluster client has no one connection a SCRIPT LOAD could go ahead on.
+      for (const group of groupBySlot(this.redis, batch, entryKey)) {
+        const { keys, argv } = encode(group);
+        void settle(group, this.redis.eval(COMPLETE_AHEAD_LUA, keys.length, ...keys, ...argv) as Promise<LedgerReply[]>);
+      }
+    } else {
+      if (!this.loaded) {
+        this.loaded = true;
+        void this.redis.script('LOAD', COMPLETE_AHEAD_LUA).catch(() => (this.loaded = false));
+      }
+      const { keys, argv } = encode(batch);
+      void settle(batch, this.evalsha(keys, argv));
     }
     markWritten();
   }
+
+  /**
+   * EVALSHA after the connection's SCRIPT LOAD. NOSCRIPT is left: only an operator's SCRIPT FLUSH on a
+   * live connection answers it, and then the results are written with EVAL, after their acknowledgements.
+   */
+  private evalsha(keys: string[], argv: (string | number)[]): Promise<LedgerReply[]> {
+    return (this.redis.evalsha(COMPLETE_AHEAD_SHA, keys.length, ...keys, ...argv) as Promise<LedgerReply[]>).catch((err: unknown) => {
+      if (!(err instanceof Error) || !err.message.includes('NOSCRIPT')) throw err;
+      this.loaded = false;
+      return this.redis.eval(COMPLETE_AHEAD_LUA, keys.length, ...keys, ...argv) as Promise<LedgerReply[]>;
+    });
+  }
 }
 
-/** Encoded once: the script is sent whole with every call, and a Buffer goes out as it is. */
-const COMPLETE_AHEAD_SCRIPT = Buffer.from(COMPLETE_AHEAD_LUA);
+/**
+ * The script's SHA1. Where the script itself goes (SCRIPT LOAD, EVAL), it goes as a string, never a
+ * Buffer: ioredis builds a command holding a Buffer argument from Buffers of every argument, which cost more
+ * than twice the time of the same command of strings (measured: 50 against 22 µs for 16 completions).
+ */
+const COMPLETE_AHEAD_SHA = CompletionWriter.scriptSha;
 
 const writers = new WeakMap<RedisClient, CompletionWriter>();
 

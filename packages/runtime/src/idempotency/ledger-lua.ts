@@ -168,8 +168,8 @@ export const LEDGER_LUA = `${PRELUDE}local ops = {}\n${OPS}${OP_COMPLETE}${DISPA
 
 /**
  * Only the completions (`complete`, and `complete-unclaimed` for a run that made no effect): the script
- * written ahead of a job's acknowledgement on the queue's connection. Small, so it is sent whole (EVAL)
- * rather than by hash: a NOSCRIPT reply would come back only after the acknowledgement had already run.
+ * written ahead of a job's acknowledgement on the queue's connection (CompletionWriter: by hash, after a
+ * SCRIPT LOAD on that connection).
  */
 export const COMPLETE_AHEAD_LUA = `${PRELUDE}local ops = {}\n${OP_COMPLETE}${DISPATCH}`;
 
