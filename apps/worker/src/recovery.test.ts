@@ -61,8 +61,12 @@ const appOf = (pid: number) => {
   return app;
 };
 const enqueue = (gate: string): Promise<Job> => queues.get(RC_QUEUE).add(gated.name, { gate }, jobOptions(gated));
-/** Waits for the run to reach its gate: it started and recorded its step. */
-const atGate = (gate: string) => waitFor(async () => (await redis.llen(RC_KEYS.prepared(gate))) >= 1, { what: `${gate} at its gate` });
+/**
+ * Waits for delivery `n` of the run to reach its gate: past its step, so the step is recorded (not only run:
+ * a kill between the step's effect and its record would leave the step to the next delivery, which then
+ * records it, and recording a new step starts a run's stall count again).
+ */
+const atGate = (gate: string, n = 1) => waitFor(async () => (await redis.llen(RC_KEYS.waiting(gate))) >= n, { what: `delivery ${n} of ${gate} at its gate` });
 
 it('a worker killed -9 mid-run: another worker resumes the run within seconds, its recorded step not redone, the effect once', async () => {
   const [w1, w2] = await Promise.all([startWorker(), startWorker()]);
@@ -117,7 +121,7 @@ it('a run whose worker is killed -9 more than WORKER_MAX_STALLED_COUNT (2) times
   // Each kill is a stall; the run makes no new progress after the first delivery (its step is replayed).
   for (let kill = 1; kill <= 3; kill++) {
     const holder = appOf(await starter('loop', kill));
-    await atGate('loop');
+    await atGate('loop', kill);
     await holder.stop('SIGKILL');
     apps = apps.filter((a) => a !== holder);
     await startWorker(); // always two alive

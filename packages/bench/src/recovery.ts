@@ -183,7 +183,7 @@ async function recoveryTime(): Promise<number> {
     const startOf = (n: number, timeoutMs: number) =>
       waitFor(async () => (await redis.lrange(RC_KEYS.starts('bench'), 0, -1))[n - 1], { timeoutMs, what: `delivery ${n} to start` });
     const holder = Number(await startOf(1, 30_000));
-    await waitFor(async () => (await redis.llen(RC_KEYS.prepared('bench'))) === 1, { what: 'the run mid-way' });
+    await waitFor(async () => (await redis.llen(RC_KEYS.waiting('bench'))) === 1, { what: 'the run mid-way, its step recorded' });
     const killedAt = performance.now();
     await apps.find((a) => a.proc.pid === holder)?.stop('SIGKILL');
     await startOf(2, 60_000);
