@@ -58,6 +58,16 @@ describe.each(PLACES)('ctx.redisStep (record in $name)', ({ place: placeOf }) =>
     expect(await redis.lrange(`outbox:${key}`, 0, -1)).toEqual([`${key}/step/charge`]);
   });
 
+  it('the same step script arriving twice (sent again after a failover cut its reply) writes once', async () => {
+    const ledger = new IdempotencyLedger(redis, { prefix: 'tw', leaseMs: 60_000 });
+    const key = fresh();
+    const c = await claimed(ledger, key, await placeOf(), 'a');
+    // What a client resending the call does: the same script, same delivery, same step, twice.
+    expect(await c.run.recordTxStep('charge', { charged: 100 }, [['hincrby', `charges:${key}`, 'cus_1', 100]])).toBe(true);
+    expect(await c.run.recordTxStep('charge', { charged: 100 }, [['hincrby', `charges:${key}`, 'cus_1', 100]])).toBe(true);
+    expect(await redis.hget(`charges:${key}`, 'cus_1')).toBe('100');
+  });
+
   it('writes nothing when the step function throws', async () => {
     const ledger = new IdempotencyLedger(redis, { prefix: 'tw', leaseMs: 60_000 });
     const key = fresh();

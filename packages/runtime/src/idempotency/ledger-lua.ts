@@ -176,8 +176,12 @@ export const COMPLETE_AHEAD_LUA = `${PRELUDE}local ops = {}\n${OP_COMPLETE}${DIS
 /**
  * The tail both Redis-step scripts share: applies the step's writes (ARGV from 6 on: a count, then that
  * many command words, repeated), records the step (KEYS[2], field ARGV[3] = ARGV[4], TTL ARGV[5]), replies 1.
+ * A step already recorded is not applied again (replies 1): the same call can arrive twice, when a client
+ * sends it again after its connection died before the reply (ioredis does, to a promoted replica that had
+ * already received the first call's writes), and the writes must happen once.
  */
-const COMMIT_STEP_WRITES = `local a = 6
+const COMMIT_STEP_WRITES = `if redis.call('HEXISTS', KEYS[2], ARGV[3]) == 1 then return 1 end
+local a = 6
 while a <= #ARGV do
   local n = tonumber(ARGV[a])
   redis.call(unpack(ARGV, a + 1, a + n))
