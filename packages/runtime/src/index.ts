@@ -31,7 +31,7 @@ export * from './schedule/fan-out.js';
 export * from './idempotency/errors.js';
 export * from './idempotency/ledger.js';
 export { parseRecord as parseLedgerRecord } from './idempotency/ledger-lua.js';
-export { CompletionWriter, completionWriter, evalCached, type AheadOutcome } from './idempotency/ledger-batch.js';
+export { CompletionWriter, completionWriter, type AheadOutcome } from './idempotency/ledger-batch.js';
 export * from './idempotency/steps.js';
 export { RedisTx, RedisStepSlotError } from './idempotency/redis-tx.js';
 export * from './idempotency/metrics.js';

@@ -1,5 +1,4 @@
-import { evalCached, type DeadWorker, type Logger, type RedisClient } from '@tickwork/runtime';
-import { createHash } from 'node:crypto';
+import { defineScript, runScript, type DeadWorker, type Logger, type RedisClient } from '@tickwork/runtime';
 import { Job, type Worker } from 'bullmq';
 
 /** BullMQ's own wording, so a dead letter reads the same whichever check counted the last stall. */
@@ -18,7 +17,7 @@ if stalled > tonumber(ARGV[2]) and not redis.call('HGET', KEYS[1], 'rjk') then
   redis.call('HSET', KEYS[1], 'defa', ARGV[3])
 end
 return stalled`;
-const COUNT_STALL_SHA = createHash('sha1').update(COUNT_STALL_LUA).digest('hex');
+const COUNT_STALL = defineScript(COUNT_STALL_LUA);
 
 export interface ReaperOptions {
   redis: RedisClient;
@@ -75,7 +74,7 @@ async function reapWorker(opts: ReaperOptions, d: DeadWorker): Promise<void> {
 async function takeBack(opts: ReaperOptions, worker: Worker, d: DeadWorker, id: string, token: string): Promise<void> {
   const jobKey = worker.toKey(id);
   const reason = `${STALLED_REASON}: its worker stopped mid-run more than WORKER_MAX_STALLED_COUNT (${opts.maxStalledCount}) times`;
-  const stalled = Number(await evalCached(opts.redis, COUNT_STALL_LUA, COUNT_STALL_SHA, [jobKey, `${jobKey}:lock`], [token, opts.maxStalledCount, reason]));
+  const stalled = Number(await runScript(opts.redis, COUNT_STALL, [jobKey, `${jobKey}:lock`], [token, opts.maxStalledCount, reason]));
   if (stalled === 0) return;
   const job = await Job.fromId(worker, id);
   if (!job) return;

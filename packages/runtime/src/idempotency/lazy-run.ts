@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import { RunClaimRefusedError } from './errors.js';
 import { encodeValue, LedgerRun, type ClaimOutcome, type IdempotencyLedger } from './ledger.js';
-import { completionWriter, evalCached, type LedgerReply } from './ledger-batch.js';
+import { defineScript, runScript } from '../redis/scripts.js';
+import { completionWriter, type LedgerReply } from './ledger-batch.js';
 import { duplicatesRanUnclaimed } from './metrics.js';
 import type { ExactlyOnce, RunExactlyOnceOptions } from './run-exactly-once.js';
 import { logOf } from './run-lease.js';
@@ -10,7 +10,7 @@ import { txStepKeys } from './redis-tx.js';
 import { corkUntilTurnEnds } from '../redis/cork.js';
 import type { StepHost } from './steps.js';
 
-const CLAIM_TX_STEP_SHA = createHash('sha1').update(CLAIM_TX_STEP_LUA).digest('hex');
+const CLAIM_TX_STEP_SCRIPT = defineScript(CLAIM_TX_STEP_LUA);
 
 /**
  * A run claimed at its first effect instead of before its handler starts (README, "The ledger": when a run
@@ -106,7 +106,7 @@ export class LazyRun implements StepHost {
     const argv: (string | number)[] = [this.owner, this.ledger.leaseMs, id, encoded, this.ledger.unfinishedTtlMs];
     for (const c of commands) argv.push(c.length, ...c);
     corkUntilTurnEnds(this.ledger.redis); // the first steps of the runs of this turn leave in one write
-    if ((await evalCached(this.ledger.redis, CLAIM_TX_STEP_LUA, CLAIM_TX_STEP_SHA, keys, argv)) !== 1) return undefined;
+    if ((await runScript(this.ledger.redis, CLAIM_TX_STEP_SCRIPT, keys, argv)) !== 1) return undefined;
     const run = new LedgerRun(this.ledger, this.idempotencyKey, at, this.owner, new Map([[id, encoded]]));
     this.run = run;
     this.onClaimed(run, { kind: 'claimed', run, tookOver: false });

@@ -1,12 +1,10 @@
-import { createHash } from 'node:crypto';
 import type { RedisClient } from '../connection.js';
 import { COMPLETE_AHEAD_LUA, LEDGER_LUA } from './ledger-lua.js';
 import { groupBySlot } from '../redis/by-slot.js';
-import { defineScript, evalCached } from '../redis/scripts.js';
+import { defineScript, runScript } from '../redis/scripts.js';
 import { corkUntilTurnEnds } from '../redis/cork.js';
 
 /** The single Lua loader lives in redis/scripts.ts; re-exported for the ledger's callers. */
-export { evalCached };
 
 /**
  * How ledger operations reach Redis. Two paths, both batching the operations of many runs into one
@@ -81,7 +79,7 @@ function settle(batch: readonly Entry[], replies: Promise<LedgerReply[]>): Promi
   );
 }
 
-const LEDGER_SHA = createHash('sha1').update(LEDGER_LUA).digest('hex');
+const LEDGER_SCRIPT = defineScript(LEDGER_LUA);
 
 /** Sends ledger operations in batches on the ledger's connection, one batch in flight at a time. */
 export class LedgerBatcher {
@@ -123,7 +121,7 @@ export class LedgerBatcher {
   }
 
   private async run(keys: string[], argv: (string | number)[]): Promise<LedgerReply[]> {
-    return (await evalCached(this.redis, LEDGER_LUA, LEDGER_SHA, keys, argv)) as LedgerReply[];
+    return (await runScript(this.redis, LEDGER_SCRIPT, keys, argv)) as LedgerReply[];
   }
 }
 

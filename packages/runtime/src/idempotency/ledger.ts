@@ -1,13 +1,14 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../connection.js';
 import { TickworkError } from '../errors.js';
-import { evalCached, LedgerBatcher, type AheadOutcome, type CompletionWriter } from './ledger-batch.js';
+import { defineScript, runScript } from '../redis/scripts.js';
+import { LedgerBatcher, type AheadOutcome, type CompletionWriter } from './ledger-batch.js';
 import { parseRecord, TX_STEP_LUA } from './ledger-lua.js';
 import { txStepKeys } from './redis-tx.js';
 import { jobKeyOf, keyspaceOn, queueKeyspace } from '../redis/keyspace.js';
 import { corkUntilTurnEnds } from '../redis/cork.js';
 
-const TX_STEP_SHA = createHash('sha1').update(TX_STEP_LUA).digest('hex');
+const TX_STEP_SCRIPT = defineScript(TX_STEP_LUA);
 
 /**
  * The idempotency ledger: one Redis record per logical run, holding its state (`running` | `idle` |
@@ -242,7 +243,7 @@ export class LedgerRun {
     const argv: (string | number)[] = [this.at.mode, this.owner, id, encoded, this.ledger.unfinishedTtlMs];
     for (const c of commands) argv.push(c.length, ...c);
     corkUntilTurnEnds(this.ledger.redis); // the steps of the runs of this turn leave in one write
-    const ok = (await evalCached(this.ledger.redis, TX_STEP_LUA, TX_STEP_SHA, keys, argv)) === 1;
+    const ok = (await runScript(this.ledger.redis, TX_STEP_SCRIPT, keys, argv)) === 1;
     if (ok) (this.steps ??= new Map()).set(id, encoded);
     return ok;
   }

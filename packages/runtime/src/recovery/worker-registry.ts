@@ -1,7 +1,7 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../connection.js';
 import { TickworkError } from '../errors.js';
-import { evalCached } from '../idempotency/ledger-batch.js';
+import { defineScript, runScript } from '../redis/scripts.js';
 import { ownerTagOf } from '../idempotency/ledger.js';
 import type { Logger } from '../logger.js';
 
@@ -70,14 +70,14 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
 local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[1]), 'WITHSCORES', 'LIMIT', 0, 256)
 table.insert(dead, 1, now)
 return dead`;
-const BEAT_SHA = createHash('sha1').update(BEAT_LUA).digest('hex');
+const BEAT_SCRIPT = defineScript(BEAT_LUA);
 
 /** KEYS[1] registry, ARGV[1] member: ms since its last beat (server clock), or -1 when it is not registered. */
 const SILENCE_LUA = `local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not s then return -1 end
 local t = redis.call('TIME')
 return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - tonumber(s)`;
-const SILENCE_SHA = createHash('sha1').update(SILENCE_LUA).digest('hex');
+const SILENCE_SCRIPT = defineScript(SILENCE_LUA);
 
 export class WorkerRegistry implements OwnerLiveness {
   readonly tag = newProcessTag();
@@ -136,7 +136,7 @@ export class WorkerRegistry implements OwnerLiveness {
     const tag = ownerTagOf(owner);
     if (!tag || tag === this.tag || !this.seesContinuously()) return false;
     this.sent.checks++;
-    const silentMs = await evalCached(this.redis, SILENCE_LUA, SILENCE_SHA, [this.key], [`p:${tag}`]);
+    const silentMs = await runScript(this.redis, SILENCE_SCRIPT, [this.key], [`p:${tag}`]);
     // Not registered (-1): never was, or forgotten after its leases ran out; the lease decides then.
     return typeof silentMs === 'number' && silentMs >= this.opts.deadAfterMs;
   }
@@ -161,7 +161,7 @@ export class WorkerRegistry implements OwnerLiveness {
 
   private async beat(): Promise<DeadWorker[]> {
     this.sent.beats++;
-    const reply = (await evalCached(this.redis, BEAT_LUA, BEAT_SHA, [this.key], [this.opts.deadAfterMs, this.opts.forgetAfterMs, ...this.members])) as (
+    const reply = (await runScript(this.redis, BEAT_SCRIPT, [this.key], [this.opts.deadAfterMs, this.opts.forgetAfterMs, ...this.members])) as (
       | string
       | number
     )[];
