@@ -2,7 +2,7 @@
  * Shape of docker-compose.yml and the Dockerfile: the properties tickwork relies on in production that
  * a careless edit could drop silently (compose would still start). `pnpm test:compose` runs the stack.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { dependsOn, readComposeFile, type Service } from './compose-files.js';
@@ -52,8 +52,18 @@ describe('docker-compose.yml', () => {
     expect(service('redis').healthcheck?.test?.join(' ')).toMatch(/redis-cli ping/);
   });
 
-  it.each(apps)('builds %s from the root Dockerfile with APP set to its name', (name) => {
-    expect(service(name).build).toMatchObject({ context: '.', args: { APP: name } });
+  it.each(apps)('builds %s as the one image of every app: the root Dockerfile, no build args', (name) => {
+    // The same build for every app: the 2nd and 3rd builds of `up --build` are cache hits.
+    expect(service(name).build).toEqual({ context: '.' });
+    // No image name: compose tags each service's build after the project, which is what compose-stack.ts
+    // untags after a run (the three tags are one image).
+    expect(service(name).image).toBeUndefined();
+  });
+
+  it.each(apps)('picks %s by the command: node on its compiled main, no shell, so signals reach node', (name) => {
+    expect(service(name).command).toEqual(['node', `apps/${name}/dist/main.js`]);
+    // tsc compiles apps/<app>/src to apps/<app>/dist (rootDir src, outDir dist).
+    expect(existsSync(join(root, 'apps', name, 'src', 'main.ts')), `apps/${name}/src/main.ts`).toBe(true);
   });
 
   it.each(apps)('starts %s only once Redis is healthy', (name) => {
@@ -132,5 +142,27 @@ describe('Dockerfile', () => {
   it('runs as the non-root node user', () => {
     const users = [...dockerfile.matchAll(/^USER\s+(\S+)/gm)].map((m) => m[1]);
     expect(users.at(-1)).toBe('node');
+  });
+
+  it('builds one image for every app and the CLI: one prune, one build, no APP build arg', () => {
+    expect(dockerfile).not.toMatch(/^ARG\b/m);
+    const prunes = [...dockerfile.matchAll(/\bturbo prune\s+([^\n]*?)\s+--docker\b/g)].map((m) => m[1]?.split(/\s+/).sort());
+    const all = ['@tickwork/cli', ...apps.map((a) => `@tickwork/${a}`)].sort();
+    expect(prunes).toEqual([all]);
+    const builds = [...dockerfile.matchAll(/\bturbo run build\s+([^\n&]*)/g)].map((m) => [...(m[1] ?? '').matchAll(/--filter=(\S+)/g)].map((f) => f[1]).sort());
+    expect(builds).toEqual([all]);
+  });
+
+  it('installs from the manifests before it copies the sources, so the install layer survives a source change', () => {
+    const install = dockerfile.indexOf('RUN pnpm install --frozen-lockfile\n');
+    expect(dockerfile.indexOf('COPY --from=pruner /repo/out/json/ .')).toBeGreaterThan(-1);
+    expect(install).toBeGreaterThan(dockerfile.indexOf('COPY --from=pruner /repo/out/json/ .'));
+    expect(dockerfile.indexOf('COPY --from=pruner /repo/out/full/ .')).toBeGreaterThan(install);
+  });
+
+  it('starts no app by default: the container\'s command names one', () => {
+    const cmd = /^CMD\s+(.*)$/m.exec(dockerfile)?.[1] ?? '';
+    expect(cmd).toMatch(/exit [1-9]/);
+    for (const name of apps) expect(cmd).toContain(`node apps/${name}/dist/main.js`);
   });
 });

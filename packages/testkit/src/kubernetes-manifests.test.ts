@@ -2,28 +2,36 @@
  * deploy/kubernetes as a whole: what every app relies on and kubectl would accept broken. Each app's own
  * package checks its pod's env against its env schema (deploy-manifests.test.ts).
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { redisClusterNodes, redisTargetOf, redisUrl } from '@tickwork/runtime';
 import { containerEnv, KUBERNETES_DIR, manifest, podSpecOf, readManifests, TEST_SECRETS, type Manifest } from './kubernetes.js';
+import { REPO_ROOT } from './paths.js';
 
 const all = readManifests();
 const kustomization = parse(readFileSync(join(KUBERNETES_DIR, 'kustomization.yaml'), 'utf8')) as {
   resources: string[];
   images: { name: string }[];
 };
+const apps = ['scheduler', 'worker', 'dashboard'] as const;
 
 describe('deploy/kubernetes', () => {
-  it('lists every manifest file in the kustomization, and an image entry for every app image', () => {
+  it('lists every manifest file in the kustomization, and one image entry: the image of every app', () => {
     expect([...kustomization.resources].sort()).toEqual([...new Set(all.map((m) => m.file))].sort());
-    const appImages = all
-      .filter((m) => m.kind === 'Deployment')
-      .flatMap((m) => podSpecOf(m).containers.map((c) => c.image))
-      .sort();
-    expect(appImages).toEqual(['tickwork-dashboard', 'tickwork-scheduler', 'tickwork-worker']);
-    expect(kustomization.images.map((i) => i.name).sort()).toEqual(appImages);
+    const appImages = all.filter((m) => m.kind === 'Deployment').flatMap((m) => podSpecOf(m).containers.map((c) => c.image));
+    expect(new Set(appImages)).toEqual(new Set(['tickwork']));
+    expect(kustomization.images.map((i) => i.name)).toEqual(['tickwork']);
+  });
+
+  it.each(apps)('runs %s from the one image by its command, node on the app\'s compiled main (no shell in between)', (app) => {
+    const [container, ...more] = podSpecOf(manifest(all, 'Deployment', `tickwork-${app}`)).containers;
+    expect(more).toHaveLength(0);
+    expect(container?.command).toEqual(['node', `apps/${app}/dist/main.js`]);
+    expect(container?.args).toBeUndefined();
+    // tsc compiles apps/<app>/src to apps/<app>/dist (rootDir src, outDir dist).
+    expect(existsSync(join(REPO_ROOT, 'apps', app, 'src', 'main.ts')), `apps/${app}/src/main.ts`).toBe(true);
   });
 
   it('selects each workload by the labels its pods carry', () => {

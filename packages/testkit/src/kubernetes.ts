@@ -35,6 +35,7 @@ interface EnvVar {
 export interface Container {
   name: string;
   image: string;
+  command?: string[];
   args?: string[];
   env?: EnvVar[];
   envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string } }[];
