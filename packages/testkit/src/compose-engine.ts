@@ -21,7 +21,7 @@ export interface Engine {
 }
 
 const started = Date.now();
-/** The base images the Dockerfile and the compose files name; the sandbox builds stand-ins for them. */
+/** The base images the Dockerfile and the compose files name; the sandbox builds stand-ins for them (.ci/run starts it early with the same list). */
 const BASE_IMAGES = ['node:20-bookworm-slim', 'redis:7-bookworm'];
 
 export function say(line: string): void {
