@@ -5,7 +5,9 @@
  *   returns at once); floor (the same awaiting one PING per job: what any check made before running a job
  *   costs at least); ledger (runExactlyOnce with a key of its own per job: claim up front, result written
  *   ahead of the ack); tickwork (the worker's real processor: catalog lookup, payload validation, cancel
- *   gate, ledger, metrics; history for scheduled runs). Target 1: tickwork >= 0.90x bare.
+ *   gate, ledger, metrics; history for scheduled runs). Target 1: tickwork >= 0.90x bare. A fifth mode,
+ *   pg-boss (the peer, if PostgreSQL is reachable: pgboss.ts), drains the same number of no-op jobs in each
+ *   round, so target 5 (tickwork >= 2x pg-boss) is a paired ratio too.
  * - no-op jobs at concurrency 1 (latency, not batching, shows): bare and tickwork. Target 1 again.
  * - a job writing one Redis key, at concurrency 50: bare (a BullMQ Worker awaiting that SET), tickwork
  *   with the write in one `ctx.redisStep`, and tickwork with it in one `ctx.step`. Target 2: >= 0.80x bare
@@ -15,9 +17,8 @@
  * Every mode of a series runs once per round, the order rotating from round to round, so drift (other load
  * on the machine) and position hit each mode alike. A warm-up round is not counted. Ratios are the median
  * of the per-round ratios (paired rounds: the fair figure on a noisy machine). Every round's jobs are new
- * (fresh queues, and fresh ledger keys in the ledger mode, checked after each round). Then pg-boss (the
- * peer, if PostgreSQL is reachable), the cluster row (cluster.ts), the recovery section (recovery.ts) and the
- * scheduled lane (lane.ts).
+ * (fresh queues, and fresh ledger keys in the ledger mode, checked after each round). Then the cluster row
+ * (cluster.ts), the recovery section (recovery.ts) and the scheduled lane (lane.ts).
  *
  * Env: BENCH_REDIS_URL (else a private redis-server is started), BENCH_JOBS (default 10000), BENCH_JOBS_C1
  * (default 2000), BENCH_ROUNDS (default 5), BENCH_CONCURRENCY (default 50), BENCH_RECOVERY=0 (no recovery
@@ -31,7 +32,7 @@ import { createProcessor } from '@tickwork/worker';
 import type { Job } from 'bullmq';
 import { pino } from 'pino';
 import { z } from 'zod';
-import { measure, median, type ProcessorFor } from './measure.js';
+import { measure, median, type Measured, type ProcessorFor } from './measure.js';
 import { openPgBossBench } from './pgboss.js';
 import { benchRecovery } from './recovery.js';
 import { laneSection } from './lane.js';
@@ -69,8 +70,10 @@ interface Series {
   concurrency: number;
   jobs: number;
   /** The first mode is the baseline the others are held against. */
-  modes: Record<string, { job: string; processor: ProcessorFor; after?: (jobs: number) => Promise<void> }>;
+  modes: Record<string, Mode>;
 }
+/** A BullMQ Worker with `processor` drains jobs named `job` (measure.ts), or a peer drains its own queue (`drain`). */
+type Mode = { job: string; processor: ProcessorFor; after?: (jobs: number) => Promise<void> } | { drain: (jobs: number) => Promise<Measured> };
 interface SeriesResult {
   rates: Record<string, number[]>;
   /** Per mode: its jobs/s over the baseline's, per round. */
@@ -98,8 +101,12 @@ async function main(): Promise<void> {
     }),
     tickwork: { job: noop.name, processor: tickwork },
   });
+  // pg-boss is a mode of the concurrency-50 series, so its rounds are paired with tickwork's (target 5).
+  const pgboss = await openPgBossBench();
+  const peerMode: Series['modes'] =
+    typeof pgboss === 'string' ? {} : { 'pg-boss': { drain: async (jobs) => ({ ...(await pgboss.measure(jobs)), redisUs: NaN, commandsPerJob: NaN, completionsPerCall: undefined }) } };
   const series: Series[] = [
-    { title: `no-op jobs, concurrency ${CONCURRENCY}`, concurrency: CONCURRENCY, jobs: JOBS, modes: noopModes(true) },
+    { title: `no-op jobs, concurrency ${CONCURRENCY}`, concurrency: CONCURRENCY, jobs: JOBS, modes: { ...noopModes(true), ...peerMode } },
     { title: 'no-op jobs, concurrency 1', concurrency: 1, jobs: JOBS_C1, modes: noopModes(false) },
     {
       title: `one Redis write per job, concurrency ${CONCURRENCY}`,
@@ -140,7 +147,11 @@ async function main(): Promise<void> {
       writeLine('redisStep') +
       writeLine('step'),
   );
-  await peer(c50);
+  if (typeof pgboss === 'string') process.stdout.write(`  5. tickwork against pg-boss: skipped, ${pgboss}\n`);
+  else {
+    process.stdout.write(peerLine(c50, pgboss.settings));
+    await pgboss.close();
+  }
   command.disconnect();
   await own?.stop();
   // BENCH_CLUSTER=0 leaves the cluster row out (one node against a 3-master cluster; about 2 minutes).
@@ -163,12 +174,13 @@ async function runSeries(url: string, s: Series, nextQueue: () => string, ledger
     for (let i = 0; i < names.length; i++) {
       const name = names[(i + r) % names.length] as string;
       const mode = s.modes[name] as Series['modes'][string];
-      const m = await measure(url, nextQueue(), mode.job, mode.processor, jobs, s.concurrency, ledgerSent);
-      await mode.after?.(jobs);
+      const m = 'drain' in mode ? await mode.drain(jobs) : await measure(url, nextQueue(), mode.job, mode.processor, jobs, s.concurrency, ledgerSent);
+      if (!('drain' in mode)) await mode.after?.(jobs);
       round[name] = m.rate;
       process.stdout.write(
         `  ${warmUp ? 'warm-up' : `round ${r}`.padEnd(7)} ${name.padEnd(9)} ${m.rate.toFixed(0).padStart(6)} jobs/s` +
-          `   cpu per job: node ${m.nodeUs.toFixed(0).padStart(3)} us, redis ${m.redisUs.toFixed(0).padStart(3)} us   requests per job ${m.commandsPerJob.toFixed(2)}` +
+          `   cpu per job: node ${m.nodeUs.toFixed(0).padStart(3)} us` +
+          (Number.isNaN(m.redisUs) ? '' : `, redis ${m.redisUs.toFixed(0).padStart(3)} us   requests per job ${m.commandsPerJob.toFixed(2)}`) +
           `${m.completionsPerCall === undefined ? '' : `   results per write-ahead call: ${m.completionsPerCall.toFixed(1)}`}\n`,
       );
       if (!warmUp) (out.commands[name] ??= []).push(m.commandsPerJob);
@@ -207,25 +219,19 @@ function ledgerMode(exactlyOnce: ExactlyOnce): ProcessorFor {
     );
 }
 
-/** pg-boss beside tickwork's no-op series at concurrency 50 (target 5), if PostgreSQL is reachable. */
-async function peer(c50: SeriesResult): Promise<void> {
-  const pgboss = await openPgBossBench();
-  if (typeof pgboss === 'string') {
-    process.stdout.write(`  5. tickwork against pg-boss: skipped, ${pgboss}\n`);
-    return;
-  }
-  const rates: number[] = [];
-  for (let r = 0; r <= ROUNDS; r++) {
-    const p = await pgboss.measure(r === 0 ? Math.floor(JOBS / 5) : JOBS);
-    if (r > 0) rates.push(p.rate);
-  }
-  const tickworkRate = median(c50.rates.tickwork ?? []);
-  const ratio = tickworkRate / median(rates);
-  process.stdout.write(
-    `  5. tickwork (every feature on) against pg-boss (${pgboss.settings}): ${median(rates).toFixed(0)} jobs/s, ` +
-      `tickwork ${ratio.toFixed(2)}x (target >= ${PEER_GOAL.toFixed(1)}x): ${ratio >= PEER_GOAL ? 'MET' : 'NOT MET'}\n`,
+/**
+ * Target 5: tickwork (every feature on) against pg-boss, each round's tickwork rate over the same round's
+ * pg-boss rate (both drained in the concurrency-50 series, in rotating order), median over the rounds.
+ */
+function peerLine(c50: SeriesResult, settings: string): string {
+  const tw = c50.rates.tickwork ?? [];
+  const pb = c50.rates['pg-boss'] ?? [];
+  const perRound = tw.map((t, i) => t / (pb[i] as number));
+  const ratio = median(perRound);
+  return (
+    `  5. tickwork (every feature on) against pg-boss (${settings}), paired rounds: pg-boss median ${median(pb).toFixed(0)} jobs/s, ` +
+    `tickwork ${ratio.toFixed(2)}x [${perRound.map((x) => x.toFixed(2)).join(' ')}] (target >= ${PEER_GOAL.toFixed(1)}x): ${ratio >= PEER_GOAL ? 'MET' : 'NOT MET'}\n`
   );
-  await pgboss.close();
 }
 
 /** Deletes the keys a write series left (outside the timing). */
