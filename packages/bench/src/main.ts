@@ -174,8 +174,12 @@ async function runSeries(url: string, s: Series, nextQueue: () => string, ledger
     for (let i = 0; i < names.length; i++) {
       const name = names[(i + r) % names.length] as string;
       const mode = s.modes[name] as Series['modes'][string];
-      const m = 'drain' in mode ? await mode.drain(jobs) : await measure(url, nextQueue(), mode.job, mode.processor, jobs, s.concurrency, ledgerSent);
-      if (!('drain' in mode)) await mode.after?.(jobs);
+      let m: Measured;
+      if ('drain' in mode) m = await mode.drain(jobs);
+      else {
+        m = await measure(url, nextQueue(), mode.job, mode.processor, jobs, s.concurrency, ledgerSent);
+        await mode.after?.(jobs);
+      }
       round[name] = m.rate;
       process.stdout.write(
         `  ${warmUp ? 'warm-up' : `round ${r}`.padEnd(7)} ${name.padEnd(9)} ${m.rate.toFixed(0).padStart(6)} jobs/s` +

@@ -4,8 +4,6 @@ import { groupBySlot } from '../redis/by-slot.js';
 import { defineScript, runScript } from '../redis/scripts.js';
 import { corkUntilTurnEnds } from '../redis/cork.js';
 
-/** The single Lua loader lives in redis/scripts.ts; re-exported for the ledger's callers. */
-
 /**
  * How ledger operations reach Redis. Two paths, both batching the operations of many runs into one
  * script call:
@@ -228,7 +226,6 @@ export class CompletionWriter {
     });
   }
 }
-
 
 const writers = new WeakMap<RedisClient, CompletionWriter>();
 
