@@ -54,4 +54,30 @@ export const counted = defineJob({
   },
 });
 
-export const catalog = createCatalog([plain, keyed, poison, counted]);
+/** Where `gated` tells how far it got, and the gate it waits at: keys on delta's slot (isolation.test.ts). */
+export const GATED_STATE_KEY = 'cl:{delta}:gated';
+export const GATE_KEY = 'cl:{delta}:gate';
+
+/**
+ * A run on alpha that waits at a gate (GATE_KEY set) before its first step, so a test can stop alpha's
+ * master while it runs: the step's claim then waits on that master. Its state (GATED_STATE_KEY): `waiting`
+ * at the gate, `claiming` once past it, `done` once the step returned.
+ */
+export const gated = defineJob({
+  name: 'cl.gated',
+  queue: 'alpha',
+  schema: z.object({}),
+  async handler(ctx) {
+    await ctx.redis.set(GATED_STATE_KEY, 'waiting');
+    while ((await ctx.redis.get(GATE_KEY)) === null) {
+      ctx.signal.throwIfAborted();
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await ctx.redis.set(GATED_STATE_KEY, 'claiming');
+    const stepped = await ctx.step('after-gate', async () => true);
+    await ctx.redis.set(GATED_STATE_KEY, 'done');
+    return { stepped };
+  },
+});
+
+export const catalog = createCatalog([plain, keyed, poison, counted, gated]);

@@ -1,6 +1,6 @@
 import type { RedisClient } from '../connection.js';
 import { COMPLETE_AHEAD_LUA, LEDGER_LUA } from './ledger-lua.js';
-import { groupBySlot } from '../redis/by-slot.js';
+import { groupBySlot, slotOf } from '../redis/by-slot.js';
 import { defineScript, runScript } from '../redis/scripts.js';
 import { corkUntilTurnEnds } from '../redis/cork.js';
 
@@ -9,9 +9,9 @@ import { corkUntilTurnEnds } from '../redis/cork.js';
  * script call:
  *
  * - LedgerBatcher, on the ledger's own connection, for everything that needs its answer before going on
- *   (claim, renew, steps, release). One batch is in flight at a time; operations made meanwhile leave
- *   together in the next one. An operation made while nothing is in flight leaves at once, alone, so an
- *   idle worker pays no delay.
+ *   (claim, renew, steps, release). One batch is in flight at a time (per slot on a cluster); operations
+ *   made meanwhile leave together in the next one. An operation made while nothing is in flight leaves at
+ *   once, alone, so an idle worker pays no delay.
  *
  * - CompletionWriter, on the connection the queue acknowledges jobs on (BullMQ's moveToFinished), for
  *   recording a run's result. Redis runs one connection's commands in the order they were sent, so a
@@ -23,8 +23,9 @@ import { corkUntilTurnEnds } from '../redis/cork.js';
  * command object, encoding and a reply to parse in Node; a script call in Redis). Measured with
  * `pnpm bench`: one script call per operation cost the ledger about twice what batching costs.
  *
- * Each entry of a batch runs under pcall, so one bad entry fails only its own caller. Redis Cluster: a
- * batch spans keys of many runs, so it is split per slot (redis/by-slot.ts), one script call per slot.
+ * Each entry of a batch runs under pcall, so one bad entry fails only its own caller. Redis Cluster: the
+ * ledger batches per slot, and the completions written ahead are split per slot (redis/by-slot.ts), one
+ * script call per slot.
  * A run's record and step results share its queue's slot with the queue's BullMQ keys
  * (redis/keyspace.ts), so a completion written ahead goes to the node, and on the connection, that
  * acknowledges the job. On one Redis a batch is one call, as always.
@@ -79,10 +80,23 @@ function settle(batch: readonly Entry[], replies: Promise<LedgerReply[]>): Promi
 
 const LEDGER_SCRIPT = defineScript(LEDGER_LUA);
 
-/** Sends ledger operations in batches on the ledger's connection, one batch in flight at a time. */
+/** The operations of one slot (one Redis: all of them) waiting for the batch in flight to return. */
+interface Lane {
+  queue: Entry[];
+  inFlight: boolean;
+}
+
+/**
+ * Sends ledger operations in batches on the ledger's connection, one batch in flight at a time per lane.
+ * On one Redis there is one lane. On a cluster each slot has its own lane: a master that stops answering
+ * (frozen, or dead until its replica is promoted) holds up the claims, renewals and steps of the queues
+ * it serves and no others, where one batch in flight for the whole process once held up every queue.
+ * A run's keys share its queue's slot (redis/keyspace.ts), so a cluster has about one lane per queue; a
+ * lane is dropped once it is idle.
+ */
 export class LedgerBatcher {
-  private queue: Entry[] = [];
-  private inFlight = false;
+  private readonly single: Lane = { queue: [], inFlight: false };
+  private readonly lanes = new Map<number, Lane>();
   /** Batches and operations sent so far (the bench reports the mean batch size). */
   readonly sent = { batches: 0, ops: 0 };
 
@@ -92,30 +106,40 @@ export class LedgerBatcher {
     private readonly maxBatch = 128,
   ) {}
 
+  /** Lanes holding work (a batch in flight or operations waiting): for tests. */
+  get activeLanes(): number {
+    return this.redis.isCluster ? this.lanes.size : this.single.inFlight ? 1 : 0;
+  }
+
   call(op: LedgerOp, key: string, args: (string | number)[]): Promise<LedgerReply> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ op, key, args, resolve, reject });
-      if (!this.inFlight) this.send();
+      const lane = this.laneOf(key);
+      lane.queue.push({ op, key, args, resolve, reject });
+      if (!lane.inFlight) this.send(lane, key);
     });
   }
 
-  private send(): void {
-    const batch = this.queue.length <= this.maxBatch ? this.queue : this.queue.slice(0, this.maxBatch);
-    this.queue = batch === this.queue ? [] : this.queue.slice(this.maxBatch);
-    this.inFlight = true;
+  private laneOf(key: string): Lane {
+    if (!this.redis.isCluster) return this.single;
+    const slot = slotOf(key);
+    let lane = this.lanes.get(slot);
+    if (!lane) this.lanes.set(slot, (lane = { queue: [], inFlight: false }));
+    return lane;
+  }
+
+  /** Sends the lane's next batch; `key` is one of its keys (the lane's slot, for dropping it when idle). */
+  private send(lane: Lane, key: string): void {
+    const batch = lane.queue.length <= this.maxBatch ? lane.queue : lane.queue.slice(0, this.maxBatch);
+    lane.queue = batch === lane.queue ? [] : lane.queue.slice(this.maxBatch);
+    lane.inFlight = true;
     this.sent.batches++;
     this.sent.ops += batch.length;
-    const groups = groupBySlot(this.redis, batch, entryKey);
-    const settled = groups.length === 1 ? this.sendGroup(batch) : Promise.all(groups.map((g) => this.sendGroup(g)));
-    void settled.then(() => {
-      this.inFlight = false;
-      if (this.queue.length > 0) this.send();
+    const { keys, argv } = encode(batch);
+    void settle(batch, this.run(keys, argv)).then(() => {
+      lane.inFlight = false;
+      if (lane.queue.length > 0) this.send(lane, key);
+      else if (this.redis.isCluster) this.lanes.delete(slotOf(key));
     });
-  }
-
-  private sendGroup(group: readonly Entry[]): Promise<void> {
-    const { keys, argv } = encode(group);
-    return settle(group, this.run(keys, argv));
   }
 
   private async run(keys: string[], argv: (string | number)[]): Promise<LedgerReply[]> {
