@@ -32,6 +32,8 @@ describe('docker-compose.cluster.yml over docker-compose.yml', () => {
     expect(svc.image).toBe('redis:7-bookworm');
     const args = commandOf(name);
     expect(args).toMatch(/--cluster-enabled yes\b/);
+    // A dead master's slots must not stop the other masters (README, "Failover").
+    expect(args).toMatch(/--cluster-require-full-coverage no\b/);
     expect(args).toMatch(/--appendonly yes\b/);
     expect(args).toMatch(/--maxmemory-policy noeviction\b/);
     expect(args).toMatch(/--hz 100\b/);

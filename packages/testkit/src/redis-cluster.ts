@@ -18,6 +18,10 @@ export interface ClusterNodeHandle {
   kill(): Promise<void>;
   /** Start it again on the same port and data dir; it rejoins the cluster from its nodes.conf. */
   restart(): Promise<void>;
+  /** SIGSTOP the node: its connections stay open and nothing is answered (a frozen host) until resume(). */
+  pause(): void;
+  /** SIGCONT a paused node. */
+  resume(): void;
   /** A plain client of this node alone. */
   client(): Redis;
 }
@@ -59,7 +63,15 @@ async function freeClusterPort(): Promise<number> {
  * a killed master's replica is promoted in a few seconds. `ready()` waits for the replicas' roles, not only
  * `cluster_state:ok` (a replica still syncing would not be promoted).
  */
-export async function startRedisCluster(opts: { masters?: number; replicas?: number; nodeTimeoutMs?: number } = {}): Promise<RedisClusterHandle> {
+export async function startRedisCluster(
+  opts: {
+    masters?: number;
+    replicas?: number;
+    nodeTimeoutMs?: number;
+    /** `cluster-require-full-coverage` (Redis's default, true: every master refuses commands while a slot has no master). */
+    requireFullCoverage?: boolean;
+  } = {},
+): Promise<RedisClusterHandle> {
   const masters = opts.masters ?? 3;
   const replicas = opts.replicas ?? 1;
   const count = masters * (1 + replicas);
@@ -72,7 +84,7 @@ export async function startRedisCluster(opts: { masters?: number; replicas?: num
   const launch = async (port: number) => {
     const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--dbfilename', `dump-${port}.rdb`, '--save', '', '--appendonly', 'no',
       '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', String(opts.nodeTimeoutMs ?? 2000),
-      '--hz', '100', '--maxmemory-policy', 'noeviction'];
+      '--hz', '100', '--maxmemory-policy', 'noeviction', '--cluster-require-full-coverage', opts.requireFullCoverage === false ? 'no' : 'yes'];
     procs.set(port, await spawnRedisServer(args, port));
   };
   const exit = (port: number, signal: NodeJS.Signals) =>
@@ -106,6 +118,8 @@ export async function startRedisCluster(opts: { masters?: number; replicas?: num
     port,
     kill: () => exit(port, 'SIGKILL'),
     restart: () => launch(port),
+    pause: () => void procs.get(port)?.kill('SIGSTOP'),
+    resume: () => void procs.get(port)?.kill('SIGCONT'),
     client: () => plain(port),
   }));
   const alive = (port: number) => {

@@ -30,7 +30,7 @@ export interface TestRedis {
   stop(): Promise<void>;
 }
 
-export async function startTestRedis(topology: Topology): Promise<TestRedis> {
+export async function startTestRedis(topology: Topology, opts: { cluster?: Parameters<typeof startRedisCluster>[0] } = {}): Promise<TestRedis> {
   const made: RedisClient[] = [];
   const track = (c: RedisClient) => {
     made.push(c);
@@ -58,7 +58,7 @@ export async function startTestRedis(topology: Topology): Promise<TestRedis> {
       },
     };
   }
-  const cluster = await startRedisCluster();
+  const cluster = await startRedisCluster(opts.cluster);
   const admin = cluster.client();
   return {
     topology,

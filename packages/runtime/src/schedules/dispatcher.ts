@@ -36,6 +36,12 @@ export interface DispatcherOptions {
    * the default true suits a caller that checks the queue right after a tick.
    */
   waitHeld?: boolean;
+  /**
+   * Redis Cluster: how long a tick waits for a shard whose master does not answer (frozen, or dead until
+   * its replica is promoted) before it returns without it. That shard's rounds go on by themselves, and
+   * later ticks skip it until they end, so the other shards keep firing on time.
+   */
+  stuckShardMs?: number;
 }
 
 export interface DispatchResult {
@@ -51,6 +57,13 @@ export interface DispatchResult {
 export const DEFAULT_CLAIM_LEASE_MS = 10_000;
 export const DEFAULT_CLAIM_BATCH = 200;
 const UNKNOWN_JOB_RETRY_MS = 60_000;
+const DEFAULT_STUCK_SHARD_MS = 500;
+
+const emptyResult = (): DispatchResult => ({ claimed: 0, enqueued: 0, caughtUp: 0, missed: 0, skippedPaused: 0, committed: 0, rounds: 0 });
+
+function addInto(into: DispatchResult, from: DispatchResult): void {
+  for (const k of Object.keys(into) as (keyof DispatchResult)[]) into[k] += from[k];
+}
 
 export interface Commit {
   id: string;
@@ -75,13 +88,28 @@ export function createDispatcher(opts: DispatcherOptions) {
   const leaseMs = opts.leaseMs ?? DEFAULT_CLAIM_LEASE_MS;
   const batch = opts.batch ?? DEFAULT_CLAIM_BATCH;
   const maxRounds = opts.maxRounds ?? 8;
+  const stuckShardMs = opts.stuckShardMs ?? DEFAULT_STUCK_SHARD_MS;
   const replica = randomBytes(4).toString('hex');
   let seq = 0;
 
-  async function round(now: number, startedAt: number, result: DispatchResult): Promise<boolean> {
-    const token = `${replica}.${++seq}`;
+  /** Every shard, starting at a random one, so replicas spread. */
+  const shardOrder = (): number[] => {
     const start = Math.floor(Math.random() * SCHEDULE_SHARDS);
-    const shards = Array.from({ length: SCHEDULE_SHARDS }, (_, i) => (start + i) % SCHEDULE_SHARDS);
+    return Array.from({ length: SCHEDULE_SHARDS }, (_, i) => (start + i) % SCHEDULE_SHARDS);
+  };
+
+  /** Claim rounds on `shards` until none returns a full batch (at most maxRounds). */
+  async function rounds(shards: number[], now: number, startedAt: number, result: DispatchResult): Promise<void> {
+    for (let r = 0; r < maxRounds; r++) {
+      result.rounds++;
+      const before = result.claimed;
+      const full = await round(shards, now, startedAt, result);
+      if (!full || result.claimed === before) break;
+    }
+  }
+
+  async function round(shards: number[], now: number, startedAt: number, result: DispatchResult): Promise<boolean> {
+    const token = `${replica}.${++seq}`;
     const claimArgs = [now, now + opts.lookaheadMs, batch, now + leaseMs, token];
     const replies = await runScriptMany(
       redis,
@@ -180,21 +208,64 @@ export function createDispatcher(opts: DispatcherOptions) {
     return { keys, argv };
   }
 
+  /** Cluster: shards whose rounds still run from an earlier tick; later ticks skip them until they end. */
+  const busy = new Map<number, Promise<void>>();
+  /** What shard rounds that ended after their tick had returned did: counted in the next tick's result. */
+  let carried = emptyResult();
+
+  /**
+   * A tick on a cluster: each free shard's rounds on their own (a shard is one slot), awaited at most
+   * stuckShardMs. Where all the shards shared one pipeline, a master that stopped answering held up the
+   * claims of every shard, and so every schedule, until its replica was promoted.
+   */
+  async function clusterTick(now: number, startedAt: number, result: DispatchResult): Promise<void> {
+    let returned = false;
+    const work: Promise<void>[] = [];
+    for (const shard of shardOrder()) {
+      if (busy.has(shard)) continue;
+      const own = emptyResult();
+      const done = rounds([shard], now, startedAt, own)
+        .then(
+          () => addInto(returned ? carried : result, own),
+          (err: unknown) => {
+            addInto(returned ? carried : result, own);
+            // Before the tick returns, its caller reports the failure; after, no one would.
+            if (!returned) throw err;
+            log.error({ err, shard }, 'schedule shard round failed; will retry');
+          },
+        )
+        .finally(() => busy.delete(shard));
+      busy.set(shard, done.catch(() => undefined));
+      work.push(done);
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const stuck = new Promise<'stuck'>((resolve) => (timer = setTimeout(() => resolve('stuck'), stuckShardMs)));
+    try {
+      if ((await Promise.race([Promise.all(work), stuck])) === 'stuck') {
+        log.warn({ shards: [...busy.keys()], waitedMs: stuckShardMs }, 'schedule shards not answering; the others tick on without them');
+      }
+    } finally {
+      clearTimeout(timer);
+      returned = true;
+    }
+  }
+
   return {
     /** One tick: claim rounds until no shard returns a full batch (at most maxRounds). */
     async tick(now = Date.now()): Promise<DispatchResult> {
       const startedAt = Date.now(); // the wall clock at `now`: held runs wait for `at - now` less what the tick took since
-      const result: DispatchResult = { claimed: 0, enqueued: 0, caughtUp: 0, missed: 0, skippedPaused: 0, committed: 0, rounds: 0 };
-      for (let r = 0; r < maxRounds; r++) {
-        result.rounds++;
-        const before = result.claimed;
-        const full = await round(now, startedAt, result);
-        if (!full || result.claimed === before) break;
-      }
+      const result = carried;
+      carried = emptyResult();
+      // One Redis: every shard in one round trip. A cluster: each shard on its own (see clusterTick).
+      if (!redis.isCluster) await rounds(shardOrder(), now, startedAt, result);
+      else await clusterTick(now, startedAt, result);
       return result;
     },
-    /** Resolves once every held occurrence has been added and committed (shutdown). */
-    idle: () => lane.idle(),
+    /** Resolves once every held occurrence has been added and committed, and every shard's rounds ended (shutdown). */
+    idle: async () => {
+      await Promise.all(busy.values());
+      await lane.idle();
+    },
   };
 }
 
