@@ -5,8 +5,9 @@ import type { ProcessorDeps } from '../processor.js';
 export type Labels = { queue: string; job: string };
 
 /**
- * A job's metrics, one set per queue and job name, reused by every run: prom-client hashes the labels on
- * every `inc(labels)`, a labelled child counts without that.
+ * A job's metrics, one set per queue and job name, reused by every run, so a run builds no labels object
+ * for them. (prom-client 15 still validates and hashes the labels on each call of a child, about 0.3 µs and
+ * a short string per call.)
  */
 export interface JobMetrics {
   labels: Labels;
