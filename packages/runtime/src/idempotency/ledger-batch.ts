@@ -82,6 +82,8 @@ const LEDGER_SCRIPT = defineScript(LEDGER_LUA);
 
 /** The operations of one slot (one Redis: all of them) waiting for the batch in flight to return. */
 interface Lane {
+  /** Its slot on a cluster; -1 for the one lane of one Redis. */
+  slot: number;
   queue: Entry[];
   inFlight: boolean;
 }
@@ -90,12 +92,12 @@ interface Lane {
  * Sends ledger operations in batches on the ledger's connection, one batch in flight at a time per lane.
  * On one Redis there is one lane. On a cluster each slot has its own lane: a master that stops answering
  * (frozen, or dead until its replica is promoted) holds up the claims, renewals and steps of the queues
- * it serves and no others, where one batch in flight for the whole process once held up every queue.
+ * it serves, not every queue, as one batch in flight for the whole process would.
  * A run's keys share its queue's slot (redis/keyspace.ts), so a cluster has about one lane per queue; a
  * lane is dropped once it is idle.
  */
 export class LedgerBatcher {
-  private readonly single: Lane = { queue: [], inFlight: false };
+  private readonly single: Lane = { slot: -1, queue: [], inFlight: false };
   private readonly lanes = new Map<number, Lane>();
   /** Batches and operations sent so far (the bench reports the mean batch size). */
   readonly sent = { batches: 0, ops: 0 };
@@ -106,16 +108,11 @@ export class LedgerBatcher {
     private readonly maxBatch = 128,
   ) {}
 
-  /** Lanes holding work (a batch in flight or operations waiting): for tests. */
-  get activeLanes(): number {
-    return this.redis.isCluster ? this.lanes.size : this.single.inFlight ? 1 : 0;
-  }
-
   call(op: LedgerOp, key: string, args: (string | number)[]): Promise<LedgerReply> {
     return new Promise((resolve, reject) => {
       const lane = this.laneOf(key);
       lane.queue.push({ op, key, args, resolve, reject });
-      if (!lane.inFlight) this.send(lane, key);
+      if (!lane.inFlight) this.send(lane);
     });
   }
 
@@ -123,12 +120,12 @@ export class LedgerBatcher {
     if (!this.redis.isCluster) return this.single;
     const slot = slotOf(key);
     let lane = this.lanes.get(slot);
-    if (!lane) this.lanes.set(slot, (lane = { queue: [], inFlight: false }));
+    if (!lane) this.lanes.set(slot, (lane = { slot, queue: [], inFlight: false }));
     return lane;
   }
 
-  /** Sends the lane's next batch; `key` is one of its keys (the lane's slot, for dropping it when idle). */
-  private send(lane: Lane, key: string): void {
+  /** Sends the lane's next batch; an idle cluster lane is dropped once its batch returns. */
+  private send(lane: Lane): void {
     const batch = lane.queue.length <= this.maxBatch ? lane.queue : lane.queue.slice(0, this.maxBatch);
     lane.queue = batch === lane.queue ? [] : lane.queue.slice(this.maxBatch);
     lane.inFlight = true;
@@ -137,8 +134,8 @@ export class LedgerBatcher {
     const { keys, argv } = encode(batch);
     void settle(batch, this.run(keys, argv)).then(() => {
       lane.inFlight = false;
-      if (lane.queue.length > 0) this.send(lane, key);
-      else if (this.redis.isCluster) this.lanes.delete(slotOf(key));
+      if (lane.queue.length > 0) this.send(lane);
+      else if (lane !== this.single) this.lanes.delete(lane.slot);
     });
   }
 

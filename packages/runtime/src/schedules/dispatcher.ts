@@ -215,8 +215,8 @@ export function createDispatcher(opts: DispatcherOptions) {
 
   /**
    * A tick on a cluster: each free shard's rounds on their own (a shard is one slot), awaited at most
-   * stuckShardMs. Where all the shards shared one pipeline, a master that stopped answering held up the
-   * claims of every shard, and so every schedule, until its replica was promoted.
+   * stuckShardMs. Why not one pipeline for all the shards, as on one Redis: it would wait for the slowest
+   * master, so a master that stops answering would hold up every schedule until its replica is promoted.
    */
   async function clusterTick(now: number, startedAt: number, result: DispatchResult): Promise<void> {
     let returned = false;
@@ -242,7 +242,7 @@ export function createDispatcher(opts: DispatcherOptions) {
     const stuck = new Promise<'stuck'>((resolve) => (timer = setTimeout(() => resolve('stuck'), stuckShardMs)));
     try {
       if ((await Promise.race([Promise.all(work), stuck])) === 'stuck') {
-        log.warn({ shards: [...busy.keys()], waitedMs: stuckShardMs }, 'schedule shards not answering; the others tick on without them');
+        log.warn({ shards: [...busy.keys()], waitedMs: stuckShardMs }, 'schedule shards slow to answer; the others tick on without them until they do');
       }
     } finally {
       clearTimeout(timer);
