@@ -3,8 +3,8 @@
  * whose shards it serves: the scheduler ticks on without those shards, so the schedules on the other masters
  * keep firing on time, and the frozen shards fire again once their master answers.
  */
-import { createLogger, createRedis, createSchedules, QueueSet, SCHEDULED_RUN_OPTION, shardKeys, shardOf, type RedisClient } from '@tickwork/runtime';
-import { startRedisCluster, waitFor, type ClusterNodeHandle, type RedisClusterHandle } from '@tickwork/testkit';
+import { createLogger, createSchedules, SCHEDULED_RUN_OPTION, shardKeys, shardOf, type QueueSet, type RedisClient } from '@tickwork/runtime';
+import { startClusterQueues, waitFor, type ClusterQueues, type RedisClusterHandle } from '@tickwork/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { catalog, fxTenant } from './testing/fixture-catalog.js';
 import { fixtureApps, waitReady } from './testing/fixture-apps.js';
@@ -14,21 +14,16 @@ const PREFIX = 'si';
 let cluster: RedisClusterHandle;
 let redis: RedisClient;
 let queues: QueueSet;
-let frozen: ClusterNodeHandle | undefined;
 const apps = fixtureApps(() => cluster, PREFIX);
+let fixture: ClusterQueues | undefined;
 
 beforeAll(async () => {
   // No replicas and a long node timeout: the frozen master is neither replaced nor judged failed meanwhile.
-  cluster = await startRedisCluster({ replicas: 0, nodeTimeoutMs: 120_000 });
-  redis = createRedis(cluster.target, 'command');
-  queues = new QueueSet(redis, PREFIX, createLogger('test', 'silent'));
+  ({ cluster, redis, queues } = fixture = await startClusterQueues(PREFIX, { replicas: 0, nodeTimeoutMs: 120_000 }));
 }, 60_000);
 afterAll(async () => {
-  frozen?.resume();
   await apps.killAll();
-  await queues?.close();
-  redis?.disconnect();
-  await cluster?.stop();
+  await fixture?.stop();
 });
 
 /** Nominal times (ms) of the occurrences of `tenant` the scheduler has added to the queue (from the job's occurrence option). */
@@ -55,7 +50,6 @@ it("a frozen master's schedule shards wait for it; every other schedule keeps fi
   await waitReady(scheduler, 'scheduler ready');
   await waitFor(async () => (await nominalsOf(stuck)).length >= 2 && (await nominalsOf(live)).length >= 2, { timeoutMs: 20_000, what: 'both tenants firing' });
 
-  frozen = victim;
   victim.pause();
   const frozenAt = Date.now();
   await waitFor(async () => (await nominalsOf(live)).filter((n) => n > frozenAt).length >= 3, {
@@ -67,7 +61,6 @@ it("a frozen master's schedule shards wait for it; every other schedule keeps fi
   expect(scheduler.logs().some((l) => l.msg === 'schedule shards slow to answer; the others tick on without them until they do')).toBe(true);
 
   victim.resume();
-  frozen = undefined;
   const resumedAt = Date.now();
   await waitFor(async () => (await nominalsOf(stuck)).some((n) => n > resumedAt), { timeoutMs: 20_000, what: 'the frozen shard firing again once its master answers' });
   // The occurrences due while it was frozen were added late, not lost (within the grace period).

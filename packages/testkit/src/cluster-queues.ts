@@ -6,12 +6,12 @@ export interface ClusterQueues {
   cluster: RedisClusterHandle;
   redis: RedisClient;
   queues: QueueSet;
-  /** Closes the queues and the client, then stops the cluster. */
+  /** Resumes any paused node, closes the queues and the client, then stops the cluster. */
   stop(): Promise<void>;
 }
 
-export async function startClusterQueues(prefix: string): Promise<ClusterQueues> {
-  const cluster = await startRedisCluster();
+export async function startClusterQueues(prefix: string, opts?: Parameters<typeof startRedisCluster>[0]): Promise<ClusterQueues> {
+  const cluster = await startRedisCluster(opts);
   const redis = createRedis(cluster.target, 'command');
   const queues = new QueueSet(redis, prefix, createLogger('test', 'silent'));
   return {
@@ -19,6 +19,7 @@ export async function startClusterQueues(prefix: string): Promise<ClusterQueues>
     redis,
     queues,
     async stop() {
+      for (const node of cluster.nodes) node.resume(); // a test may leave a node paused (SIGSTOP)
       await queues.close();
       redis.disconnect();
       await cluster.stop();

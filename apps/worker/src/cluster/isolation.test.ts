@@ -4,8 +4,8 @@
  * claim while alpha's master is frozen, and delta's runs, claimed up front with a step each, still
  * complete meanwhile. Once the master answers again, alpha's run completes too.
  */
-import { createEnqueue, createLogger, createRedis, QueueSet, type RedisClient } from '@tickwork/runtime';
-import { appEntry, freePort, REPO_ROOT, startApp, startRedisCluster, waitFor, type AppProcess, type ClusterNodeHandle, type RedisClusterHandle } from '@tickwork/testkit';
+import { createEnqueue, type QueueSet, type RedisClient } from '@tickwork/runtime';
+import { appEntry, freePort, REPO_ROOT, startApp, startClusterQueues, waitFor, type AppProcess, type ClusterQueues, type RedisClusterHandle } from '@tickwork/testkit';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { catalog, gated, GATE_KEY, GATED_STATE_KEY, keyed } from '../testing/cluster-jobs.js';
@@ -18,20 +18,15 @@ let cluster: RedisClusterHandle;
 let redis: RedisClient;
 let queues: QueueSet;
 let worker: AppProcess | undefined;
-let frozen: ClusterNodeHandle | undefined;
+let fixture: ClusterQueues | undefined;
 
 beforeAll(async () => {
   // No replicas and a long node timeout: the frozen master is neither replaced nor judged failed meanwhile.
-  cluster = await startRedisCluster({ replicas: 0, nodeTimeoutMs: 120_000 });
-  redis = createRedis(cluster.target, 'command');
-  queues = new QueueSet(redis, PREFIX, createLogger('test', 'silent'));
+  ({ cluster, redis, queues } = fixture = await startClusterQueues(PREFIX, { replicas: 0, nodeTimeoutMs: 120_000 }));
 }, 60_000);
 afterAll(async () => {
-  frozen?.resume();
   await worker?.stop('SIGKILL');
-  await queues?.close();
-  redis?.disconnect();
-  await cluster?.stop();
+  await fixture?.stop();
 });
 
 it("a frozen master holds up only its own queues: the other queue's runs are claimed and completed meanwhile", async () => {
@@ -42,20 +37,22 @@ it("a frozen master holds up only its own queues: the other queue's runs are cla
   await enqueue(gated, {});
   await waitFor(async () => (await redis.get(GATED_STATE_KEY)) === 'waiting', { timeoutMs: 30_000, what: 'the gated run waiting at its gate' });
 
-  frozen = alphaMaster;
+  // delta's Queue is made (and has checked its Redis) before the freeze: a new BullMQ Queue's first
+  // commands may go to any node, the frozen one too.
+  const delta = queues.get('delta');
+  await delta.getCompletedCount();
+
   alphaMaster.pause();
   await redis.set(GATE_KEY, '1');
   // Past the gate, the run's step claims the run first: that claim waits on alpha's frozen master.
   await waitFor(async () => (await redis.get(GATED_STATE_KEY)) === 'claiming', { timeoutMs: 10_000, what: 'the gated run asking for its claim' });
   for (let i = 0; i < JOBS; i++) await enqueue(keyed, { i });
-  const delta = queues.get('delta');
   await waitFor(async () => (await delta.getCompletedCount()) === JOBS, { timeoutMs: 30_000, what: `all ${JOBS} of delta's runs completed while alpha's master is frozen` });
   const results = (await delta.getJobs(['completed'], 0, JOBS)).map((j) => j.returnvalue as { i: number; doubled: number });
   expect(results.sort((a, b) => a.i - b.i)).toEqual(Array.from({ length: JOBS }, (_, i) => ({ i, doubled: i * 2 })));
   expect(await redis.get(GATED_STATE_KEY)).toBe('claiming');
 
   alphaMaster.resume();
-  frozen = undefined;
   await waitFor(async () => (await redis.get(GATED_STATE_KEY)) === 'done', { timeoutMs: 30_000, what: "alpha's run completing once its master answers again" });
   await waitFor(async () => (await queues.get('alpha').getCompletedCount()) === 1, { timeoutMs: 10_000, what: "alpha's run acknowledged" });
 }, 120_000);
