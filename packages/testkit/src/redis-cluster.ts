@@ -138,21 +138,33 @@ export async function startRedisCluster(
       c.disconnect();
     }
   };
+  /** What the nodes said at the last check, for the error when the cluster never gets ready. */
+  let lastViews = 'no node answered yet';
   const ready = async () => {
-    await waitFor(
-      async () => {
-        const views = await Promise.all(ports.filter(alive).map(view));
-        const masterViews = views.filter((v) => v.master);
-        return (
-          views.every((v) => v.ok) &&
-          masterViews.length === masters &&
-          views.filter((v) => !v.master).every((v) => v.linked)
-        );
-      },
-      { timeoutMs: 30_000, intervalMs: 100, what: 'the cluster: every slot served, every live replica linked to its master' },
-    );
+    try {
+      await waitFor(
+        async () => {
+          const live = ports.filter(alive);
+          const views = await Promise.all(live.map(view));
+          lastViews = views.map((v, i) => `${live[i]}: ${v.master ? 'master' : v.linked ? 'replica linked' : 'replica not linked'}${v.ok ? '' : ', state not ok'}`).join('; ');
+          const masterViews = views.filter((v) => v.master);
+          return (
+            views.every((v) => v.ok) &&
+            masterViews.length === masters &&
+            views.filter((v) => !v.master).every((v) => v.linked)
+          );
+        },
+        { timeoutMs: 60_000, intervalMs: 100, what: 'the cluster: every slot served, every live replica linked to its master' },
+      );
+    } catch (err) {
+      throw new Error(`${(err as Error).message} (last seen: ${lastViews})`);
+    }
   };
-  await ready();
+  // A cluster that never gets ready is stopped here: the caller has no handle to stop it with.
+  await ready().catch(async (err: unknown) => {
+    await stop();
+    throw err;
+  });
 
   return {
     nodes,
