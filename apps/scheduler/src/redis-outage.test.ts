@@ -88,7 +88,7 @@ describe('a Redis crash under schedulers', { timeout: 120_000 }, () => {
     expect(unsettled).toEqual([]);
     // What ran is exactly what the history says ran.
     const ran = inRange.filter((h) => h.outcome === 'completed' || h.outcome === 'caught-up').map((h) => h.nominal).sort();
-    expect(ran).toEqual(done.map((r) => r.nominal).sort());
+    expect(ran, `history: ${JSON.stringify(inRange)}`).toEqual(done.map((r) => r.nominal).sort());
     // The outage left a mark: occurrences due while Redis was down were caught up or recorded missed.
     const outage = inRange.filter((h) => Date.parse(h.nominal) > downAt && Date.parse(h.nominal) < upAt - 1500);
     expect(outage.length).toBeGreaterThanOrEqual(2);

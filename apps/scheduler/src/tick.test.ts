@@ -1,4 +1,4 @@
-import { CLAIM, occurrenceJobId, readHistory, runScript, scheduledRunOf, shardKeys, shardOf, type ScheduleSpec } from '@tickwork/runtime';
+import { CLAIM, mergeOccurrence, occurrenceJobId, occurrenceKey, readHistory, runScript, scheduledRunOf, shardKeys, shardOf, type ScheduleSpec } from '@tickwork/runtime';
 import { describe, expect, it } from 'vitest';
 import { useRedisPerFile } from './testing/redis-per-file.js';
 import { KINDS, scheduleOf } from './testing/store-fixture.js';
@@ -120,6 +120,26 @@ describe.each(KINDS)('%s schedules', (kind) => {
       expect(await s.queues.get('q').getJobCountByTypes('delayed', 'wait')).toBe(1);
       expect((await readHistory(t.redis, s.prefix, s.id))[0]?.enqueuedAt).toBeDefined();
       expect(await t.redis.zcard(k.claimed)).toBe(0);
+    });
+
+    it('an occurrence whose claimer died after enqueuing it keeps the outcome of its run when another re-plans it late', async () => {
+      const s = await setup({ missed: 'once' }, T0, { leaseMs: 5_000 });
+      const k = shardKeys(s.prefix, shardOf(s.id));
+      const now = T0 + MIN + 1000;
+      // The dead replica claimed minute 1 and added its run, which ran; the replica died before its commit.
+      expect(((await runScript(t.redis, CLAIM, [k.due, k.claimed, k.inflight, k.defs], [now, now, 10, now + 5_000, 'dead'])) as string[])[0]).toBe(s.id);
+      const ranAt = new Date(T0 + MIN);
+      const id = occurrenceKey(s.id, ranAt);
+      const defaults = { id, schedule: s.id, nominal: ranAt.toISOString(), trigger: 'schedule' as const };
+      await mergeOccurrence(t.redis, s.prefix, s.id, id, ranAt.getTime(), { startedAt: new Date(now).toISOString() }, defaults);
+      // Another replica takes over only minutes later: minute 1 is late with later ones due (missed: 'once').
+      expect(await s.dispatcher().tick(T0 + 5 * MIN + 30_000)).toMatchObject({ caughtUp: 1 });
+      const outcome = async (m: number) => (await readHistory(t.redis, s.prefix, s.id)).find((r) => r.nominal === new Date(T0 + m * MIN).toISOString());
+      expect((await outcome(1))?.outcome).toBeUndefined(); // still running, as far as the history knows
+      expect((await outcome(2))?.outcome).toBe('missed');
+      // The run's own outcome lands as usual, before or after the re-plan.
+      await mergeOccurrence(t.redis, s.prefix, s.id, id, ranAt.getTime(), { outcome: 'completed' }, defaults);
+      expect((await outcome(1))?.outcome).toBe('completed');
     });
   });
 });

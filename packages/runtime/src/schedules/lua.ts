@@ -121,11 +121,19 @@ return out`);
  * COMMIT of one shard's claims, each only while it is still held under this lease token (ARGV[1]): an
  * upsert, pause/resume or remove since the claim dropped it, and that writer's state stands. For each
  * commit: the next due score, the watchdog's first deadline (NX) and the occurrences' history records.
+ * A planner's verdict (a patch with an outcome: missed, skipped-paused) never overwrites the record of a run
+ * that started: after a claimer died between adding its runs and committing, the replica that takes over
+ * re-plans the same occurrences later than they were due, and may judge missed one that ran.
  * KEYS: due, claimed, inflight, watch, then per commit its history and records keys.
  * ARGV: token, commits, then per commit: id, next ('' = none), watch deadline ('' = none), key index,
  * history cap, record count, then per record: id, score, patch JSON, defaults JSON.
  */
 export const COMMIT = defineScript(`${MERGE_FN}
+local function ran(rk, id, patch)
+  if patch.outcome == nil then return false end
+  local cur = redis.call('HGET', rk, id)
+  return cur ~= false and cjson.decode(cur).startedAt ~= nil
+end
 local token = ':' .. ARGV[1]
 local i = 3
 local committed = 0
@@ -142,7 +150,10 @@ for c = 1, tonumber(ARGV[2]) do
     committed = committed + 1
   end
   for r = 1, nrec do
-    if held then merge(KEYS[k], KEYS[k + 1], cap, ARGV[i], ARGV[i + 1], cjson.decode(ARGV[i + 2]), cjson.decode(ARGV[i + 3])) end
+    if held then
+      local patch = cjson.decode(ARGV[i + 2])
+      if not ran(KEYS[k + 1], ARGV[i], patch) then merge(KEYS[k], KEYS[k + 1], cap, ARGV[i], ARGV[i + 1], patch, cjson.decode(ARGV[i + 3])) end
+    end
     i = i + 4
   end
 end
