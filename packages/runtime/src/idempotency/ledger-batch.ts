@@ -33,7 +33,7 @@ import { corkUntilTurnEnds } from '../redis/cork.js';
 
 export type LedgerOp = 'claim' | 'renew' | 'step' | 'complete' | 'completeUnclaimed' | 'release';
 
-const OP_CODES: Record<LedgerOp, string> = { claim: 'c', renew: 'r', step: 's', complete: 'd', completeUnclaimed: 'f', release: 'x' };
+export const OP_CODES: Record<LedgerOp, string> = { claim: 'c', renew: 'r', step: 's', complete: 'd', completeUnclaimed: 'f', release: 'x' };
 
 export type LedgerReply = number | string[];
 
@@ -146,6 +146,8 @@ export class LedgerBatcher {
 
 /** What became of a completion written ahead: the script's reply (1, or 0 when the lease was lost), or why it failed. */
 export type AheadOutcome = (reply: LedgerReply | Error) => void;
+/** The operations a completion written ahead (or folded into the acknowledgement) can be. */
+export type AheadOp = 'complete' | 'completeUnclaimed';
 
 /**
  * Completions written ahead in one script call at most; a call this full goes at once, uncorked (see
@@ -197,7 +199,19 @@ export class CompletionWriter {
     if (!redis.isCluster) redis.on('ready', () => (this.loaded = false));
   }
 
-  complete(key: string, args: (string | number)[], outcome: AheadOutcome, op: 'complete' | 'completeUnclaimed' = 'complete'): Promise<void> {
+  /**
+   * Set by foldAcks (ack-fold.ts) on a BullMQ worker's connection: a completion in a job's hash (mode j)
+   * rides in that job's acknowledgement instead, when `fold` takes it.
+   */
+  fold: { take(key: string, op: AheadOp, args: (string | number)[], outcome: AheadOutcome): boolean } | undefined;
+
+  complete(key: string, args: (string | number)[], outcome: AheadOutcome, op: AheadOp = 'complete'): Promise<void> {
+    if (this.fold && args[0] === 'j' && this.fold.take(key, op, args, outcome)) return Promise.resolve();
+    return this.ahead(key, args, outcome, op);
+  }
+
+  /** Writes the completion ahead of the acknowledgement (see the class comment). */
+  ahead(key: string, args: (string | number)[], outcome: AheadOutcome, op: AheadOp): Promise<void> {
     if (!this.written) {
       this.written = new Promise((resolve) => (this.markWritten = resolve));
       process.nextTick(() => this.flush(true));

@@ -1,0 +1,102 @@
+import type { RedisClient } from '../connection.js';
+import { ackFoldLua } from './ledger-lua.js';
+import { completionWriter, LedgerCallError, OP_CODES, type AheadOp, type AheadOutcome, type LedgerReply } from './ledger-batch.js';
+
+/**
+ * A run's completion inside BullMQ's own acknowledgement of its job: one script call where a completion
+ * written ahead (CompletionWriter) costs two commands. Only for records in the job's own hash (mode j),
+ * which every script of that job may touch, on one Redis and on a cluster alike.
+ *
+ * How: BullMQ sends every script through its client's `runCommand(name, args)` (ioredis-client.js, an
+ * override it lets callers replace). foldAcks replaces it on a worker's connection: a `moveToFinished` of a
+ * job whose completion is waiting here goes as one script, the completion's Lua then BullMQ's own
+ * moveToFinished (its text, read from the client it was defined on, so it is always the installed
+ * version's) with its KEYS and ARGV unchanged (ledger-lua.ts, ackFoldLua). Anything else passes through.
+ *
+ * What it keeps: the completion still runs before the acknowledgement and on its connection (now in the
+ * same script), so a job is never acknowledged without its result recorded, and a refused completion
+ * (lease lost, job gone) leaves the acknowledgement to BullMQ's checks as before. A completion BullMQ does
+ * not acknowledge in the same turn (a worker closing skips moveToFinished) is written ahead at the turn's
+ * end as before, so none is ever dropped; one written there before a later acknowledgement still runs
+ * before it. If BullMQ's client lacks what this relies on, nothing is replaced and completions are written
+ * ahead (foldAcks returns false; the worker logs it).
+ */
+const FOLD_COMMAND = 'tickworkAckFold';
+/** KEYS[12] of BullMQ's moveToFinished: the job's key (its hash). */
+const JOB_KEY_INDEX = 11;
+const MOVE_KEYS = 14;
+
+interface BullClient {
+  runCommand(name: string, args: unknown[]): Promise<unknown>;
+  defineCommand(name: string, def: { lua: string }): void;
+  scriptsSet?: Record<string, { lua?: string } | undefined>;
+  [FOLD_COMMAND]?: (...args: unknown[]) => Promise<[LedgerReply, unknown]>;
+}
+
+interface Waiting {
+  op: AheadOp;
+  args: (string | number)[];
+  outcome: AheadOutcome;
+}
+
+const folded = new WeakMap<RedisClient, boolean>();
+
+/** Folds completions into acknowledgements on `redis`, a BullMQ worker's connection. Idempotent. */
+export function foldAcks(redis: RedisClient): boolean {
+  const known = folded.get(redis);
+  if (known !== undefined) return known;
+  const ok = install(redis);
+  folded.set(redis, ok);
+  return ok;
+}
+
+function install(redis: RedisClient): boolean {
+  const client = redis as unknown as BullClient;
+  const move = Object.keys(client.scriptsSet ?? {}).find((n) => n.startsWith('moveToFinished:'));
+  const lua = move ? client.scriptsSet?.[move]?.lua : undefined;
+  if (!move || !lua || typeof client.runCommand !== 'function' || typeof client.defineCommand !== 'function') return false;
+  client.defineCommand(FOLD_COMMAND, { lua: ackFoldLua(lua) });
+  const passThrough = client.runCommand;
+  const writer = completionWriter(redis);
+  const waiting = new Map<string, Waiting>();
+  let sweep: NodeJS.Immediate | undefined;
+
+  // What BullMQ did not acknowledge in the turn it completed goes ahead, as without the fold.
+  const writeAheadLeft = (): void => {
+    sweep = undefined;
+    for (const [key, w] of waiting) void writer.ahead(key, w.args, w.outcome, w.op);
+    waiting.clear();
+  };
+
+  writer.fold = {
+    take(key, op, args, outcome) {
+      waiting.set(key, { op, args, outcome });
+      sweep ??= setImmediate(writeAheadLeft);
+      return true;
+    },
+  };
+
+  client.runCommand = (name, args) => {
+    const key = name === move && args.length > MOVE_KEYS ? args[JOB_KEY_INDEX] : undefined;
+    const w = typeof key === 'string' ? waiting.get(key) : undefined;
+    if (!w || key === undefined) return passThrough(name, args);
+    waiting.delete(key as string);
+    const own = [OP_CODES[w.op], ...w.args];
+    const call = client[FOLD_COMMAND] as NonNullable<BullClient[typeof FOLD_COMMAND]>;
+    return call(MOVE_KEYS + 1, ...args.slice(0, MOVE_KEYS), key, ...args.slice(MOVE_KEYS), ...own, own.length).then(
+      ([reply, result]) => {
+        if (Array.isArray(reply) && reply[0] === 'error') w.outcome(new LedgerCallError(`ledger ${w.op} of ${key as string} failed in Redis: ${reply[1]}`));
+        else w.outcome(reply);
+        if (result instanceof Error) throw result;
+        return result ?? null;
+      },
+      (err: unknown) => {
+        // Whether it ran is unknown: the completion goes again, ahead of whatever BullMQ sends next (a
+        // completion of the same owner is accepted twice).
+        void writer.ahead(key as string, w.args, w.outcome, w.op);
+        throw err;
+      },
+    );
+  };
+  return true;
+}
