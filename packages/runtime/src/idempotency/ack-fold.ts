@@ -81,9 +81,17 @@ function install(redis: RedisClient): boolean {
     const w = typeof key === 'string' ? waiting.get(key) : undefined;
     if (!w || key === undefined) return passThrough(name, args);
     waiting.delete(key as string);
-    const own = [OP_CODES[w.op], ...w.args];
+    // numkeys, BullMQ's keys, the record's key, BullMQ's ARGV, the completion's words, their count (one
+    // array: ioredis flattens it, and spreading every word costs more per job than this loop).
+    const words: unknown[] = [MOVE_KEYS + 1];
+    for (let i = 0; i < MOVE_KEYS; i++) words.push(args[i]);
+    words.push(key);
+    for (let i = MOVE_KEYS; i < args.length; i++) words.push(args[i]);
+    words.push(OP_CODES[w.op]);
+    for (const a of w.args) words.push(a);
+    words.push(w.args.length + 1);
     const call = client[FOLD_COMMAND] as NonNullable<BullClient[typeof FOLD_COMMAND]>;
-    return call(MOVE_KEYS + 1, ...args.slice(0, MOVE_KEYS), key, ...args.slice(MOVE_KEYS), ...own, own.length).then(
+    return call(words).then(
       ([reply, result]) => {
         if (Array.isArray(reply) && reply[0] === 'error') w.outcome(new LedgerCallError(`ledger ${w.op} of ${key as string} failed in Redis: ${reply[1]}`));
         else w.outcome(reply);
