@@ -4,7 +4,7 @@
  * result, and it ran before the acknowledgement (same script); a refused completion is still counted; a
  * completion BullMQ never acknowledges is written anyway.
  */
-import { completionWriter, createCatalog, createExactlyOnce, defineJob, duplicatesRanUnclaimed, foldAcks, jobRecordKey, type ExactlyOnce } from '@tickwork/runtime';
+import { completionWriter, CompletionWriter, createCatalog, createExactlyOnce, defineJob, duplicatesRanUnclaimed, foldAcks, jobRecordKey, type ExactlyOnce } from '@tickwork/runtime';
 import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -20,7 +20,15 @@ let eo: ExactlyOnce;
 const silent = pino({ level: 'silent' });
 
 const fold = defineJob({ name: 'af.noop', queue: 'af', schema: z.object({ i: z.number() }), handler: async (ctx) => ({ i: ctx.data.i }) });
-const catalog = createCatalog([fold]);
+const keyed = defineJob({ name: 'af.keyed', queue: 'af', schema: z.object({ i: z.number() }), idempotencyKey: (d) => `k${d.i}`, handler: async (ctx) => ({ i: ctx.data.i }) });
+/** Deletes its own job's BullMQ lock, as a failover that lost the lock's last write would. */
+const lockLost = defineJob({
+  name: 'af.lock-lost',
+  queue: 'af',
+  schema: z.object({}),
+  handler: async (ctx) => (await ctx.redis.del(`${jobRecordKey('tw', 'af', ctx.jobId)}:lock`), 'done'),
+});
+const catalog = createCatalog([fold, keyed, lockLost]);
 
 beforeAll(async () => {
   server = await startRedisServer();
@@ -65,6 +73,43 @@ describe('a result recorded in its job\'s hash', () => {
       }
     } finally {
       monitor.disconnect();
+      await queue.close();
+    }
+  });
+
+  it('under a key of its own goes in the job\'s acknowledgement too', async () => {
+    const seen: string[][] = [];
+    const monitor = await server.client().monitor();
+    monitor.on('monitor', (_t: string, args: string[], source: string) => source !== 'lua' && seen.push(args));
+    const queue = new Queue('af', { connection: server.client(), prefix: 'tw' });
+    try {
+      const jobs = await queue.addBulk(Array.from({ length: 10 }, (_, i) => ({ name: 'af.keyed', data: { i } })));
+      await drain(jobs.length);
+      for (const job of jobs) {
+        const jobKey = jobRecordKey('tw', 'af', String(job.id));
+        const recordKey = eo.ledger.keyOf(`af.keyed@k${String(job.data.i)}`);
+        const withRecord = seen.filter((a) => /^eval(sha)?$/i.test(a[0] ?? '') && a.includes(recordKey));
+        // Claimed up front on the ledger's connection; completed in the acknowledgement, never written ahead.
+        const ahead = withRecord.filter((a) => a[1] === CompletionWriter.scriptSha);
+        const ack = withRecord.at(-1) ?? [];
+        expect({ id: job.id, ahead: ahead.length, lastIsAck: ack.includes(jobKey) && ack.includes('tw:af:completed') }).toEqual({ id: job.id, ahead: 0, lastIsAck: true });
+        expect(await eo.ledger.inspect(`af.keyed@k${String(job.data.i)}`)).toMatchObject({ state: 'done', result: { i: job.data.i } });
+      }
+    } finally {
+      monitor.disconnect();
+      await queue.close();
+    }
+  });
+
+  it('acknowledges a job whose BullMQ lock was lost while no one else took it', async () => {
+    const queue = new Queue('af', { connection: server.client(), prefix: 'tw' });
+    try {
+      const job = await queue.add('af.lock-lost', {});
+      await drain(1);
+      expect(await queue.getJobState(String(job.id))).toBe('completed');
+      expect(await redis.exists(`${jobRecordKey('tw', 'af', String(job.id))}:lock`)).toBe(0);
+      expect(await redis.sismember('tw:af:stalled', String(job.id))).toBe(0);
+    } finally {
       await queue.close();
     }
   });

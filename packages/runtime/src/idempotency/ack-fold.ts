@@ -4,8 +4,9 @@ import { completionWriter, LedgerCallError, OP_CODES, type AheadOp, type AheadOu
 
 /**
  * A run's completion inside BullMQ's own acknowledgement of its job: one script call where a completion
- * written ahead (CompletionWriter) costs two commands. Only for records in the job's own hash (mode j),
- * which every script of that job may touch, on one Redis and on a cluster alike.
+ * written ahead (CompletionWriter) costs two commands. For every completion whose job is known: a record
+ * in the job's own hash (mode j), or under the run's own key (mode k), which shares the queue's slot on a
+ * cluster (redis/keyspace.ts), so the script touches one slot there too.
  *
  * How: BullMQ sends every script through its client's `runCommand(name, args)` (ioredis-client.js, an
  * override it lets callers replace). foldAcks replaces it on a worker's connection: a `moveToFinished` of a
@@ -34,6 +35,8 @@ interface BullClient {
 }
 
 interface Waiting {
+  /** The record's key: the job's own (mode j), or the run's key (mode k). */
+  key: string;
   op: AheadOp;
   args: (string | number)[];
   outcome: AheadOutcome;
@@ -64,28 +67,28 @@ function install(redis: RedisClient): boolean {
   // What BullMQ did not acknowledge in the turn it completed goes ahead, as without the fold.
   const writeAheadLeft = (): void => {
     sweep = undefined;
-    for (const [key, w] of waiting) void writer.ahead(key, w.args, w.outcome, w.op);
+    for (const w of waiting.values()) void writer.ahead(w.key, w.args, w.outcome, w.op);
     waiting.clear();
   };
 
   writer.fold = {
-    take(key, op, args, outcome) {
-      waiting.set(key, { op, args, outcome });
+    take(jobKey, key, op, args, outcome) {
+      waiting.set(jobKey, { key, op, args, outcome });
       sweep ??= setImmediate(writeAheadLeft);
       return true;
     },
   };
 
   client.runCommand = (name, args) => {
-    const key = name === move && args.length > MOVE_KEYS ? args[JOB_KEY_INDEX] : undefined;
-    const w = typeof key === 'string' ? waiting.get(key) : undefined;
-    if (!w || key === undefined) return passThrough(name, args);
-    waiting.delete(key as string);
+    const jobKey = name === move && args.length > MOVE_KEYS ? args[JOB_KEY_INDEX] : undefined;
+    const w = typeof jobKey === 'string' ? waiting.get(jobKey) : undefined;
+    if (!w) return passThrough(name, args);
+    waiting.delete(jobKey as string);
     // numkeys, BullMQ's keys, the record's key, BullMQ's ARGV, the completion's words, their count (one
     // array: ioredis flattens it, and spreading every word costs more per job than this loop).
     const words: unknown[] = [MOVE_KEYS + 1];
     for (let i = 0; i < MOVE_KEYS; i++) words.push(args[i]);
-    words.push(key);
+    words.push(w.key);
     for (let i = MOVE_KEYS; i < args.length; i++) words.push(args[i]);
     words.push(OP_CODES[w.op]);
     for (const a of w.args) words.push(a);
@@ -93,7 +96,7 @@ function install(redis: RedisClient): boolean {
     const call = client[FOLD_COMMAND] as NonNullable<BullClient[typeof FOLD_COMMAND]>;
     return call(words).then(
       ([reply, result]) => {
-        if (Array.isArray(reply) && reply[0] === 'error') w.outcome(new LedgerCallError(`ledger ${w.op} of ${key as string} failed in Redis: ${reply[1]}`));
+        if (Array.isArray(reply) && reply[0] === 'error') w.outcome(new LedgerCallError(`ledger ${w.op} of ${w.key} failed in Redis: ${reply[1]}`));
         else w.outcome(reply);
         if (result instanceof Error) throw result;
         return result ?? null;
@@ -101,7 +104,7 @@ function install(redis: RedisClient): boolean {
       (err: unknown) => {
         // Whether it ran is unknown: the completion goes again, ahead of whatever BullMQ sends next (a
         // completion of the same owner is accepted twice).
-        void writer.ahead(key as string, w.args, w.outcome, w.op);
+        void writer.ahead(w.key, w.args, w.outcome, w.op);
         throw err;
       },
     );

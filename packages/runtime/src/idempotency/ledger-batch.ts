@@ -200,13 +200,15 @@ export class CompletionWriter {
   }
 
   /**
-   * Set by foldAcks (ack-fold.ts) on a BullMQ worker's connection: a completion in a job's hash (mode j)
-   * rides in that job's acknowledgement instead, when `fold` takes it.
+   * Set by foldAcks (ack-fold.ts) on a BullMQ worker's connection: a completion whose job is known (`jobKey`;
+   * a record in the job's hash is its job's) rides in that job's acknowledgement instead.
    */
-  fold: { take(key: string, op: AheadOp, args: (string | number)[], outcome: AheadOutcome): boolean } | undefined;
+  fold: { take(jobKey: string, key: string, op: AheadOp, args: (string | number)[], outcome: AheadOutcome): boolean } | undefined;
 
-  complete(key: string, args: (string | number)[], outcome: AheadOutcome, op: AheadOp = 'complete'): Promise<void> {
-    if (this.fold && args[0] === 'j' && this.fold.take(key, op, args, outcome)) return Promise.resolve();
+  /** `jobKey`: the BullMQ job (its hash's key) whose acknowledgement follows, when it is known. */
+  complete(key: string, args: (string | number)[], outcome: AheadOutcome, op: AheadOp = 'complete', jobKey?: string): Promise<void> {
+    const job = jobKey ?? (args[0] === 'j' ? key : undefined);
+    if (this.fold && job !== undefined && this.fold.take(job, key, op, args, outcome)) return Promise.resolve();
     return this.ahead(key, args, outcome, op);
   }
 

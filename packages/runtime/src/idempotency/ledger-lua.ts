@@ -228,7 +228,9 @@ export function parseRecord(raw: string): { state: 'r' | 'i' | 'd'; owner: strin
  * A completion in BullMQ's own acknowledgement (ack-fold.ts): the completion runs first, as it would
  * written ahead, then BullMQ's moveToFinished script, unchanged, as a function whose KEYS and ARGV are its
  * own. KEYS: BullMQ's, then the record's key. ARGV: BullMQ's, then the completion's op code and arguments,
- * then the count of those. Replies {completion's reply, BullMQ's reply}.
+ * then the count of those. Replies {completion's reply, BullMQ's reply}. BullMQ's KEYS[2] (active list),
+ * KEYS[12] (the job's key), ARGV[1] (job id), ARGV[5] (target) and ARGV[8] (its options, msgpack) are read
+ * for the lock below; ack-fold.test.ts breaks if a BullMQ release moves them.
  */
 export function ackFoldLua(moveToFinished: string): string {
   return `${PRELUDE}local ops = {}
@@ -238,6 +240,17 @@ local own = tonumber(ARGV[n])
 local base = n - 1 - own
 local ok, reply = pcall(ops[ARGV[base + 1]], KEYS[#KEYS], unpack(ARGV, base + 2, n - 1))
 if not ok then reply = {'error', type(reply) == 'table' and tostring(reply.err) or tostring(reply)} end
+-- A job still active whose lock is gone (lost with a failed master, or expired while its worker was paused)
+-- and that no one else has taken: this delivery's result is recorded, so it may be acknowledged now rather
+-- than refused ('Missing lock') and redelivered by BullMQ's stall check a minute later. BullMQ's lock is
+-- set to this delivery's token, and its script removes it as usual.
+if reply == 1 and ARGV[5] == 'completed' then
+  local lock = KEYS[12] .. ':lock'
+  if redis.call('EXISTS', lock) == 0 and redis.call('LPOS', KEYS[2], ARGV[1]) then
+    local opts = cmsgpack.unpack(ARGV[8])
+    redis.call('SET', lock, opts['token'], 'PX', tonumber(opts['lockDuration']) or 30000)
+  end
+end
 local function moveToFinished(KEYS, ARGV)
 ${moveToFinished}
 end

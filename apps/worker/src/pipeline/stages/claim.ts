@@ -39,6 +39,8 @@ function claimWith(run: JobRun, next: Next, ackConnection: RedisClient | undefin
   if (run.logs('debug')) run.log.debug({ idempotencyKey: run.key }, 'job started');
   // The run is its own RunExactlyOnceOptions (job-run.ts): these complete them.
   run.ackConnection = ackConnection;
+  // A record under its own key: its completion names the job whose acknowledgement it rides in (ack-fold.ts).
+  if (ackConnection && run.place.kind !== 'job') run.ackJobKey = jobRecordKey(run.deps.exactlyOnce.prefix, run.job.queueName, run.jobId, ackConnection.isCluster);
   run.onStepRecorded = onStepRecordedOf(run);
   run.lazy = claimsLazily(run);
   return runExactlyOnce(run.deps.exactlyOnce, run, (eo) => {
