@@ -16,7 +16,8 @@ import { completionWriter, LedgerCallError, OP_CODES, type AheadOp, type AheadOu
  *
  * What it keeps: the completion still runs before the acknowledgement and on its connection (now in the
  * same script), so a job is never acknowledged without its result recorded, and a refused completion
- * (lease lost, job gone) leaves the acknowledgement to BullMQ's checks as before. A completion BullMQ does
+ * (lease lost, job gone) leaves the acknowledgement to BullMQ's checks as before; a recorded one also
+ * acknowledges a job whose BullMQ lock alone is gone (ackFoldLua says when). A completion BullMQ does
  * not acknowledge in the same turn (a worker closing skips moveToFinished) is written ahead at the turn's
  * end as before, so none is ever dropped; one written there before a later acknowledgement still runs
  * before it. If BullMQ's client lacks what this relies on, nothing is replaced and completions are written
@@ -30,7 +31,7 @@ const MOVE_KEYS = 14;
 interface BullClient {
   runCommand(name: string, args: unknown[]): Promise<unknown>;
   defineCommand(name: string, def: { lua: string }): void;
-  scriptsSet?: Record<string, { lua?: string } | undefined>;
+  scriptsSet?: Record<string, { lua?: string; numberOfKeys?: number | null } | undefined>;
   [FOLD_COMMAND]?: (...args: unknown[]) => Promise<[LedgerReply, unknown]>;
 }
 
@@ -56,7 +57,8 @@ export function foldAcks(redis: RedisClient): boolean {
 function install(redis: RedisClient): boolean {
   const client = redis as unknown as BullClient;
   const move = Object.keys(client.scriptsSet ?? {}).find((n) => n.startsWith('moveToFinished:'));
-  const lua = move ? client.scriptsSet?.[move]?.lua : undefined;
+  const script = move ? client.scriptsSet?.[move] : undefined;
+  const lua = script?.numberOfKeys === MOVE_KEYS ? script.lua : undefined; // a BullMQ whose script changed shape is not folded
   if (!move || !lua || typeof client.runCommand !== 'function' || typeof client.defineCommand !== 'function') return false;
   client.defineCommand(FOLD_COMMAND, { lua: ackFoldLua(lua) });
   const passThrough = client.runCommand;
