@@ -39,11 +39,15 @@ afterAll(async () => {
   await server.stop();
 });
 
-/** The stock processor on a BullMQ Worker, as worker-pool.ts runs it; resolves once `count` jobs completed. */
-async function drain(count: number): Promise<void> {
+/**
+ * The stock processor on a BullMQ Worker, as worker-pool.ts runs it; resolves once `count` jobs completed.
+ * Concurrency 1: each job finishes alone in its event-loop turn, so its result rides in its acknowledgement
+ * (several finishing in one turn: the first does, the others are written ahead together).
+ */
+async function drain(count: number, concurrency = 1): Promise<void> {
   let done = 0;
   const processor = createProcessor({ catalog, redis, log: silent, exactlyOnce: eo, enqueue: async () => ({ id: 'unused' }), ackConnectionOf: () => ackConnectionOf(worker) });
-  const worker: Worker = new Worker('af', processor, { connection: server.client(), prefix: 'tw', concurrency: 5 });
+  const worker: Worker = new Worker('af', processor, { connection: server.client(), prefix: 'tw', concurrency });
   worker.on('completed', () => done++);
   try {
     await waitFor(async () => done === count, { timeoutMs: 15_000, what: `${count} jobs completed` });
@@ -109,6 +113,19 @@ describe('a result recorded in its job\'s hash', () => {
       expect(await queue.getJobState(String(job.id))).toBe('completed');
       expect(await redis.exists(`${jobRecordKey('tw', 'af', String(job.id))}:lock`)).toBe(0);
       expect(await redis.sismember('tw:af:stalled', String(job.id))).toBe(0);
+    } finally {
+      await queue.close();
+    }
+  });
+
+  it('is recorded before its acknowledgement when many jobs finish together, in it or ahead of it', async () => {
+    const queue = new Queue('af', { connection: server.client(), prefix: 'tw' });
+    try {
+      const jobs = await queue.addBulk(Array.from({ length: 200 }, (_, i) => ({ name: 'af.noop', data: { i } })));
+      await drain(jobs.length, 20);
+      for (const job of jobs) {
+        expect((await redis.hget(jobRecordKey('tw', 'af', String(job.id)), 'tw')) ?? '').toMatch(new RegExp(`^d\\|[^|]+\\|\\d+\\|1\\|.*"i":${String(job.data.i)}`));
+      }
     } finally {
       await queue.close();
     }

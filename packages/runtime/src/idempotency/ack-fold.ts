@@ -4,7 +4,8 @@ import { completionWriter, LedgerCallError, OP_CODES, type AheadOp, type AheadOu
 
 /**
  * A run's completion inside BullMQ's own acknowledgement of its job: one script call where a completion
- * written ahead (CompletionWriter) costs two commands. For every completion whose job is known: a record
+ * written ahead (CompletionWriter) costs a second command. For the first completion of an event-loop turn
+ * (see take); the others of the turn are written ahead together. For every completion whose job is known: a record
  * in the job's own hash (mode j), or under the run's own key (mode k), which shares the queue's slot on a
  * cluster (redis/keyspace.ts), so the script touches one slot there too.
  *
@@ -75,8 +76,14 @@ function install(redis: RedisClient): boolean {
 
   writer.fold = {
     take(jobKey, key, op, args, outcome) {
+      // One per event-loop turn: a turn in which many jobs finish (high concurrency) writes the others ahead,
+      // 16 to a script call, which costs Node and Redis less per job than a completion in each
+      // acknowledgement (measured: about 20 µs of Node CPU per job more at concurrency 50, folding every one;
+      // BullMQ's acknowledgement carries a Buffer, and ioredis encodes every argument of such a command as a
+      // Buffer too). A job finishing alone in its turn (low concurrency) saves a command.
+      if (sweep) return false;
       waiting.set(jobKey, { key, op, args, outcome });
-      sweep ??= setImmediate(writeAheadLeft);
+      sweep = setImmediate(writeAheadLeft);
       return true;
     },
   };
