@@ -56,52 +56,47 @@ async function drain(count: number, concurrency = 1): Promise<void> {
   }
 }
 
+/** Drains `count` jobs named `name` (data `{ i }`) at concurrency 1, watching Redis with MONITOR; returns the jobs and the scripts clients sent. */
+async function drainWatched(name: string, count: number) {
+  const seen: string[][] = [];
+  const monitor = await server.client().monitor();
+  monitor.on('monitor', (_t: string, args: string[], source: string) => source !== 'lua' && seen.push(args));
+  const queue = new Queue('af', { connection: server.client(), prefix: 'tw' });
+  try {
+    const jobs = await queue.addBulk(Array.from({ length: count }, (_, i) => ({ name, data: { i } })));
+    await drain(jobs.length);
+    return { jobs, scripts: seen.filter((a) => /^eval(sha)?$/i.test(a[0] ?? '')) };
+  } finally {
+    monitor.disconnect();
+    await queue.close();
+  }
+}
+
 const unclaimed = async () => (await duplicatesRanUnclaimed.get()).values.find((v) => v.labels.job === 'af.noop')?.value ?? 0;
 
 describe('a result recorded in its job\'s hash', () => {
   it('goes in the job\'s acknowledgement: one script call per job, the record done with the result', async () => {
-    const seen: string[][] = [];
-    const monitor = await server.client().monitor();
-    monitor.on('monitor', (_t: string, args: string[], source: string) => source !== 'lua' && seen.push(args));
-    const queue = new Queue('af', { connection: server.client(), prefix: 'tw' });
-    try {
-      const jobs = await queue.addBulk(Array.from({ length: 30 }, (_, i) => ({ name: 'af.noop', data: { i } })));
-      await drain(jobs.length);
-      for (const job of jobs) {
-        const jobKey = jobRecordKey('tw', 'af', String(job.id));
-        const scripts = seen.filter((a) => /^eval(sha)?$/i.test(a[0] ?? '') && a.includes(jobKey));
-        // BullMQ's moveToActive names the job by id, not key: what names the job's key is its acknowledgement.
-        expect({ id: job.id, scripts: scripts.length, acknowledges: scripts.every((a) => a.includes('tw:af:completed')) }).toEqual({ id: job.id, scripts: 1, acknowledges: true });
-        expect((await redis.hget(jobKey, 'tw')) ?? '').toMatch(new RegExp(`^d\\|[^|]+\\|\\d+\\|1\\|.*"i":${String(job.data.i)}`));
-        expect(await redis.hget(jobKey, 'returnvalue')).toBe(JSON.stringify({ i: job.data.i }));
-      }
-    } finally {
-      monitor.disconnect();
-      await queue.close();
+    const { jobs, scripts: all } = await drainWatched('af.noop', 30);
+    for (const job of jobs) {
+      const jobKey = jobRecordKey('tw', 'af', String(job.id));
+      const scripts = all.filter((a) => a.includes(jobKey));
+      // BullMQ's moveToActive names the job by id, not key: what names the job's key is its acknowledgement.
+      expect({ id: job.id, scripts: scripts.length, acknowledges: scripts.every((a) => a.includes('tw:af:completed')) }).toEqual({ id: job.id, scripts: 1, acknowledges: true });
+      expect((await redis.hget(jobKey, 'tw')) ?? '').toMatch(new RegExp(`^d\\|[^|]+\\|\\d+\\|1\\|.*"i":${String(job.data.i)}`));
+      expect(await redis.hget(jobKey, 'returnvalue')).toBe(JSON.stringify({ i: job.data.i }));
     }
   });
 
   it('under a key of its own goes in the job\'s acknowledgement too', async () => {
-    const seen: string[][] = [];
-    const monitor = await server.client().monitor();
-    monitor.on('monitor', (_t: string, args: string[], source: string) => source !== 'lua' && seen.push(args));
-    const queue = new Queue('af', { connection: server.client(), prefix: 'tw' });
-    try {
-      const jobs = await queue.addBulk(Array.from({ length: 10 }, (_, i) => ({ name: 'af.keyed', data: { i } })));
-      await drain(jobs.length);
-      for (const job of jobs) {
-        const jobKey = jobRecordKey('tw', 'af', String(job.id));
-        const recordKey = eo.ledger.keyOf(`af.keyed@k${String(job.data.i)}`);
-        const withRecord = seen.filter((a) => /^eval(sha)?$/i.test(a[0] ?? '') && a.includes(recordKey));
-        // Claimed up front on the ledger's connection; completed in the acknowledgement, never written ahead.
-        const ahead = withRecord.filter((a) => a[1] === CompletionWriter.scriptSha);
-        const ack = withRecord.at(-1) ?? [];
-        expect({ id: job.id, ahead: ahead.length, lastIsAck: ack.includes(jobKey) && ack.includes('tw:af:completed') }).toEqual({ id: job.id, ahead: 0, lastIsAck: true });
-        expect(await eo.ledger.inspect(`af.keyed@k${String(job.data.i)}`)).toMatchObject({ state: 'done', result: { i: job.data.i } });
-      }
-    } finally {
-      monitor.disconnect();
-      await queue.close();
+    const { jobs, scripts } = await drainWatched('af.keyed', 10);
+    for (const job of jobs) {
+      const jobKey = jobRecordKey('tw', 'af', String(job.id));
+      const withRecord = scripts.filter((a) => a.includes(eo.ledger.keyOf(`af.keyed@k${String(job.data.i)}`)));
+      // Claimed up front on the ledger's connection; completed in the acknowledgement, never written ahead.
+      const ahead = withRecord.filter((a) => a[1] === CompletionWriter.scriptSha);
+      const ack = withRecord.at(-1) ?? [];
+      expect({ id: job.id, ahead: ahead.length, lastIsAck: ack.includes(jobKey) && ack.includes('tw:af:completed') }).toEqual({ id: job.id, ahead: 0, lastIsAck: true });
+      expect(await eo.ledger.inspect(`af.keyed@k${String(job.data.i)}`)).toMatchObject({ state: 'done', result: { i: job.data.i } });
     }
   });
 
