@@ -17,12 +17,16 @@ local function trim(hk, rk, cap)
   end
 end`;
 
-/** Merges a JSON patch into a history record (JSON null deletes a field), fills defaults, trims. */
+/**
+ * Merges a JSON patch into a history record (JSON null deletes a field), fills defaults, trims. keepRun:
+ * a patch with an outcome leaves alone a record whose run started (the planner's verdicts, see COMMIT).
+ */
 export const MERGE_FN = `${TRIM_FN}
-local function merge(hk, rk, cap, id, score, patch, defaults)
+local function merge(hk, rk, cap, id, score, patch, defaults, keepRun)
   local cur = redis.call('HGET', rk, id)
   local rec = {}
   if cur then rec = cjson.decode(cur) end
+  if keepRun and patch.outcome ~= nil and rec.startedAt ~= nil then return cur end
   for k, v in pairs(patch) do if v == cjson.null then rec[k] = nil else rec[k] = v end end
   for k, v in pairs(defaults) do if rec[k] == nil then rec[k] = v end end
   local json = cjson.encode(rec)
@@ -129,11 +133,6 @@ return out`);
  * history cap, record count, then per record: id, score, patch JSON, defaults JSON.
  */
 export const COMMIT = defineScript(`${MERGE_FN}
-local function ran(rk, id, patch)
-  if patch.outcome == nil then return false end
-  local cur = redis.call('HGET', rk, id)
-  return cur ~= false and cjson.decode(cur).startedAt ~= nil
-end
 local token = ':' .. ARGV[1]
 local i = 3
 local committed = 0
@@ -150,10 +149,7 @@ for c = 1, tonumber(ARGV[2]) do
     committed = committed + 1
   end
   for r = 1, nrec do
-    if held then
-      local patch = cjson.decode(ARGV[i + 2])
-      if not ran(KEYS[k + 1], ARGV[i], patch) then merge(KEYS[k], KEYS[k + 1], cap, ARGV[i], ARGV[i + 1], patch, cjson.decode(ARGV[i + 3])) end
-    end
+    if held then merge(KEYS[k], KEYS[k + 1], cap, ARGV[i], ARGV[i + 1], cjson.decode(ARGV[i + 2]), cjson.decode(ARGV[i + 3]), true) end
     i = i + 4
   end
 end
