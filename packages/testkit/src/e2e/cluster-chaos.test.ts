@@ -52,6 +52,12 @@ const start = async (app: 'scheduler' | 'worker', extra: Record<string, string> 
   return proc;
 };
 
+/** What an app said before a stop that failed: its warnings and errors, then its last lines. */
+const lastWords = (app: AppProcess) => {
+  const warned = app.logs().filter((l) => typeof l.level === 'number' && l.level >= 40);
+  return `its warnings and errors (last 30 of ${warned.length}):\n${warned.slice(-30).map((l) => JSON.stringify(l)).join('\n')}\nits last lines:\n${app.lines.slice(-30).join('\n')}`;
+};
+
 /** Work job id -> its queue: `a-17` is the 18th job of chaos-a. */
 const jobsOf = (queue: string, count: number) => Array.from({ length: count }, (_, n) => `${queue.slice(-1)}-${n}`);
 const shares = new Map<string, number>(CHAOS_QUEUES.map((q) => [q, JOBS_PER_QUEUE]));
@@ -121,12 +127,12 @@ describe.each([true, false])('a Redis Cluster master killed -9 under load (clust
     await waitFor(async () => (await done()) >= TOTAL, { timeoutMs: 120_000, intervalMs: 250, what: `all ${TOTAL} effects` });
     const ticksAfter = async () => redis.zcount(CHAOS_KEYS.doneAt('chaos-b'), promotedAt + 2000, '+inf');
     await waitFor(async () => (await ticksAfter()) >= 3, { timeoutMs: 30_000, what: 'catalog ticks after the failover' });
-    expect(await scheduler.stop('SIGTERM')).toBe(0);
+    expect(await scheduler.stop('SIGTERM'), lastWords(scheduler)).toBe(0);
     await waitFor(async () => {
       const pending = await Promise.all(CHAOS_QUEUES.map((q) => queues.get(q).getJobCountByTypes('wait', 'active', 'delayed', 'prioritized')));
       return pending.every((n) => n === 0);
     }, { timeoutMs: 60_000, what: 'every enqueued run finished' });
-    for (const w of workers) expect(await w.stop('SIGTERM')).toBe(0);
+    for (const w of workers) expect(await w.stop('SIGTERM'), lastWords(w)).toBe(0);
 
     // The pause, per queue: the longest stretch from the kill until its backlog was done with no work job's
     // effect committed (printed, not asserted; scheduled runs left out: they come a second apart anyway).
