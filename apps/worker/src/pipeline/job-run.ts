@@ -59,6 +59,7 @@ export class JobRun implements AbortSource, RunExactlyOnceOptions {
   /** Set by claim: the rest of its RunExactlyOnceOptions. */
   onStepRecorded: (() => Promise<void>) | undefined;
   ackConnection: RedisClient | undefined;
+  ackJobKey: string | undefined;
   lazy: boolean | undefined;
   /** What aborts the run from outside: itself, when the worker tracks it (RunningJobs); else nothing. */
   readonly signal: AbortSource | undefined;

@@ -33,7 +33,7 @@ import { corkUntilTurnEnds } from '../redis/cork.js';
 
 export type LedgerOp = 'claim' | 'renew' | 'step' | 'complete' | 'completeUnclaimed' | 'release';
 
-const OP_CODES: Record<LedgerOp, string> = { claim: 'c', renew: 'r', step: 's', complete: 'd', completeUnclaimed: 'f', release: 'x' };
+export const OP_CODES: Record<LedgerOp, string> = { claim: 'c', renew: 'r', step: 's', complete: 'd', completeUnclaimed: 'f', release: 'x' };
 
 export type LedgerReply = number | string[];
 
@@ -146,6 +146,8 @@ export class LedgerBatcher {
 
 /** What became of a completion written ahead: the script's reply (1, or 0 when the lease was lost), or why it failed. */
 export type AheadOutcome = (reply: LedgerReply | Error) => void;
+/** The operations a completion written ahead (or folded into the acknowledgement) can be. */
+export type AheadOp = 'complete' | 'completeUnclaimed';
 
 /**
  * Completions written ahead in one script call at most; a call this full goes at once, uncorked (see
@@ -197,7 +199,21 @@ export class CompletionWriter {
     if (!redis.isCluster) redis.on('ready', () => (this.loaded = false));
   }
 
-  complete(key: string, args: (string | number)[], outcome: AheadOutcome, op: 'complete' | 'completeUnclaimed' = 'complete'): Promise<void> {
+  /**
+   * Set by foldAcks (ack-fold.ts) on a BullMQ worker's connection: a completion whose job is known (`jobKey`;
+   * a record in the job's hash is its job's) rides in that job's acknowledgement instead.
+   */
+  fold: { take(jobKey: string, key: string, op: AheadOp, args: (string | number)[], outcome: AheadOutcome): boolean } | undefined;
+
+  /** `jobKey`: the BullMQ job (its hash's key) whose acknowledgement follows, when it is known. */
+  complete(key: string, args: (string | number)[], outcome: AheadOutcome, op: AheadOp = 'complete', jobKey?: string): Promise<void> {
+    const job = jobKey ?? (args[0] === 'j' ? key : undefined);
+    if (this.fold && job !== undefined && this.fold.take(job, key, op, args, outcome)) return Promise.resolve();
+    return this.ahead(key, args, outcome, op);
+  }
+
+  /** Writes the completion ahead of the acknowledgement (see the class comment). */
+  ahead(key: string, args: (string | number)[], outcome: AheadOutcome, op: AheadOp): Promise<void> {
     if (!this.written) {
       this.written = new Promise((resolve) => (this.markWritten = resolve));
       process.nextTick(() => this.flush(true));

@@ -90,13 +90,14 @@ const OP_COMPLETE = `ops.d = function(key, mode, owner, result, doneTtl, stepsKe
 end
 
 -- Completes a run that was never claimed (a lazily claimed run whose handler made no effect: see
--- lazy-run.ts); mode j only. 1 recorded; 2 a duplicate delivery completed the run first (kept as it is);
+-- lazy-run.ts); mode j only. 1 recorded (or recorded by this owner already: the same call sent again);
+-- 2 a duplicate delivery completed the run first (kept as it is);
 -- 0 another delivery holds it, or the job is gone (a job's hash is never recreated for its record).
 ops.f = function(key, mode, owner, result)
   if redis.call('EXISTS', key) == 0 then return 0 end
   if redis.call('HSETNX', key, 'tw', 'd|' .. owner .. '|' .. string.format('%d', now) .. '|1|' .. result) == 1 then return 1 end
-  local state = parse(rget(mode, key))
-  if state == 'd' then return 2 end
+  local state, holder = parse(rget(mode, key))
+  if state == 'd' then return holder == owner and 1 or 2 end
   return 0
 end
 
@@ -221,4 +222,38 @@ export function parseRecord(raw: string): { state: 'r' | 'i' | 'd'; owner: strin
   const m = /^([rid])\|([^|]*)\|([^|]*)\|([^|]*)\|?([\s\S]*)$/.exec(raw);
   if (!m) return undefined;
   return { state: m[1] as 'r' | 'i' | 'd', owner: m[2] ?? '', time: Number(m[3]), claims: Number(m[4]), result: m[5] ?? '' };
+}
+
+/**
+ * A completion in BullMQ's own acknowledgement (ack-fold.ts): the completion runs first, as it would
+ * written ahead, then BullMQ's moveToFinished script, unchanged, as a function whose KEYS and ARGV are its
+ * own. KEYS: BullMQ's, then the record's key. ARGV: BullMQ's, then the completion's op code and arguments,
+ * then the count of those. Replies {completion's reply, BullMQ's reply}. BullMQ's KEYS[2] (active list),
+ * KEYS[12] (the job's key), ARGV[1] (job id), ARGV[5] (target) and ARGV[8] (its options, msgpack) are read
+ * for the lock below; ack-fold.test.ts breaks if a BullMQ release moves them.
+ */
+export function ackFoldLua(moveToFinished: string): string {
+  return `${PRELUDE}local ops = {}
+${OP_COMPLETE}
+local n = #ARGV
+local own = tonumber(ARGV[n])
+local base = n - 1 - own
+local ok, reply = pcall(ops[ARGV[base + 1]], KEYS[#KEYS], unpack(ARGV, base + 2, n - 1))
+if not ok then reply = {'error', type(reply) == 'table' and tostring(reply.err) or tostring(reply)} end
+-- A job still active whose lock is gone (lost with a failed master, or expired while its worker was paused)
+-- and that no one else has taken: this delivery's result is recorded, so it may be acknowledged now rather
+-- than refused ('Missing lock') and redelivered by BullMQ's stall check a minute later. BullMQ's lock is
+-- set to this delivery's token, and its script removes it as usual.
+if reply == 1 and ARGV[5] == 'completed' then
+  local lock = KEYS[12] .. ':lock'
+  if redis.call('EXISTS', lock) == 0 and redis.call('LPOS', KEYS[2], ARGV[1]) then
+    local opts = cmsgpack.unpack(ARGV[8])
+    redis.call('SET', lock, opts['token'], 'PX', tonumber(opts['lockDuration']) or 30000)
+  end
+end
+local function moveToFinished(KEYS, ARGV)
+${moveToFinished}
+end
+return {reply, moveToFinished({unpack(KEYS, 1, #KEYS - 1)}, {unpack(ARGV, 1, base)})}
+`;
 }

@@ -264,8 +264,8 @@ export class LedgerRun {
    * Records the result through `writer` (the connection the job will be acknowledged on) without waiting
    * for the reply; resolves once written (see CompletionWriter). `outcome` gets the reply later.
    */
-  completeAhead(writer: CompletionWriter, result: unknown, outcome: AheadOutcome): Promise<void> {
-    return writer.complete(this.key, this.completeArgs(result), outcome);
+  completeAhead(writer: CompletionWriter, result: unknown, outcome: AheadOutcome, jobKey?: string): Promise<void> {
+    return writer.complete(this.key, this.completeArgs(result), outcome, 'complete', jobKey);
   }
 
   async release(): Promise<boolean> {

@@ -4,6 +4,7 @@ import { OverlapGuard, type OverlapPolicy } from '../overlap/overlap-guard.js';
 import { LeaseLostError, RunClaimRefusedError } from './errors.js';
 import type { OwnerLiveness } from '../recovery/worker-registry.js';
 import { IdempotencyLedger, newOwner, type ClaimOutcome, type LedgerRun, type RunRecordPlace } from './ledger.js';
+import type { LedgerReply } from './ledger-batch.js';
 import { completionWriter } from './ledger-batch.js';
 import { duplicatesDeferred, duplicatesSuppressed, leaseTakeovers, overlapSkipped } from './metrics.js';
 import { LazyRun, recordUnclaimed } from './lazy-run.js';
@@ -70,6 +71,8 @@ export interface RunExactlyOnceOptions {
    * trip less per run, and Redis still records the result before it acknowledges the job.
    */
   ackConnection?: RedisClient | undefined;
+  /** The job's key (its BullMQ hash), with `ackConnection`: the completion rides in that job's acknowledgement (ack-fold.ts). */
+  ackJobKey?: string | undefined;
   /** Told when a step of this run is newly recorded (the run made progress). */
   onStepRecorded?: (() => Promise<void>) | undefined;
   /** Set for scheduled occurrences whose policy is not `allow`. */
@@ -257,17 +260,22 @@ function tookOver(opts: RunExactlyOnceOptions, claim: ClaimOutcome & { kind: 'cl
 /** Records the result: written ahead of the job's acknowledgement when its connection is known, else awaited. */
 async function record(opts: RunExactlyOnceOptions, run: LedgerRun, result: unknown): Promise<unknown> {
   if (opts.ackConnection) {
-    await run.completeAhead(completionWriter(opts.ackConnection), result, (reply) => {
-      if (reply instanceof Error) {
-        logOf(opts).error({ idempotencyKey: opts.key, err: { message: reply.message } }, 'could not record the result; a redelivery may run it again');
-      } else if (reply !== 1) {
-        lostLease(opts, 'when recording the result; the job is acknowledged, and the delivery that took the run over records its own');
-      }
-    });
+    await run.completeAhead(completionWriter(opts.ackConnection), result, outcomeOf(opts), opts.ackJobKey);
     return result;
   }
   if (!(await run.complete(result))) throw lostLease(opts, 'when recording the result');
   return result;
+}
+
+/** What a completion written ahead (or in the acknowledgement) reports once Redis ran it. */
+function outcomeOf(opts: RunExactlyOnceOptions): (reply: LedgerReply | Error) => void {
+  return (reply) => {
+    if (reply instanceof Error) {
+      logOf(opts).error({ idempotencyKey: opts.key, err: { message: reply.message } }, 'could not record the result; a redelivery may run it again');
+    } else if (reply !== 1) {
+      lostLease(opts, 'when recording the result; the job is acknowledged, and the delivery that took the run over records its own');
+    }
+  };
 }
 
 /** A failed attempt gives the run back (steps kept), unless the run was already lost or refused. */

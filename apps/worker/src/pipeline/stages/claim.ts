@@ -1,4 +1,4 @@
-import { jobRecordKey, runExactlyOnce, type RedisClient } from '@tickwork/runtime';
+import { foldAcks, jobRecordKey, runExactlyOnce, type RedisClient } from '@tickwork/runtime';
 import { stallResetOnProgress } from '../../stall-progress.js';
 import type { JobRun } from '../job-run.js';
 import type { Next, Stage } from '../stage.js';
@@ -23,7 +23,11 @@ export const claim: Stage = (run, next) => {
   const ack = acks.get(job.queueName);
   if (ack) return claimWith(run, next, ack);
   return Promise.resolve(of(job.queueName)).then((redis) => {
-    if (redis) acks?.set(job.queueName, redis);
+    if (redis) {
+      acks?.set(job.queueName, redis);
+      // Results in a job's hash ride in its acknowledgement (ack-fold.ts); else they are written ahead.
+      if (!foldAcks(redis)) deps.log.warn({ queue: job.queueName }, "BullMQ's client lacks what folding results into acknowledgements needs; results are written ahead of them");
+    }
     return claimWith(run, next, redis);
   });
 };
@@ -35,6 +39,8 @@ function claimWith(run: JobRun, next: Next, ackConnection: RedisClient | undefin
   if (run.logs('debug')) run.log.debug({ idempotencyKey: run.key }, 'job started');
   // The run is its own RunExactlyOnceOptions (job-run.ts): these complete them.
   run.ackConnection = ackConnection;
+  // A record under its own key: its completion names the job whose acknowledgement it rides in (ack-fold.ts).
+  if (ackConnection && run.place.kind !== 'job') run.ackJobKey = jobRecordKey(run.deps.exactlyOnce.prefix, run.job.queueName, run.jobId, ackConnection.isCluster);
   run.onStepRecorded = onStepRecordedOf(run);
   run.lazy = claimsLazily(run);
   return runExactlyOnce(run.deps.exactlyOnce, run, (eo) => {

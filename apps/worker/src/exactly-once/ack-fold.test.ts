@@ -1,0 +1,165 @@
+/**
+ * A result recorded in the job's own hash rides in BullMQ's acknowledgement of that job (ack-fold.ts): one
+ * script call per no-op job instead of two. What a user relies on: the record is there, done, with the
+ * result, and it ran before the acknowledgement (same script); a refused completion is still counted; a
+ * completion BullMQ never acknowledges is written anyway.
+ */
+import { completionWriter, CompletionWriter, createCatalog, createExactlyOnce, defineJob, duplicatesRanUnclaimed, foldAcks, jobRecordKey, type ExactlyOnce } from '@tickwork/runtime';
+import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
+import { Queue, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createProcessor } from '../processor.js';
+import { ackConnectionOf } from '../worker-pool.js';
+
+let server: RedisServerHandle;
+let redis: Redis;
+let eo: ExactlyOnce;
+const silent = pino({ level: 'silent' });
+
+const fold = defineJob({ name: 'af.noop', queue: 'af', schema: z.object({ i: z.number() }), handler: async (ctx) => ({ i: ctx.data.i }) });
+const keyed = defineJob({ name: 'af.keyed', queue: 'af', schema: z.object({ i: z.number() }), idempotencyKey: (d) => `k${d.i}`, handler: async (ctx) => ({ i: ctx.data.i }) });
+/** Deletes its own job's BullMQ lock, as a failover that lost the lock's last write would. */
+const lockLost = defineJob({
+  name: 'af.lock-lost',
+  queue: 'af',
+  schema: z.object({}),
+  handler: async (ctx) => (await ctx.redis.del(`${jobRecordKey('tw', 'af', ctx.jobId)}:lock`), 'done'),
+});
+const catalog = createCatalog([fold, keyed, lockLost]);
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  redis = server.client();
+  eo = createExactlyOnce(redis, { prefix: 'tw', leaseMs: 60_000 });
+});
+afterAll(async () => {
+  await server.stop();
+});
+
+/**
+ * The stock processor on a BullMQ Worker, as worker-pool.ts runs it; resolves once `count` jobs completed.
+ * Concurrency 1: each job finishes alone in its event-loop turn, so its result rides in its acknowledgement
+ * (several finishing in one turn: the first does, the others are written ahead together).
+ */
+async function drain(count: number, concurrency = 1): Promise<void> {
+  let done = 0;
+  const processor = createProcessor({ catalog, redis, log: silent, exactlyOnce: eo, enqueue: async () => ({ id: 'unused' }), ackConnectionOf: () => ackConnectionOf(worker) });
+  const worker: Worker = new Worker('af', processor, { connection: server.client(), prefix: 'tw', concurrency });
+  worker.on('completed', () => done++);
+  try {
+    await waitFor(async () => done === count, { timeoutMs: 15_000, what: `${count} jobs completed` });
+  } finally {
+    await worker.close();
+  }
+}
+
+/** Drains `count` jobs named `name` (data `{ i }`) at concurrency 1, watching Redis with MONITOR; returns the jobs and the scripts clients sent. */
+async function drainWatched(name: string, count: number) {
+  const seen: string[][] = [];
+  const monitor = await server.client().monitor();
+  monitor.on('monitor', (_t: string, args: string[], source: string) => source !== 'lua' && seen.push(args));
+  const queue = new Queue('af', { connection: server.client(), prefix: 'tw' });
+  try {
+    const jobs = await queue.addBulk(Array.from({ length: count }, (_, i) => ({ name, data: { i } })));
+    await drain(jobs.length);
+    return { jobs, scripts: seen.filter((a) => /^eval(sha)?$/i.test(a[0] ?? '')) };
+  } finally {
+    monitor.disconnect();
+    await queue.close();
+  }
+}
+
+const unclaimed = async () => (await duplicatesRanUnclaimed.get()).values.find((v) => v.labels.job === 'af.noop')?.value ?? 0;
+
+describe('a result recorded in its job\'s hash', () => {
+  it('goes in the job\'s acknowledgement: one script call per job, the record done with the result', async () => {
+    const { jobs, scripts: all } = await drainWatched('af.noop', 30);
+    for (const job of jobs) {
+      const jobKey = jobRecordKey('tw', 'af', String(job.id));
+      const scripts = all.filter((a) => a.includes(jobKey));
+      // BullMQ's moveToActive names the job by id, not key: what names the job's key is its acknowledgement.
+      expect({ id: job.id, scripts: scripts.length, acknowledges: scripts.every((a) => a.includes('tw:af:completed')) }).toEqual({ id: job.id, scripts: 1, acknowledges: true });
+      expect((await redis.hget(jobKey, 'tw')) ?? '').toMatch(new RegExp(`^d\\|[^|]+\\|\\d+\\|1\\|.*"i":${String(job.data.i)}`));
+      expect(await redis.hget(jobKey, 'returnvalue')).toBe(JSON.stringify({ i: job.data.i }));
+    }
+  });
+
+  it('under a key of its own goes in the job\'s acknowledgement too', async () => {
+    const { jobs, scripts } = await drainWatched('af.keyed', 10);
+    for (const job of jobs) {
+      const jobKey = jobRecordKey('tw', 'af', String(job.id));
+      const withRecord = scripts.filter((a) => a.includes(eo.ledger.keyOf(`af.keyed@k${String(job.data.i)}`)));
+      // Claimed up front on the ledger's connection; completed in the acknowledgement, never written ahead.
+      const ahead = withRecord.filter((a) => a[1] === CompletionWriter.scriptSha);
+      const ack = withRecord.at(-1) ?? [];
+      expect({ id: job.id, ahead: ahead.length, lastIsAck: ack.includes(jobKey) && ack.includes('tw:af:completed') }).toEqual({ id: job.id, ahead: 0, lastIsAck: true });
+      expect(await eo.ledger.inspect(`af.keyed@k${String(job.data.i)}`)).toMatchObject({ state: 'done', result: { i: job.data.i } });
+    }
+  });
+
+  it('acknowledges a job whose BullMQ lock was lost while no one else took it', async () => {
+    const queue = new Queue('af', { connection: server.client(), prefix: 'tw' });
+    try {
+      const job = await queue.add('af.lock-lost', {});
+      await drain(1);
+      expect(await queue.getJobState(String(job.id))).toBe('completed');
+      expect(await redis.exists(`${jobRecordKey('tw', 'af', String(job.id))}:lock`)).toBe(0);
+      expect(await redis.sismember('tw:af:stalled', String(job.id))).toBe(0);
+    } finally {
+      await queue.close();
+    }
+  });
+
+  it('is recorded before its acknowledgement when many jobs finish together, in it or ahead of it', async () => {
+    const queue = new Queue('af', { connection: server.client(), prefix: 'tw' });
+    try {
+      const jobs = await queue.addBulk(Array.from({ length: 200 }, (_, i) => ({ name: 'af.noop', data: { i } })));
+      await drain(jobs.length, 20);
+      for (const job of jobs) {
+        expect((await redis.hget(jobRecordKey('tw', 'af', String(job.id)), 'tw')) ?? '').toMatch(new RegExp(`^d\\|[^|]+\\|\\d+\\|1\\|.*"i":${String(job.data.i)}`));
+      }
+    } finally {
+      await queue.close();
+    }
+  });
+
+  it('refused there (another delivery holds the run) is counted, and the job is still acknowledged', async () => {
+    const queue = new Queue('af', { connection: server.client(), prefix: 'tw' });
+    try {
+      const job = await queue.add('af.noop', { i: 7 });
+      const place = { kind: 'job', jobKey: jobRecordKey('tw', 'af', String(job.id)) } as const;
+      expect((await eo.ledger.claim(`af.noop#${job.id}`, place, 'other')).kind).toBe('claimed');
+      const before = await unclaimed();
+      await drain(1);
+      await waitFor(async () => (await unclaimed()) === before + 1, { timeoutMs: 5_000, what: 'the refused completion counted' });
+      expect(await eo.ledger.inspect(`af.noop#${job.id}`, place)).toMatchObject({ state: 'running', owner: 'other' });
+      expect(await queue.getJobState(String(job.id))).toBe('completed');
+    } finally {
+      await queue.close();
+    }
+  });
+
+  it('is written anyway when BullMQ does not acknowledge the job in the same turn', async () => {
+    const queue = new Queue('af', { connection: server.client(), prefix: 'tw' });
+    const worker = new Worker('af', null, { connection: server.client(), prefix: 'tw' });
+    try {
+      const job = await queue.add('af.noop', { i: 9 });
+      const conn = await ackConnectionOf(worker);
+      if (!conn) throw new Error('no connection');
+      expect(foldAcks(conn)).toBe(true);
+      const jobKey = jobRecordKey('tw', 'af', String(job.id));
+      const outcomes: unknown[] = [];
+      // As recordUnclaimed sends it: mode, owner, encoded result; no moveToFinished follows.
+      await completionWriter(conn).complete(jobKey, ['j', 'me', JSON.stringify({ i: 9 })], (r) => outcomes.push(r), 'completeUnclaimed');
+      await waitFor(async () => outcomes.length === 1, { timeoutMs: 5_000, what: 'the completion written' });
+      expect(outcomes).toEqual([1]);
+      expect(await redis.hget(jobKey, 'tw')).toMatch(/^d\|me\|\d+\|1\|/);
+    } finally {
+      await worker.close();
+      await queue.close();
+    }
+  });
+});
