@@ -6,3 +6,4 @@ export * from './env.js';
 export * from './dead-letter.js';
 export * from './thrown-value.js';
 export * from './recovery/recovery.js';
+export * from './running-jobs.js';

@@ -23,6 +23,10 @@ export class RunningJobs {
     if (runs?.get(run.jobId) === run) runs.delete(run.jobId);
   }
 
+  has(queue: string, jobId: string): boolean {
+    return this.byQueue.get(queue)?.has(jobId) ?? false;
+  }
+
   /** Aborts the job if this process runs it; true when it did (in place of BullMQ's `worker.cancelJob`). */
   cancel(queue: string, jobId: string, reason: string): boolean {
     const run = this.byQueue.get(queue)?.get(jobId);

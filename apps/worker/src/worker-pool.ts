@@ -52,6 +52,8 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   const ledgerRedis = createRedis(opts.redisTarget, 'command');
   if (opts.outage) opts.outage.watch(ledgerRedis);
   else ledgerRedis.on('error', (err) => opts.log.warn({ err: { message: err.message } }, 'ledger redis connection error'));
+  // Aborts reach running jobs through this, not BullMQ's cancelJob (processor.ts says why).
+  const running = new RunningJobs();
   // Recovery: a per-process heartbeat; a dead process's jobs and runs are taken over (recovery/recovery.ts).
   const recovery = createRecovery({
     redisTarget: opts.redisTarget,
@@ -60,6 +62,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     deadAfterMs: opts.deadAfterMs,
     leaseMs: opts.lockDurationMs ?? 30_000,
     maxStalledCount: opts.maxStalledCount ?? 2,
+    isRunning: (queue, jobId) => running.has(queue, jobId),
     log: opts.log,
     outage: opts.outage,
   });
@@ -71,8 +74,6 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     ...(opts.unfinishedRunTtlMs !== undefined && { unfinishedTtlMs: opts.unfinishedRunTtlMs }),
   });
   const byQueue = new Map<string, Worker>();
-  // Aborts reach running jobs through this, not BullMQ's cancelJob (processor.ts says why).
-  const running = new RunningJobs();
   // One subscriber connection for the process: a cancel request aborts the job wherever it runs.
   const cancels = startCancelListener({
     redisTarget: opts.redisTarget,
@@ -98,7 +99,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
       ...limiterOf(opts.catalog.rateLimitOf(queue)),
     });
     byQueue.set(queue, worker);
-    recovery.track(worker, queue);
+    recovery.track(worker, queue, connection);
     opts.deadLetter?.attach(worker);
     // Connection errors during an outage are the outage log's (once, then a summary), not one line each.
     worker.on('error', (err) => {

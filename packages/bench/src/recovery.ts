@@ -20,7 +20,7 @@
 import { createCatalog, createExactlyOnce, createRedis, defineJob, type Enqueue } from '@tickwork/runtime';
 import { appEntry, fixtureModule, freePort, startApp, startRedisServer, waitFor, type AppProcess } from '@tickwork/testkit';
 import { gated, RC_KEYS, RC_QUEUE } from '@tickwork/testkit/fixtures/recovery-catalog';
-import { ackConnectionOf, createProcessor, createRecovery, type Recovery } from '@tickwork/worker';
+import { ackConnectionOf, createProcessor, createRecovery, RunningJobs, type Recovery } from '@tickwork/worker';
 import { Queue, Worker } from 'bullmq';
 import { pino } from 'pino';
 import { z } from 'zod';
@@ -100,9 +100,12 @@ async function keepAlive(s: SetUp): Promise<{ traffic: Traffic; finish: () => Pr
   const blocking = createRedis(server.url, 'blocking');
   const queue = new Queue(hold.queue, { connection: command, prefix: PREFIX });
   let recovery: Recovery | undefined;
-  if (s.heartbeat) recovery = createRecovery({ redisTarget: server.url, prefix: PREFIX, leaseMs: s.lockMs, maxStalledCount: 2, log: silent });
+  const running = new RunningJobs();
+  if (s.heartbeat) {
+    recovery = createRecovery({ redisTarget: server.url, prefix: PREFIX, leaseMs: s.lockMs, maxStalledCount: 2, isRunning: (q, id) => running.has(q, id), log: silent });
+  }
   const exactlyOnce = createExactlyOnce(ledgerRedis, { prefix: PREFIX, leaseMs: s.lockMs, ...(recovery && { liveness: recovery.registry }) });
-  const processor = createProcessor({ catalog, redis: command, enqueue, log: silent, exactlyOnce, ackConnectionOf: () => ackConnectionOf(worker) });
+  const processor = createProcessor({ catalog, redis: command, enqueue, log: silent, exactlyOnce, running, ackConnectionOf: () => ackConnectionOf(worker) });
   const startedAt = performance.now();
   const worker: Worker = new Worker(hold.queue, processor, {
     connection: blocking,
@@ -112,7 +115,7 @@ async function keepAlive(s: SetUp): Promise<{ traffic: Traffic; finish: () => Pr
     stalledInterval: s.stalledMs,
     maxStalledCount: 2,
   });
-  recovery?.track(worker, hold.queue);
+  recovery?.track(worker, hold.queue, blocking);
   recovery?.start();
   let lockRenewals = 0;
   worker.on('locksRenewed', ({ count }: { count: number }) => (lockRenewals += count));

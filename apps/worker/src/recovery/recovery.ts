@@ -1,5 +1,6 @@
-import { createRedis, WorkerRegistry, type Logger, type RedisOutageLog, type RedisTarget } from '@tickwork/runtime';
+import { createRedis, WorkerRegistry, type Logger, type RedisClient, type RedisOutageLog, type RedisTarget } from '@tickwork/runtime';
 import type { Worker } from 'bullmq';
+import { watchLostDeliveries, type LostDeliveryCheck } from './lost-deliveries.js';
 import { createReaper } from './reaper.js';
 
 /** Defaults of WORKER_HEARTBEAT_MS and WORKER_DEAD_AFTER_MS (env.ts, README "Recovery after a crash"). */
@@ -15,6 +16,8 @@ export interface RecoveryOptions {
   /** The ledger lease: a dead process is remembered at least this long past its death (see WorkerRegistry). */
   leaseMs: number;
   maxStalledCount: number;
+  /** Whether this process is running a job (running-jobs.ts), for the lost-delivery check. */
+  isRunning: (queue: string, jobId: string) => boolean;
   log: Logger;
   outage?: RedisOutageLog | undefined;
 }
@@ -22,8 +25,11 @@ export interface RecoveryOptions {
 /** The worker process's side of the registry: its heartbeat and its reaper (see worker-registry.ts, reaper.ts). */
 export interface Recovery {
   registry: WorkerRegistry;
-  /** Registers a BullMQ Worker: its jobs are taken back if this process dies, and it takes back dead Workers' jobs of its queue. */
-  track(worker: Worker, queue: string): void;
+  /**
+   * Registers a BullMQ Worker: its jobs are taken back if this process dies, it takes back dead Workers' jobs
+   * of its queue, and jobs delivered to it whose delivery was lost when `connection` failed (lost-deliveries.ts).
+   */
+  track(worker: Worker, queue: string, connection: RedisClient): void;
   start(): void;
   /** `deregister`: a clean stop (see WorkerRegistry.stop). */
   stop(deregister: boolean): Promise<void>;
@@ -46,6 +52,7 @@ export function createRecovery(opts: RecoveryOptions): Recovery {
     outage: opts.outage,
   });
   const byQueue = new Map<string, Worker>();
+  const lost: LostDeliveryCheck[] = [];
   const reap = createReaper({
     redis,
     prefix: opts.prefix,
@@ -56,14 +63,27 @@ export function createRecovery(opts: RecoveryOptions): Recovery {
   });
   return {
     registry,
-    track(worker, queue) {
+    track(worker, queue, connection) {
       byQueue.set(queue, worker);
       registry.track(worker.id, queue);
+      lost.push(
+        watchLostDeliveries({
+          redis,
+          worker,
+          queue,
+          connection,
+          isRunning: (jobId) => opts.isRunning(queue, jobId),
+          everyMs: opts.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
+          windowMs: opts.leaseMs,
+          log: opts.log,
+        }),
+      );
     },
     start() {
       void registry.start(reap);
     },
     async stop(deregister) {
+      for (const check of lost.splice(0)) check.stop();
       await registry.stop(deregister);
       redis.disconnect();
     },

@@ -5,7 +5,8 @@
  * Nothing is lost, no effect happens twice, every occurrence is run once or recorded. Each queue's pause
  * in processing is measured and printed, not asserted.
  */
-import { createCatalog, createLogger, createSchedules, dlqName, jobOptions, QueueSet, readHistory, type RedisClient } from '@tickwork/runtime';
+import { createCatalog, createLogger, createSchedules, dlqName, jobKeyOf, jobOptions, keyspaceOn, QueueSet, readHistory, type RedisClient } from '@tickwork/runtime';
+import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type AppProcess } from '../app-process.js';
 import { CHAOS_KEYS, CHAOS_QUEUES, catalog, chaosTenant } from '../fixtures/cluster-chaos-catalog.js';
@@ -58,6 +59,25 @@ const lastWords = (app: AppProcess) => {
   return `its warnings and errors (last 30 of ${warned.length}):\n${warned.slice(-30).map((l) => JSON.stringify(l)).join('\n')}\nits last lines:\n${app.lines.slice(-30).join('\n')}`;
 };
 
+/** The work jobs with no effect yet (the first few per queue), each with its state in BullMQ and its lock. */
+const missingWork = async () => {
+  const lines: string[] = [];
+  for (const q of CHAOS_QUEUES) {
+    const seen = await effects(q);
+    const missing = jobsOf(q, shares.get(q) ?? 0).filter((id) => !seen[workKey(q, id)]);
+    const shown = await Promise.all(
+      missing.slice(0, 5).map(async (id) => {
+        const job = queues.get(q);
+        const key = jobKeyOf(keyspaceOn(redis, PREFIX, q), q, id);
+        const [state, lock, lockMs, hash] = await Promise.all([job.getJobState(id), redis.get(`${key}:lock`), redis.pttl(`${key}:lock`), redis.hgetall(key)]);
+        return `${id} ${state} lock=${lock ?? '-'} (${lockMs} ms) stc=${hash.stc ?? 0} ats=${hash.ats ?? '-'} failedReason=${hash.failedReason ?? '-'}`;
+      }),
+    );
+    lines.push(`${q}: ${missing.length} missing${shown.length ? `: ${shown.join('; ')}` : ''}`);
+  }
+  return lines.join('\n');
+};
+
 /** Work job id -> its queue: `a-17` is the 18th job of chaos-a. */
 const jobsOf = (queue: string, count: number) => Array.from({ length: count }, (_, n) => `${queue.slice(-1)}-${n}`);
 const shares = new Map<string, number>(CHAOS_QUEUES.map((q) => [q, JOBS_PER_QUEUE]));
@@ -79,6 +99,9 @@ describe.each([true, false])('a Redis Cluster master killed -9 under load (clust
     queues = new QueueSet(redis, PREFIX, log);
   });
   afterAll(async () => {
+    // CHAOS_LOG_DIR=<dir>: every app's output is kept there, one file per app, for a run worth reading.
+    const dir = process.env.CHAOS_LOG_DIR;
+    if (dir) apps.forEach((a, i) => writeFileSync(`${dir}/${requireFullCoverage ? 'yes' : 'no'}-${i}.log`, a.lines.join('\n')));
     await Promise.all(apps.splice(0).map((a) => a.stop('SIGKILL')));
     await queues?.close();
     await target?.stop();
@@ -124,7 +147,9 @@ describe.each([true, false])('a Redis Cluster master killed -9 under load (clust
 
     // Every work job's effect, and scheduled runs going on after the failover.
     const done = async () => (await Promise.all(CHAOS_QUEUES.map(async (q) => Object.keys(await effects(q)).filter((k) => k.startsWith('chaos.work-')).length))).reduce((a, b) => a + b, 0);
-    await waitFor(async () => (await done()) >= TOTAL, { timeoutMs: 120_000, intervalMs: 250, what: `all ${TOTAL} effects` });
+    await waitFor(async () => (await done()) >= TOTAL, { timeoutMs: 120_000, intervalMs: 250, what: `all ${TOTAL} effects` }).catch(async (err: Error) => {
+      throw new Error(`${err.message}; ${await missingWork()}`);
+    });
     const ticksAfter = async () => redis.zcount(CHAOS_KEYS.doneAt('chaos-b'), promotedAt + 2000, '+inf');
     await waitFor(async () => (await ticksAfter()) >= 3, { timeoutMs: 30_000, what: 'catalog ticks after the failover' });
     expect(await scheduler.stop('SIGTERM'), lastWords(scheduler)).toBe(0);
