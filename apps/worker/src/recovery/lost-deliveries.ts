@@ -1,5 +1,6 @@
 import type { Logger, RedisClient } from '@tickwork/runtime';
 import { Job, type Worker } from 'bullmq';
+import { activeLockedBy } from './reaper.js';
 
 export interface LostDeliveryOptions {
   /** Recovery's own connection (recovery.ts), for the scans and the takeback. */
@@ -42,7 +43,6 @@ export interface LostDeliveryCheck {
  */
 export function watchLostDeliveries(opts: LostDeliveryOptions): LostDeliveryCheck {
   const { worker } = opts;
-  const ours = `${worker.id}:`;
   let armedUntil = 0;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
@@ -61,7 +61,9 @@ export function watchLostDeliveries(opts: LostDeliveryOptions): LostDeliveryChec
     timer = undefined;
     try {
       const next = new Set<string>();
-      for (const { id, token } of await orphans(opts, ours)) {
+      // Locked with this Worker's token, and not running here.
+      const orphaned = await activeLockedBy(opts.redis, worker, worker.id, (id) => !opts.isRunning(id));
+      for (const { id, token } of orphaned) {
         const key = `${id} ${token}`;
         if (!seen.has(key)) next.add(key);
         else
@@ -90,22 +92,6 @@ export function watchLostDeliveries(opts: LostDeliveryOptions): LostDeliveryChec
       for (const e of events) opts.connection.off(e, arm);
     },
   };
-}
-
-/** The queue's active jobs locked with this Worker's token that this process is not running. */
-async function orphans(opts: LostDeliveryOptions, ours: string): Promise<{ id: string; token: string }[]> {
-  const { worker } = opts;
-  const active = await opts.redis.lrange(worker.keys.active as string, 0, -1);
-  const found: { id: string; token: string }[] = [];
-  for (let i = 0; i < active.length; i += 500) {
-    const ids = active.slice(i, i + 500);
-    const tokens = await opts.redis.mget(ids.map((id) => `${worker.toKey(id)}:lock`));
-    ids.forEach((id, k) => {
-      const token = tokens[k];
-      if (token?.startsWith(ours) && !opts.isRunning(id)) found.push({ id, token });
-    });
-  }
-  return found;
 }
 
 async function takeBack(opts: LostDeliveryOptions, id: string, token: string): Promise<void> {

@@ -57,18 +57,33 @@ async function reapWorker(opts: ReaperOptions, d: DeadWorker): Promise<void> {
   if (!worker) return;
   const guard = await opts.redis.set(`${opts.prefix}:meta:reaping:${d.workerId}`, '1', 'PX', 10_000, 'NX');
   if (guard !== 'OK') return;
-  const active = await opts.redis.lrange(worker.keys.active as string, 0, -1);
+  const held = await activeLockedBy(opts.redis, worker, d.workerId);
+  for (const { id, token } of held) await takeBack(opts, worker, d, id, token);
+  await opts.redis.zrem(opts.registryKey, d.member);
+}
+
+/**
+ * The active jobs of `worker`'s queue whose BullMQ lock a Worker holds (every lock token starts with its
+ * Worker's id), optionally only those `keep` accepts. One LRANGE, then the locks 500 at a time (one slot on
+ * a cluster: a queue's keys share its tag).
+ */
+export async function activeLockedBy(
+  redis: RedisClient,
+  worker: Worker,
+  workerId: string,
+  keep: (jobId: string) => boolean = () => true,
+): Promise<{ id: string; token: string }[]> {
+  const active = await redis.lrange(worker.keys.active as string, 0, -1);
   const held: { id: string; token: string }[] = [];
   for (let i = 0; i < active.length; i += 500) {
     const ids = active.slice(i, i + 500);
-    const tokens = await opts.redis.mget(ids.map((id) => `${worker.toKey(id)}:lock`));
+    const tokens = await redis.mget(ids.map((id) => `${worker.toKey(id)}:lock`));
     ids.forEach((id, k) => {
       const token = tokens[k];
-      if (token?.startsWith(`${d.workerId}:`)) held.push({ id, token });
+      if (token?.startsWith(`${workerId}:`) && keep(id)) held.push({ id, token });
     });
   }
-  for (const { id, token } of held) await takeBack(opts, worker, d, id, token);
-  await opts.redis.zrem(opts.registryKey, d.member);
+  return held;
 }
 
 async function takeBack(opts: ReaperOptions, worker: Worker, d: DeadWorker, id: string, token: string): Promise<void> {

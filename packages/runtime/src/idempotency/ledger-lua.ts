@@ -226,13 +226,18 @@ export function parseRecord(raw: string): { state: 'r' | 'i' | 'd'; owner: strin
 
 /**
  * A completion in BullMQ's own acknowledgement (ack-fold.ts): the completion runs first, as it would
- * written ahead, then BullMQ's moveToFinished script, unchanged, as a function whose KEYS and ARGV are its
- * own. KEYS: BullMQ's, then the record's key. ARGV: BullMQ's, then the completion's op code and arguments,
+ * written ahead, then BullMQ's moveToFinished script, unchanged, as a function (its KEYS and ARGV: below). KEYS: BullMQ's, then the record's key. ARGV: BullMQ's, then the completion's op code and arguments,
  * then the count of those. Replies {completion's reply, BullMQ's reply}. BullMQ's KEYS[2] (active list),
  * KEYS[12] (the job's key), ARGV[1] (job id), ARGV[5] (target) and ARGV[8] (its options, msgpack) are read
  * for the lock below; ack-fold.test.ts breaks if a BullMQ release moves them.
  */
 export function ackFoldLua(moveToFinished: string): string {
+  // BullMQ's script reads its KEYS and ARGV by index, so it is handed the fold's own, whose extra entries
+  // (the record's key, the completion's words) come after its: no copies per call (paired runs measured
+  // them at a few µs of Redis time per acknowledgement). A release whose script sizes or walks them gets
+  // exact copies instead.
+  const sized = /#\s*(KEYS|ARGV)\b|unpack\(\s*(KEYS|ARGV)\s*\)|pairs\(\s*(KEYS|ARGV)\s*\)/.test(moveToFinished);
+  const call = sized ? 'moveToFinished({unpack(KEYS, 1, #KEYS - 1)}, {unpack(ARGV, 1, base)})' : 'moveToFinished(KEYS, ARGV)';
   return `${PRELUDE}local ops = {}
 ${OP_COMPLETE}
 local n = #ARGV
@@ -254,6 +259,6 @@ end
 local function moveToFinished(KEYS, ARGV)
 ${moveToFinished}
 end
-return {reply, moveToFinished({unpack(KEYS, 1, #KEYS - 1)}, {unpack(ARGV, 1, base)})}
+return {reply, ${call}}
 `;
 }
