@@ -79,7 +79,6 @@ export function watchLostDeliveries(opts: LostDeliveryOptions): LostDeliveryChec
       armedUntil = Math.max(armedUntil, Date.now() + opts.everyMs);
     }
     if (Date.now() < armedUntil || seen.size > 0) schedule();
-    else seen = new Set();
   }
 
   const events = ['error', 'close', 'node error', '-node'] as const;

@@ -226,8 +226,9 @@ export function parseRecord(raw: string): { state: 'r' | 'i' | 'd'; owner: strin
 
 /**
  * A completion in BullMQ's own acknowledgement (ack-fold.ts): the completion runs first, as it would
- * written ahead, then BullMQ's moveToFinished script, unchanged, as a function (its KEYS and ARGV: below). KEYS: BullMQ's, then the record's key. ARGV: BullMQ's, then the completion's op code and arguments,
- * then the count of those. Replies {completion's reply, BullMQ's reply}. BullMQ's KEYS[2] (active list),
+ * written ahead, then BullMQ's moveToFinished script, unchanged, as a function (its KEYS and ARGV: below).
+ * KEYS: BullMQ's, then the record's key. ARGV: BullMQ's, then the completion's op code and arguments, then
+ * the count of those. Replies {completion's reply, BullMQ's reply}. BullMQ's KEYS[2] (active list),
  * KEYS[12] (the job's key), ARGV[1] (job id), ARGV[5] (target) and ARGV[8] (its options, msgpack) are read
  * for the lock below; ack-fold.test.ts breaks if a BullMQ release moves them.
  */

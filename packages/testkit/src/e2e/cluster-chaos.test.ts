@@ -67,9 +67,8 @@ const missingWork = async () => {
     const missing = jobsOf(q, shares.get(q) ?? 0).filter((id) => !seen[workKey(q, id)]);
     const shown = await Promise.all(
       missing.slice(0, 5).map(async (id) => {
-        const job = queues.get(q);
         const key = jobKeyOf(keyspaceOn(redis, PREFIX, q), q, id);
-        const [state, lock, lockMs, hash] = await Promise.all([job.getJobState(id), redis.get(`${key}:lock`), redis.pttl(`${key}:lock`), redis.hgetall(key)]);
+        const [state, lock, lockMs, hash] = await Promise.all([queues.get(q).getJobState(id), redis.get(`${key}:lock`), redis.pttl(`${key}:lock`), redis.hgetall(key)]);
         return `${id} ${state} lock=${lock ?? '-'} (${lockMs} ms) stc=${hash.stc ?? 0} ats=${hash.ats ?? '-'} failedReason=${hash.failedReason ?? '-'}`;
       }),
     );
