@@ -7,3 +7,4 @@ export * from './dead-letter.js';
 export * from './thrown-value.js';
 export * from './recovery/recovery.js';
 export * from './running-jobs.js';
+export { soleDeliveryCheck, TickworkWorker, type SoleDeliveryOptions } from './recovery/sole-delivery.js';

@@ -30,6 +30,12 @@ export interface ProcessorDeps {
   cancels?: CancelListener;
   /** The running jobs, for cancels and shutdown to abort (running-jobs.ts); without it nothing aborts a run from outside. */
   running?: RunningJobs;
+  /**
+   * Whether a job's delivery is provably its only one (recovery/sole-delivery.ts): then a `ctx.step` on its
+   * first delivery runs without claiming the run first, the claim riding with the step's record. Without it,
+   * such a step claims first.
+   */
+  soleDelivery?: (job: Job) => boolean;
 }
 
 /** The result a late occurrence dropped by its missed-run policy completes with (also in the ledger). */

@@ -1,10 +1,11 @@
 import { createExactlyOnce, createRedis, keyspaceOn, isCancellationReason, type HealthCheck, type RedisOutageLog, type RedisClient, type RedisTarget } from '@tickwork/runtime';
-import { Worker } from 'bullmq';
+import type { Worker } from 'bullmq';
 import { startCancelListener } from './cancel-listener.js';
 import type { DeadLetterRouting } from './dead-letter.js';
 import { createProcessor, type ProcessorDeps } from './processor.js';
 import { createRecovery } from './recovery/recovery.js';
 import { RunningJobs } from './running-jobs.js';
+import { soleDeliveryCheck, TickworkWorker } from './recovery/sole-delivery.js';
 
 export interface WorkerPoolOptions extends Omit<ProcessorDeps, 'redis' | 'exactlyOnce' | 'cancels'> {
   /** Where Redis is (REDIS_URL or the cluster), for the connections this opens. */
@@ -83,12 +84,14 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     outage: opts.outage,
     cancelRunning: (queue, jobId, reason) => running.cancel(queue, jobId, reason),
   });
-  const processor = createProcessor({ ...opts, exactlyOnce, cancels, running, ackConnectionOf: (queue) => ackConnectionOf(byQueue.get(queue)) });
+  const soleDelivery = soleDeliveryCheck({ lockDurationMs: opts.lockDurationMs ?? 30_000, recovery });
+  const processor = createProcessor({ ...opts, exactlyOnce, cancels, running, soleDelivery, ackConnectionOf: (queue) => ackConnectionOf(byQueue.get(queue)) });
   const queues = opts.queues ?? opts.catalog.queues;
   const workers = queues.map((queue) => {
     const connection = createRedis(opts.redisTarget, 'blocking');
     opts.outage?.watch(connection);
-    const worker = new Worker(queue, processor, {
+    // A TickworkWorker notes which jobs' hashes held no run record when delivered (sole-delivery.ts).
+    const worker: Worker = new TickworkWorker(queue, processor, {
       connection,
       prefix: keyspaceOn(connection, opts.prefix, queue).bullPrefix,
       concurrency: opts.concurrency,

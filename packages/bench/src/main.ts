@@ -28,8 +28,8 @@
 import { createCatalog, createExactlyOnce, parseLedgerRecord, createRedis, defineJob, runExactlyOnce, scanKeys, type Enqueue, type ExactlyOnce } from '@tickwork/runtime';
 import type { RedisClient } from '@tickwork/runtime';
 import { startRedisServer } from '@tickwork/testkit';
-import { createProcessor } from '@tickwork/worker';
-import type { Job } from 'bullmq';
+import { createProcessor, soleDeliveryCheck, TickworkWorker } from '@tickwork/worker';
+import type { Job, Processor, Worker, WorkerOptions } from 'bullmq';
 import { pino } from 'pino';
 import { z } from 'zod';
 import { measure, median, type Measured, type ProcessorFor } from './measure.js';
@@ -73,7 +73,7 @@ interface Series {
   modes: Record<string, Mode>;
 }
 /** A BullMQ Worker with `processor` drains jobs named `job` (measure.ts), or a peer drains its own queue (`drain`). */
-type Mode = { job: string; processor: ProcessorFor; after?: (jobs: number) => Promise<void> } | { drain: (jobs: number) => Promise<Measured> };
+type Mode = { job: string; processor: ProcessorFor; after?: (jobs: number) => Promise<void>; worker?: new (name: string, processor: Processor, opts: WorkerOptions) => Worker } | { drain: (jobs: number) => Promise<Measured> };
 interface SeriesResult {
   rates: Record<string, number[]>;
   /** Per mode: its jobs/s over the baseline's, per round. */
@@ -90,7 +90,10 @@ async function main(): Promise<void> {
   const enqueue: Enqueue = async () => {
     throw new Error('the bench jobs enqueue nothing');
   };
-  const tickwork: ProcessorFor = (ack) => createProcessor({ catalog, redis: command, enqueue, log: silent, exactlyOnce, ackConnectionOf: ack });
+  // As the worker app makes it (worker-pool.ts), without recovery: the bench has no reaper, so BullMQ's
+  // lock (its default, 30 s) is all that could deliver a job again.
+  const soleDelivery = soleDeliveryCheck({ lockDurationMs: 30_000 });
+  const tickwork: ProcessorFor = (ack) => createProcessor({ catalog, redis: command, enqueue, log: silent, exactlyOnce, soleDelivery, ackConnectionOf: ack });
   const bare: ProcessorFor = () => async () => null;
   const clearWritten = (jobs: number) => clearKeys(command, written('*'), jobs);
   const noopModes = (withLedger: boolean): Series['modes'] => ({
@@ -99,7 +102,7 @@ async function main(): Promise<void> {
       floor: { job: noop.name, processor: () => async () => (await command.ping(), null) },
       ledger: { job: noop.name, processor: ledgerMode(exactlyOnce), after: (jobs: number) => checkAndClearLedger(command, exactlyOnce, jobs) },
     }),
-    tickwork: { job: noop.name, processor: tickwork },
+    tickwork: { job: noop.name, processor: tickwork, worker: TickworkWorker },
   });
   // pg-boss is a mode of the concurrency-50 series, so its rounds are paired with tickwork's (target 5).
   const pgboss = await openPgBossBench();
@@ -114,8 +117,8 @@ async function main(): Promise<void> {
       jobs: JOBS,
       modes: {
         bare: { job: noop.name, processor: () => async (job: Job) => (await command.set(written(job.id), '1'), null), after: clearWritten },
-        'redisStep': { job: redisStepWrite.name, processor: tickwork, after: clearWritten },
-        'step': { job: stepWrite.name, processor: tickwork, after: clearWritten },
+        'redisStep': { job: redisStepWrite.name, processor: tickwork, after: clearWritten, worker: TickworkWorker },
+        'step': { job: stepWrite.name, processor: tickwork, after: clearWritten, worker: TickworkWorker },
       },
     },
   ];
@@ -177,7 +180,7 @@ async function runSeries(url: string, s: Series, nextQueue: () => string, ledger
       let m: Measured;
       if ('drain' in mode) m = await mode.drain(jobs);
       else {
-        m = await measure(url, nextQueue(), mode.job, mode.processor, jobs, s.concurrency, ledgerSent);
+        m = await measure(url, nextQueue(), mode.job, mode.processor, jobs, s.concurrency, ledgerSent, mode.worker);
         await mode.after?.(jobs);
       }
       round[name] = m.rate;

@@ -4,7 +4,7 @@
  */
 import { completionWriter, createRedis, type RedisClient } from '@tickwork/runtime';
 import { ackConnectionOf } from '@tickwork/worker';
-import { Queue, Worker, type Processor } from 'bullmq';
+import { Queue, Worker, type Processor, type WorkerOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 
 export const PREFIX = 'bench';
@@ -45,6 +45,8 @@ export async function measure(
   jobs: number,
   concurrency: number,
   ledgerSent: { batches: number; ops: number },
+  /** tickwork's modes run on its own Worker class, as the worker app does (TickworkWorker). */
+  workerClass: new (name: string, processor: Processor, opts: WorkerOptions) => Worker = Worker,
 ): Promise<Measured> {
   const producer = createRedis(url, 'command');
   const queue = new Queue(queueName, { connection: producer, prefix: PREFIX });
@@ -62,7 +64,7 @@ export async function measure(
   const sent0 = commandsSent;
   const ledger0 = ledgerSent.ops - ledgerSent.batches;
   const blocking = createRedis(url, 'blocking');
-  const worker: Worker = new Worker(queueName, processorFor(() => ackConnectionOf(worker)), { connection: blocking, prefix: PREFIX, concurrency });
+  const worker: Worker = new workerClass(queueName, processorFor(() => ackConnectionOf(worker)), { connection: blocking, prefix: PREFIX, concurrency });
   worker.on('completed', () => {
     if (++done === jobs) finish();
   });

@@ -1,7 +1,7 @@
 /**
  * A master that stops answering (SIGSTOP: a frozen host, before any failover) holds up only the queues it
- * serves. A worker process serves alpha and delta, on different masters; one of alpha's runs asks for its
- * claim while alpha's master is frozen, and delta's runs, claimed up front with a step each, still
+ * serves. A worker process serves alpha and delta, on different masters; one of alpha's runs waits for its
+ * step's record while alpha's master is frozen, and delta's runs, claimed up front with a step each, still
  * complete meanwhile. Once the master answers again, alpha's run completes too.
  */
 import { createEnqueue, type QueueSet, type RedisClient } from '@tickwork/runtime';
@@ -44,8 +44,8 @@ it("a frozen master holds up only its own queues: the other queue's runs are cla
 
   alphaMaster.pause();
   await redis.set(GATE_KEY, '1');
-  // Past the gate, the run's step claims the run first: that claim waits on alpha's frozen master.
-  await waitFor(async () => (await redis.get(GATED_STATE_KEY)) === 'claiming', { timeoutMs: 10_000, what: 'the gated run asking for its claim' });
+  // Past the gate, the run's second step records itself: that write waits on alpha's frozen master.
+  await waitFor(async () => (await redis.get(GATED_STATE_KEY)) === 'claiming', { timeoutMs: 10_000, what: 'the gated run past its gate' });
   for (let i = 0; i < JOBS; i++) await enqueue(keyed, { i });
   await waitFor(async () => (await delta.getCompletedCount()) === JOBS, { timeoutMs: 30_000, what: `all ${JOBS} of delta's runs completed while alpha's master is frozen` });
   const results = (await delta.getJobs(['completed'], 0, JOBS)).map((j) => j.returnvalue as { i: number; doubled: number });

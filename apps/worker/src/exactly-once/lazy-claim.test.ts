@@ -153,6 +153,98 @@ describe('a lazily claimed run', () => {
   });
 });
 
+/**
+ * A delivery the worker judges sole (recovery/sole-delivery.ts: no run record in the job's hash when it was
+ * delivered, nothing can have delivered it again since): its steps run without claiming first, and the
+ * claim rides with the record.
+ */
+describe('a lazily claimed run on a sole delivery', () => {
+  const sole = (opts: RunExactlyOnceOptions, isSole: () => boolean = () => true): RunExactlyOnceOptions => Object.assign({}, opts, { deliveryIsSole: isSole });
+
+  /** Runs `body` watching Redis with MONITOR; returns the commands clients sent (not those scripts ran). */
+  async function watched<T>(body: () => Promise<T>): Promise<{ value: T; commands: string[][] }> {
+    const commands: string[][] = [];
+    const monitor = await server.client().monitor();
+    monitor.on('monitor', (_t: string, args: string[], source: string) => source !== 'lua' && commands.push(args));
+    try {
+      const value = await body();
+      await redis.ping(); // MONITOR lines arrive in order: this one's shows the run's have all arrived
+      await waitFor(async () => commands.some((c) => c[0]?.toLowerCase() === 'ping'), { timeoutMs: 5_000, what: 'the last MONITOR line' });
+      return { value, commands };
+    } finally {
+      monitor.disconnect();
+    }
+  }
+
+  it("runs a step at once; its claim and record ride with the completion: one ledger write after the effect", async () => {
+    const { key, place, opts } = await newRun();
+    const effect = `lz:effects:${key}`;
+    const { value, commands } = await watched(() => runExactlyOnce(eo, sole(opts), async (run) => run.step('charge', () => redis.incr(effect))));
+    expect(value).toBe(1);
+    expect(await redis.get(effect)).toBe('1');
+    expect(await ledger.inspect(key, place)).toMatchObject({ state: 'done', claims: 1, result: 1 });
+    const ledgerWrites = commands.filter((c) => /^eval(sha)?$/i.test(c[0] ?? '') && c.includes(place.jobKey));
+    expect(ledgerWrites).toHaveLength(1);
+    const effectAt = commands.findIndex((c) => c[0]?.toLowerCase() === 'incr' && c[1] === effect);
+    expect(effectAt).toBeGreaterThanOrEqual(0);
+    expect(commands.indexOf(ledgerWrites[0] as string[])).toBeGreaterThan(effectAt);
+  });
+
+  it("records a step (with the claim) before the handler's next step starts", async () => {
+    const { key, place, opts } = await newRun();
+    let seenBySecond: unknown;
+    const result = await runExactlyOnce(eo, sole(opts), async (run) => {
+      await run.step('first', () => redis.incr(`lz:effects:${key}`));
+      return run.step('second', async () => (seenBySecond = await ledger.inspect(key, place)));
+    });
+    expect(seenBySecond).toMatchObject({ state: 'running', claims: 1, steps: { first: 1 } });
+    expect(result).toMatchObject({ state: 'running' });
+    expect(await ledger.inspect(key, place)).toMatchObject({ state: 'done', claims: 1 });
+  });
+
+  it('records a step run before the claim when the handler then waits, and when it fails: a retry does not run it again', async () => {
+    const { key, place, opts } = await newRun();
+    let seenWhileWaiting: unknown;
+    const failing = runExactlyOnce(eo, sole(opts), async (run) => {
+      await run.step('effect', () => redis.incr(`lz:effects:${key}`));
+      // The turn ends here: the step's record (with the claim) is written without waiting for the result.
+      await waitFor(async () => (seenWhileWaiting = await ledger.inspect(key, place))?.claims === 1, { timeoutMs: 5_000, what: 'the step recorded' });
+      throw new Error('boom');
+    });
+    await expect(failing).rejects.toThrow('boom');
+    expect(seenWhileWaiting).toMatchObject({ state: 'running', steps: { effect: 1 } });
+    expect(await ledger.inspect(key, place)).toMatchObject({ state: 'idle', claims: 1, steps: { effect: 1 } });
+
+    const failingAtOnce = await newRun();
+    await expect(runExactlyOnce(eo, sole(failingAtOnce.opts), async (run) => {
+      await run.step('effect', () => redis.incr(`lz:effects:${failingAtOnce.key}`));
+      throw new Error('boom');
+    })).rejects.toThrow('boom');
+    expect(await ledger.inspect(failingAtOnce.key, failingAtOnce.place)).toMatchObject({ state: 'idle', claims: 1, steps: { effect: 1 } });
+    // The retry (claimed up front) resumes from the recorded step.
+    let ranAgain = false;
+    const retry = { ...failingAtOnce.opts, lazy: false };
+    expect(await runExactlyOnce(eo, retry, async (run) => run.step('effect', async () => ((ranAgain = true), 99)))).toBe(1);
+    expect(ranAgain).toBe(false);
+    expect(await redis.get(`lz:effects:${failingAtOnce.key}`)).toBe('1');
+  });
+
+  it('asks whether the delivery is sole as each step starts: no longer sole, the step claims first and does not run on a run another delivery holds', async () => {
+    const { key, place, opts } = await newRun();
+    let isSole = true;
+    let stepRan = false;
+    const outcome = runExactlyOnce(eo, sole(opts, () => isSole), async (run) => {
+      // Meanwhile this delivery stalled, the job was delivered again, and the redelivery claimed the run.
+      expect((await ledger.claim(key, place, 'other')).kind).toBe('claimed');
+      isSole = false;
+      return run.step('effect', async () => (stepRan = true));
+    });
+    await expect(outcome).rejects.toBeInstanceOf(Deferred);
+    expect(stepRan).toBe(false);
+    expect(await ledger.inspect(key, place)).toMatchObject({ state: 'running', owner: 'other' });
+  });
+});
+
 describe('the worker: a stalled original and its redelivery', () => {
   /**
    * The original delivery (first start) waits inside its handler until released; meanwhile the job is

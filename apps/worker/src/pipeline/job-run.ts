@@ -95,6 +95,11 @@ export class JobRun implements AbortSource, RunExactlyOnceOptions {
     return this.deps.log.isLevelEnabled(level);
   }
 
+  /** RunExactlyOnceOptions.deliveryIsSole: asked as a lazily claimed run's step starts (ProcessorDeps.soleDelivery). */
+  deliveryIsSole(): boolean {
+    return this.deps.soleDelivery?.(this.job) === true;
+  }
+
   /** The overlap policy skipped this occurrence (claim applies the policy): its history records it. */
   onSkip(): Promise<void> | undefined {
     return this.history?.skippedOverlap('the previous run of the schedule was still running');

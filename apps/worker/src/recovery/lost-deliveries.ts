@@ -19,6 +19,8 @@ export interface LostDeliveryOptions {
 }
 
 export interface LostDeliveryCheck {
+  /** True while armed: this Worker's connection had trouble within the last lock duration. */
+  armed(): boolean;
   stop(): void;
 }
 
@@ -84,6 +86,7 @@ export function watchLostDeliveries(opts: LostDeliveryOptions): LostDeliveryChec
   const events = ['error', 'close', 'node error', '-node'] as const;
   for (const e of events) opts.connection.on(e, arm);
   return {
+    armed: () => Date.now() < armedUntil,
     stop() {
       stopped = true;
       if (timer) clearTimeout(timer);

@@ -31,6 +31,11 @@ export interface Recovery {
    */
   track(worker: Worker, queue: string, connection: RedisClient): void;
   start(): void;
+  /**
+   * Whether no one can have taken back a job delivered to `queue`'s Worker (sole-delivery.ts): this process
+   * certainly counts as alive, and that Worker's connection had no trouble lately.
+   */
+  certain(queue: string): boolean;
   /** `deregister`: a clean stop (see WorkerRegistry.stop). */
   stop(deregister: boolean): Promise<void>;
 }
@@ -52,7 +57,7 @@ export function createRecovery(opts: RecoveryOptions): Recovery {
     outage: opts.outage,
   });
   const byQueue = new Map<string, Worker>();
-  const lost: LostDeliveryCheck[] = [];
+  const lost = new Map<string, LostDeliveryCheck>();
   const reap = createReaper({
     redis,
     prefix: opts.prefix,
@@ -66,7 +71,8 @@ export function createRecovery(opts: RecoveryOptions): Recovery {
     track(worker, queue, connection) {
       byQueue.set(queue, worker);
       registry.track(worker.id, queue);
-      lost.push(
+      lost.set(
+        queue,
         watchLostDeliveries({
           redis,
           worker,
@@ -82,8 +88,12 @@ export function createRecovery(opts: RecoveryOptions): Recovery {
     start() {
       void registry.start(reap);
     },
+    certain(queue) {
+      return registry.certainlyAlive() && lost.get(queue)?.armed() === false;
+    },
     async stop(deregister) {
-      for (const check of lost.splice(0)) check.stop();
+      for (const check of lost.values()) check.stop();
+      lost.clear();
       await registry.stop(deregister);
       redis.disconnect();
     },

@@ -59,15 +59,17 @@ export const GATED_STATE_KEY = 'cl:{delta}:gated';
 export const GATE_KEY = 'cl:{delta}:gate';
 
 /**
- * A run on alpha that waits at a gate (GATE_KEY set) before its first step, so a test can stop alpha's
- * master while it runs: the step's claim then waits on that master. Its state (GATED_STATE_KEY): `waiting`
- * at the gate, `claiming` once past it, `done` once the step returned.
+ * A run on alpha that waits at a gate (GATE_KEY set) between two steps, so a test can stop alpha's master
+ * while it runs: the first step has claimed the run (its record and claim are written as the turn ends),
+ * and the second step's record then waits on that master. Its state (GATED_STATE_KEY): `waiting` at the
+ * gate, `claiming` once past it, `done` once the second step returned.
  */
 export const gated = defineJob({
   name: 'cl.gated',
   queue: 'alpha',
   schema: z.object({}),
   async handler(ctx) {
+    await ctx.step('before-gate', async () => true);
     await ctx.redis.set(GATED_STATE_KEY, 'waiting');
     while ((await ctx.redis.get(GATE_KEY)) === null) {
       ctx.signal.throwIfAborted();

@@ -1,5 +1,5 @@
 import { RunClaimRefusedError } from './errors.js';
-import { encodeValue, LedgerRun, type ClaimOutcome, type IdempotencyLedger } from './ledger.js';
+import { decodeValue, encodeValue, LedgerRun, type ClaimOutcome, type IdempotencyLedger } from './ledger.js';
 import { defineScript, runScript } from '../redis/scripts.js';
 import { completionWriter, type LedgerReply } from './ledger-batch.js';
 import { duplicatesRanUnclaimed } from './metrics.js';
@@ -18,7 +18,13 @@ const CLAIM_TX_STEP_SCRIPT = defineScript(CLAIM_TX_STEP_LUA);
  * else can hold that run then except a redelivery of the same job after it stalled, and a run that has made
  * no effect yet has nothing a duplicate could repeat.
  *
- * - `ctx.step`, `ctx.lock`, `ctx.enqueue` claim first (`claimed()`, one awaited round trip), then act;
+ * - `ctx.step` on a delivery that is provably the only one (`sole`: the job's hash held no run record when
+ *   it was delivered, and no other delivery can have started since; apps/worker sole-delivery.ts) runs its
+ *   function at once; its record, with the claim, is kept until the turn ends: the completion of a handler
+ *   that returns in that turn carries both (claim and completion are one write, the step's record is not
+ *   needed once the run is done); otherwise it is written then, or before the next effect if that comes
+ *   first (`flush`);
+ * - `ctx.step` otherwise, `ctx.lock`, `ctx.enqueue` claim first (`claimed()`, one awaited round trip), then act;
  * - `ctx.redisStep` claims in the script that commits its writes and its record (no extra round trip);
  * - a handler that made none of these completes with `complete-unclaimed`, written ahead of the job's
  *   acknowledgement like any result: the claim and the completion are one write.
@@ -30,8 +36,13 @@ const CLAIM_TX_STEP_SCRIPT = defineScript(CLAIM_TX_STEP_LUA);
 export class LazyRun implements StepHost {
   private run: LedgerRun | undefined;
   private claiming: Promise<LedgerRun> | undefined;
+  /** Steps run before the claim (on a sole delivery), not yet recorded: id → encoded result. */
+  private unrecorded: Map<string, string> | undefined;
+  private flushing: NodeJS.Immediate | undefined;
   /** Set when the claim was refused; the delivery ends by it even if the handler caught the error. */
   refused: RunClaimRefusedError | undefined;
+  /** Steps this delivery ran before its claim: nonzero when a refused claim means a step ran beside another delivery. */
+  stepsBeforeClaim = 0;
 
   constructor(
     private readonly ledger: IdempotencyLedger,
@@ -43,6 +54,8 @@ export class LazyRun implements StepHost {
     private readonly claimRun: () => Promise<ClaimOutcome>,
     /** Told once the run is this delivery's (starts its lease). */
     private readonly onClaimed: (run: LedgerRun, outcome: ClaimOutcome & { kind: 'claimed' }) => void,
+    /** Whether no other delivery of the job can hold or have completed the run (RunExactlyOnceOptions.deliveryIsSole). */
+    private readonly sole?: { deliveryIsSole?(): boolean },
   ) {}
 
   /** The claimed run, if the handler made an effect. */
@@ -61,21 +74,63 @@ export class LazyRun implements StepHost {
   }
 
   recordedStep(id: string): { value: unknown } | undefined {
-    return this.run?.recordedStep(id);
+    if (this.run) return this.run.recordedStep(id);
+    const raw = this.unrecorded?.get(id);
+    return raw === undefined ? undefined : { value: decodeValue(raw) };
   }
 
+  /**
+   * Before a `ctx.step` runs its function: nothing to wait for on a sole delivery with nothing unrecorded,
+   * else the claim (which writes the record of a step run before it: a step's record is in Redis before the
+   * next step starts, as with a claim up front).
+   */
+  beforeEffect(): Promise<unknown> | undefined {
+    if (this.run) return undefined;
+    if (!this.claiming && !this.unrecorded && this.sole?.deliveryIsSole?.() === true) {
+      this.stepsBeforeClaim++;
+      return undefined;
+    }
+    return this.claimed();
+  }
+
+  /** The claim: written with the steps run before it when there are any (flush), else on its own. */
   claimed(): Promise<LedgerRun> {
-    return (this.claiming ??= this.claim());
+    return (this.claiming ??= this.unrecorded ? this.flush() : this.claim());
   }
 
   async recordStep(id: string, value: unknown): Promise<boolean> {
-    return (await this.claimed()).recordStep(id, value);
+    if (this.run || this.claiming) return (await this.claimed()).recordStep(id, value);
+    // A step run before the claim: its record waits for the end of the turn, for the completion to carry it.
+    (this.unrecorded ??= new Map()).set(id, encodeValue(value));
+    this.flushing ??= setImmediate(() => {
+      this.flushing = undefined;
+      if (this.unrecorded && !this.claiming) this.claimed().catch(() => undefined); // a refusal is kept in `refused`
+    });
+    return true;
+  }
+
+  /**
+   * The completion takes the steps not yet recorded: a completion claims the run with the result, and a run
+   * done needs no record of its steps (a later delivery gets the result). Returns how many there were.
+   */
+  takeUnrecorded(): number {
+    const n = this.unrecorded?.size ?? 0;
+    this.unrecorded = undefined;
+    if (this.flushing) clearImmediate(this.flushing);
+    this.flushing = undefined;
+    return n;
+  }
+
+  /** Records the steps run before the claim, if the turn's end has not: a failed attempt gives back a run that keeps them. */
+  async recordUnrecorded(): Promise<void> {
+    if (this.unrecorded && !this.claiming) await this.claimed().catch(() => undefined);
+    await this.settled();
   }
 
   async recordTxStep(id: string, value: unknown, commands: readonly (string | number)[][]): Promise<boolean> {
-    if (this.claiming) return this.txStepOnClaimed(await this.claiming, id, value, commands);
+    if (this.claiming || this.unrecorded) return this.txStepOnClaimed(await this.claimed(), id, value, commands);
     let committed = false;
-    this.claiming = this.claimWithTxStep(id, value, commands).then((run) => {
+    this.claiming = this.claimWithTxStep(id, encodeValue(value), commands).then((run) => {
       if (!run) return this.claim();
       committed = true;
       return run;
@@ -98,10 +153,26 @@ export class LazyRun implements StepHost {
     return outcome.run;
   }
 
+  /**
+   * Claims the run with the steps run before the claim: the first in the claim's own script, any others
+   * (steps run side by side) after it. A run that is not new (the sole-delivery judgement was wrong: a
+   * clock jumped) is claimed as usual, and its steps recorded if the claim succeeds.
+   */
+  private async flush(): Promise<LedgerRun> {
+    const steps = [...(this.unrecorded ?? [])];
+    this.takeUnrecorded();
+    const [first] = steps;
+    const run = (first && (await this.claimWithTxStep(first[0], first[1], []))) || (await this.claim());
+    for (const [id, encoded] of steps) {
+      if (run.recordedStep(id)) continue; // the first (in the claim), or recorded by a delivery this one took over from
+      if (!(await run.recordStep(id, decodeValue(encoded)))) break; // the lease is lost: the run's own checks say so
+    }
+    return run;
+  }
+
   /** The fold: claims a new run and commits the step in one script; undefined when the run is not new. */
-  private async claimWithTxStep(id: string, value: unknown, commands: readonly (string | number)[][]): Promise<LedgerRun | undefined> {
+  private async claimWithTxStep(id: string, encoded: string, commands: readonly (string | number)[][]): Promise<LedgerRun | undefined> {
     const at = this.ledger.locate(this.idempotencyKey, { kind: 'job', jobKey: this.jobKey, queue: this.queue });
-    const encoded = encodeValue(value);
     const keys = txStepKeys(this.ledger.redis, at.record, at.steps, commands);
     const argv: (string | number)[] = [this.owner, this.ledger.leaseMs, id, encoded, this.ledger.unfinishedTtlMs];
     for (const c of commands) argv.push(c.length, ...c);
@@ -120,17 +191,17 @@ export class LazyRun implements StepHost {
  * job stalled and was redelivered while this one ran), this delivery's handler ran beside it: that is the
  * documented cost of the lazy claim for a handler without steps, counted and logged, and nothing is written.
  */
-export async function recordUnclaimed(eo: ExactlyOnce, opts: RunExactlyOnceOptions, jobKey: string, owner: string, result: unknown): Promise<unknown> {
+export async function recordUnclaimed(eo: ExactlyOnce, opts: RunExactlyOnceOptions, jobKey: string, owner: string, result: unknown, stepsRun = 0): Promise<unknown> {
   const args = ['j', owner, encodeValue(result)];
   const outcome = (reply: LedgerReply | Error) => {
     if (reply instanceof Error) {
       logOf(opts).error({ idempotencyKey: opts.key, err: { message: reply.message } }, 'could not record the result; a redelivery may run it again');
     } else if (reply !== 1) {
       duplicatesRanUnclaimed.inc(opts.labels);
-      logOf(opts).warn(
-        { idempotencyKey: opts.key, otherDelivery: reply === 2 ? 'completed' : 'running' },
-        'a handler without steps ran beside another delivery of the same job; its result is not recorded',
-      );
+      const otherDelivery = reply === 2 ? 'completed' : 'running';
+      if (stepsRun === 0) logOf(opts).warn({ idempotencyKey: opts.key, otherDelivery }, 'a handler without steps ran beside another delivery of the same job; its result is not recorded');
+      // Only if the sole-delivery judgement was wrong (LazyRun.beforeEffect): its steps may have run twice.
+      else logOf(opts).error({ idempotencyKey: opts.key, otherDelivery, stepsRun }, 'a handler ran steps beside another delivery of the same job; its result is not recorded');
     }
   };
   if (opts.ackConnection) {

@@ -91,6 +91,13 @@ export interface RunExactlyOnceOptions {
    * for it only on a job's first delivery (README, "When a run is claimed").
    */
   lazy?: boolean | undefined;
+  /**
+   * For a lazily claimed run: true while no other delivery of its job can hold or have completed the run
+   * (the job's hash held no run record when it was delivered, and nothing can have delivered it again
+   * since). Asked as each `ctx.step` starts before the claim: then the step runs at once, and its claim
+   * rides with its record (LazyRun). Without it, a step claims first.
+   */
+  deliveryIsSole?(): boolean;
 }
 
 /** The result a skipped occurrence completes with (also recorded in the ledger). */
@@ -176,23 +183,33 @@ async function runLazily<T>(eo: ExactlyOnce, opts: RunExactlyOnceOptions, jobKey
   const lazy = new LazyRun(eo.ledger, opts.key, jobKey, opts.place?.queue, owner, () => claimRun(eo, opts, owner), (run, outcome) => {
     if (outcome.tookOver) tookOver(opts, outcome);
     lease.keep(run);
-  });
+  }, opts);
   try {
     const result = await body(new RunHandle(lazy, lease, opts, lazy));
     if (lazy.claimInFlight) await lazy.settled();
     lease.stop();
     // A refusal the handler caught still ends the delivery: the run is not this delivery's.
-    if (lazy.refused) return await notOurs(opts, lazy.refused.outcome);
+    if (lazy.refused) return await refusedLazily(opts, lazy);
     if (lease.lost) throw lease.lost;
     const run = lazy.claimedRun;
-    return run ? await record(opts, run, result) : await recordUnclaimed(eo, opts, jobKey, owner, result);
+    return run ? await record(opts, run, result) : await recordUnclaimed(eo, opts, jobKey, owner, result, lazy.takeUnrecorded());
   } catch (err) {
     lease.stop();
-    if (lazy.refused) return notOurs(opts, lazy.refused.outcome);
+    // A step run before the claim is recorded (with the claim) before the run is given back: a retry resumes it.
+    await lazy.recordUnrecorded();
+    if (lazy.refused) return refusedLazily(opts, lazy);
     const run = lazy.claimedRun;
     if (run) await releaseAfter(err, run, opts);
     throw err;
   }
+}
+
+/** A lazy claim refused: another delivery completed or holds the run (notOurs). */
+function refusedLazily(opts: RunExactlyOnceOptions, lazy: LazyRun): unknown {
+  const outcome = (lazy.refused as RunClaimRefusedError).outcome;
+  // Only if the sole-delivery judgement was wrong (LazyRun.beforeEffect): a step ran beside the other delivery.
+  if (lazy.stepsBeforeClaim > 0) logOf(opts).error({ idempotencyKey: opts.key, otherDelivery: outcome.kind, stepsRun: lazy.stepsBeforeClaim }, 'steps ran before a claim another delivery refused; they may have run twice');
+  return notOurs(opts, outcome);
 }
 
 /**

@@ -49,14 +49,15 @@ export async function stepRecordedBy(ctx: object): Promise<void> {
 
 /**
  * The run a step records into: a claimed LedgerRun, or a LazyRun that claims on its first effect
- * (lazy-run.ts). `claimed` resolves once this delivery owns the run; a step's function runs only then.
+ * (lazy-run.ts). A `ctx.step`'s function runs only once `beforeEffect` (when given) has resolved: the
+ * LazyRun's claim, or nothing when no other delivery can hold the run (its claim then rides with the record).
  */
 export interface StepHost {
   readonly idempotencyKey: string;
   recordedStep(id: string): { value: unknown } | undefined;
   recordStep(id: string, value: unknown): Promise<boolean>;
   recordTxStep(id: string, value: unknown, commands: readonly (string | number)[][]): Promise<boolean>;
-  claimed?(): Promise<unknown>;
+  beforeEffect?(): Promise<unknown> | undefined;
 }
 
 export interface Steps {
@@ -90,9 +91,13 @@ export function createSteps(run: StepHost, abort: StepAbort | (() => AbortSignal
 
   const once = async <T>(id: string, execute: (info: StepInfo) => Promise<{ value: T; record: () => Promise<boolean> }>, claimFirst: boolean): Promise<T> => {
     assertStepId(id);
-    // A step's function has effects outside the ledger, so it runs only once this delivery owns the run. A
-    // Redis step's effects commit with its record, which claims a new run in the same script (lazy-run.ts).
-    if (claimFirst && run.claimed) await run.claimed();
+    // A step's function has effects outside the ledger, so it runs only once this delivery owns the run (or
+    // no other can: LazyRun.beforeEffect). A Redis step's effects commit with its record, which claims a new
+    // run in the same script (lazy-run.ts).
+    if (claimFirst) {
+      const owned = run.beforeEffect?.();
+      if (owned) await owned;
+    }
     const recorded = run.recordedStep(id);
     if (recorded) return recorded.value as T;
     if (inFlight?.has(id)) throw new StepError(id, 'is already running in this run; give concurrent steps distinct ids');

@@ -90,6 +90,8 @@ export class WorkerRegistry implements OwnerLiveness {
   private onDead: ((dead: DeadWorker[]) => void) | undefined;
   /** performance.now() of the last successful beat, and of the first beat of the current unbroken run of them. */
   private lastBeat: number | undefined;
+  /** performance.now() when the last successful beat was sent. */
+  private lastBeatSent: number | undefined;
   private seeingSince = 0;
   private failing = false;
 
@@ -132,6 +134,15 @@ export class WorkerRegistry implements OwnerLiveness {
     return this.lastBeat !== undefined && now - this.lastBeat <= this.opts.deadAfterMs / 2 && now - this.seeingSince >= this.opts.deadAfterMs;
   }
 
+  /**
+   * Whether every other process certainly counts this one as alive now, with a beat to spare: its last
+   * beat's score (Redis's clock when it ran, no earlier than when it was sent) is younger than the dead-after
+   * time less a heartbeat. A reaper takes back a Worker's jobs only once that has run out.
+   */
+  certainlyAlive(): boolean {
+    return this.lastBeatSent !== undefined && performance.now() - this.lastBeatSent < this.opts.deadAfterMs - this.opts.heartbeatMs;
+  }
+
   async isDead(owner: string): Promise<boolean> {
     const tag = ownerTagOf(owner);
     if (!tag || tag === this.tag || !this.seesContinuously()) return false;
@@ -161,6 +172,7 @@ export class WorkerRegistry implements OwnerLiveness {
 
   private async beat(): Promise<DeadWorker[]> {
     this.sent.beats++;
+    const sentAt = performance.now();
     const reply = (await runScript(this.redis, BEAT_SCRIPT, [this.key], [this.opts.deadAfterMs, this.opts.forgetAfterMs, ...this.members])) as (
       | string
       | number
@@ -168,6 +180,7 @@ export class WorkerRegistry implements OwnerLiveness {
     const t = performance.now();
     if (this.lastBeat === undefined || t - this.lastBeat > this.opts.deadAfterMs / 2) this.seeingSince = t;
     this.lastBeat = t;
+    this.lastBeatSent = sentAt;
     const now = Number(reply[0]);
     const dead: DeadWorker[] = [];
     for (let i = 1; i + 1 < reply.length; i += 2) {

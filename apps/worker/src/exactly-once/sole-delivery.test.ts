@@ -1,0 +1,139 @@
+/**
+ * A sole delivery (recovery/sole-delivery.ts): a job's first delivery that provably meets no other runs its
+ * `ctx.step` without claiming first; the claim rides with the record, in BullMQ's acknowledgement. What a
+ * user relies on: the step's effect happens once and the run is recorded done with its result, with one
+ * ledger write per job; a job whose hash already holds a run record (an operator's retry of a finished run
+ * with its counters reset) is not sole, so its step is not run again; a delivery stops counting as sole
+ * once its lock's first half has passed or its process's liveness is in doubt.
+ */
+import { createCatalog, createExactlyOnce, defineJob, jobRecordKey, type ExactlyOnce } from '@tickwork/runtime';
+import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
+import { Queue, type Job, type Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createProcessor } from '../processor.js';
+import { soleDeliveryCheck, TickworkWorker } from '../recovery/sole-delivery.js';
+import { ackConnectionOf } from '../worker-pool.js';
+
+let server: RedisServerHandle;
+let redis: Redis;
+let eo: ExactlyOnce;
+let queue: Queue;
+const silent = pino({ level: 'silent' });
+const effects = (jobId: string) => `sd:effects:${jobId}`;
+
+const charge = defineJob({
+  name: 'sd.charge',
+  queue: 'sd',
+  schema: z.object({}),
+  handler: async (ctx) => ({ charged: await ctx.step('charge', () => ctx.redis.incr(effects(ctx.jobId))) }),
+});
+const catalog = createCatalog([charge]);
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  redis = server.client();
+  eo = createExactlyOnce(redis, { prefix: 'tw', leaseMs: 60_000 });
+  queue = new Queue('sd', { connection: server.client(), prefix: 'tw' });
+  await queue.waitUntilReady();
+});
+afterAll(async () => {
+  await queue.close();
+  await server.stop();
+});
+
+/** The stock processor on a TickworkWorker, as worker-pool.ts runs it (without recovery); resolves once `count` jobs completed. */
+async function drain(count: number, soleDelivery = soleDeliveryCheck({ lockDurationMs: 30_000 })): Promise<void> {
+  let done = 0;
+  const processor = createProcessor({ catalog, redis, log: silent, exactlyOnce: eo, enqueue: async () => ({ id: 'unused' }), soleDelivery, ackConnectionOf: () => ackConnectionOf(worker) });
+  const worker: Worker = new TickworkWorker('sd', processor, { connection: server.client(), prefix: 'tw', concurrency: 1 });
+  worker.on('completed', () => done++);
+  try {
+    await waitFor(async () => done === count, { timeoutMs: 15_000, what: `${count} jobs completed` });
+  } finally {
+    await worker.close();
+  }
+}
+
+describe('a sole delivery', () => {
+  it("runs its step before any ledger write, and its claim, record and result ride in the job's acknowledgement", async () => {
+    const seen: string[][] = [];
+    const monitor = await server.client().monitor();
+    monitor.on('monitor', (_t: string, args: string[], source: string) => source !== 'lua' && seen.push(args));
+    const jobs = await queue.addBulk(Array.from({ length: 10 }, () => ({ name: 'sd.charge', data: {} })));
+    try {
+      await drain(jobs.length);
+    } finally {
+      monitor.disconnect();
+    }
+    for (const job of jobs) {
+      const id = String(job.id);
+      const jobKey = jobRecordKey('tw', 'sd', id);
+      const scripts = seen.filter((a) => /^eval(sha)?$/i.test(a[0] ?? '') && a.includes(jobKey));
+      const effectAt = seen.findIndex((a) => a[0]?.toLowerCase() === 'incr' && a[1] === effects(id));
+      // One script names the job's key: its acknowledgement, carrying the completion; it comes after the effect.
+      expect({ id, scripts: scripts.length, acknowledges: scripts.every((a) => a.includes('tw:sd:completed')) }).toEqual({ id, scripts: 1, acknowledges: true });
+      expect(seen.indexOf(scripts[0] as string[])).toBeGreaterThan(effectAt);
+      expect(await redis.get(effects(id))).toBe('1');
+      expect(await eo.ledger.inspect(`sd.charge#${id}`, { kind: 'job', jobKey })).toMatchObject({ state: 'done', claims: 1, result: { charged: 1 } });
+    }
+  });
+
+  it("is not judged sole when the job's hash holds a run record: an operator's retry with counters reset does not charge again", async () => {
+    const job = await queue.add('sd.charge', {});
+    const id = String(job.id);
+    await drain(1);
+    expect(await redis.get(effects(id))).toBe('1');
+    const done = (await queue.getJob(id)) as Job;
+    await done.retry('completed', { resetAttemptsMade: true, resetAttemptsStarted: true });
+    await drain(1);
+    expect(await redis.get(effects(id))).toBe('1');
+    expect(await queue.getJob(id).then((j) => j?.returnvalue)).toEqual({ charged: 1 });
+  });
+});
+
+describe('soleDeliveryCheck', () => {
+  /** Delivers one new job to a TickworkWorker whose processor hands the check's answers to `probe`. */
+  async function probeDelivery(probe: (job: Job) => Promise<unknown>): Promise<unknown> {
+    const q = new Queue('sd-probe', { connection: server.client(), prefix: 'tw' });
+    let answer!: (v: unknown) => void;
+    const answered = new Promise((resolve) => (answer = resolve));
+    const worker = new TickworkWorker('sd-probe', async (job) => answer(await probe(job)), { connection: server.client(), prefix: 'tw' });
+    try {
+      await q.add('probe', {});
+      return await answered;
+    } finally {
+      await worker.close();
+      await q.obliterate({ force: true });
+      await q.close();
+    }
+  }
+
+  it("is sole for a new job's delivery, and not once its lock's first half has passed", async () => {
+    const check = soleDeliveryCheck({ lockDurationMs: 600 });
+    const answers = await probeDelivery(async (job) => {
+      const atStart = check(job);
+      await waitFor(async () => Date.now() - (job.processedOn ?? 0) >= 300, { timeoutMs: 5_000, what: "half the lock's term" });
+      return { atStart, later: check(job) };
+    });
+    expect(answers).toEqual({ atStart: true, later: false });
+  });
+
+  it('is not sole while recovery is not certain of this process (a late heartbeat, trouble on the connection)', async () => {
+    let certain = true;
+    const check = soleDeliveryCheck({ lockDurationMs: 30_000, recovery: { certain: () => certain } });
+    const answers = await probeDelivery(async (job) => {
+      const before = check(job);
+      certain = false;
+      return { before, after: check(job) };
+    });
+    expect(answers).toEqual({ before: true, after: false });
+  });
+
+  it('is not sole for a job a plain BullMQ Worker delivered (nothing noted what its hash held)', async () => {
+    const job = await queue.add('sd.charge', {});
+    expect(soleDeliveryCheck({ lockDurationMs: 30_000 })((await queue.getJob(String(job.id))) as Job)).toBe(false);
+  });
+});

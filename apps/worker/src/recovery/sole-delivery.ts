@@ -1,0 +1,75 @@
+import { Worker, type Job, type JobJson } from 'bullmq';
+
+/**
+ * Whether a job's delivery is provably the only one: the question a lazily claimed run's `ctx.step` asks
+ * before it runs its function without claiming the run first (runtime lazy-run.ts; README, "When a run is
+ * claimed"). Yes only when all of these hold:
+ *
+ * 1. the job's hash held no run record when BullMQ delivered it (`TickworkWorker` notes it from the hash
+ *    the delivering script returns): no delivery had claimed the run, and this is not an operator's retry
+ *    (counters reset) of a run already made;
+ * 2. the delivery's BullMQ lock is within the first half of its first term: BullMQ sets it for
+ *    `lockDuration` when the job moves to active, at a moment no earlier than `processedOn` (the worker's
+ *    clock when it sent that command), so the stalled check cannot have taken the job back;
+ * 3. this process certainly counts as alive to every other worker (its last beat, counted from when it was
+ *    sent, is younger than the dead-after time less a beat), so no reaper can have taken the job back;
+ * 4. the Worker's connection has had no trouble lately (the lost-delivery check is not armed), so this
+ *    process has not taken the job back itself after a reply it thought lost.
+ *
+ * A delivery passing all four could not meet another delivery of its job, so a claim would have been
+ * granted: the claim can ride with the step's record instead of costing a round trip before the step. What
+ * remains is the gap every claim has (a process frozen between its check and its effect), and Redis losing
+ * acknowledged writes (a failover before replication), which the README's Failover section states.
+ */
+export class TickworkWorker<D = unknown, R = unknown, N extends string = string> extends Worker<D, R, N> {
+  /** Ids of jobs just delivered whose hash held no run record, until their Job is made (createJob). */
+  private readonly unrecordedIds = new Set<string>();
+
+  constructor(...args: ConstructorParameters<typeof Worker<D, R, N>>) {
+    super(...args);
+    // BullMQ keeps only the fields it knows of the hash it reads when it delivers a job (rawToJobJson), so
+    // the hash is looked at in the reply of the two scripts that deliver one: moveToActive, and
+    // moveToFinished fetching the next job. Both go through the backend's execCommand; a BullMQ without it
+    // notes nothing, and then no delivery is judged sole.
+    const backend = this.getBackend() as unknown as { execCommand?: (client: unknown, name: string, args: unknown[]) => Promise<unknown> };
+    const exec = backend.execCommand;
+    if (typeof exec !== 'function') return;
+    backend.execCommand = (client, name, args) => {
+      const reply = exec.call(backend, client, name, args);
+      return name === 'moveToActive' || name === 'moveToFinished' ? reply.then((raw) => (this.note(raw), raw)) : reply;
+    };
+  }
+
+  /** A delivery's reply is `[hash as a flat array, job id, ...]`; the ledger's record of a run in its job's hash is the field `tw` (ledger-lua.ts). */
+  private note(raw: unknown): void {
+    if (!Array.isArray(raw) || !Array.isArray(raw[0]) || raw[1] === undefined || raw[1] === null) return;
+    const hash = raw[0] as unknown[];
+    for (let i = 0; i < hash.length; i += 2) if (hash[i] === 'tw') return;
+    this.unrecordedIds.add(String(raw[1]));
+  }
+
+  protected override createJob(data: JobJson, jobId: string): Job<D, R, N> {
+    const job = super.createJob(data, jobId);
+    if (this.unrecordedIds.delete(String(job.id ?? jobId))) unrecordedAtDelivery.add(job);
+    return job;
+  }
+}
+
+const unrecordedAtDelivery = new WeakSet<object>();
+
+export interface SoleDeliveryOptions {
+  /** BullMQ's lock duration for the Worker (its `lockDuration`). */
+  lockDurationMs: number;
+  /** Conditions 3 and 4 (recovery.ts); without recovery (no reaper, no lost-delivery check) they hold. */
+  recovery?: { certain(queue: string): boolean } | undefined;
+}
+
+/** The check ProcessorDeps.soleDelivery asks (see TickworkWorker). */
+export function soleDeliveryCheck(opts: SoleDeliveryOptions): (job: Job) => boolean {
+  const firstHalf = opts.lockDurationMs / 2;
+  return (job) =>
+    unrecordedAtDelivery.has(job) &&
+    job.processedOn !== undefined &&
+    Date.now() - job.processedOn < firstHalf &&
+    (opts.recovery?.certain(job.queueName) ?? true);
+}
