@@ -3,12 +3,12 @@
  * 30 s lock and lease): real worker processes, killed -9 or frozen with SIGSTOP while a run waits in the
  * middle of its handler (after a recorded step, before its effect).
  */
-import { createLogger, jobOptions, listDeadLetters, QueueSet } from '@tickwork/runtime';
+import { createLogger, jobOptions, listDeadLetters, QueueSet, workersKey } from '@tickwork/runtime';
 import { appEntry, fixtureModule, freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { gated, RC_KEYS, RC_QUEUE } from '@tickwork/testkit/fixtures/recovery-catalog';
+import { gated, gateFirst, RC_KEYS, RC_QUEUE } from '@tickwork/testkit/fixtures/recovery-catalog';
 
 const FIXTURES = fixtureModule('recovery-catalog');
 /** The issue's bound is 10 s; today's 30 s lock and 30 s stall check take 30-60 s, so this deadline tells them apart. */
@@ -115,6 +115,34 @@ it('a worker frozen (SIGSTOP) past the dead-after time, then resumed: its run is
   expect(await list(RC_KEYS.prepared('freeze'))).toEqual([String(frozenPid)]);
   expect((await queues.get(RC_QUEUE).getJob(job.id as string))?.returnvalue).toEqual({ pid: other.proc.pid });
   expect(frozen.proc.exitCode).toBeNull();
+}, 90_000);
+
+it('a worker frozen past the dead-after time before its first step: awake and beating again, it claims before the step, finds the run taken over, and does not run it', async () => {
+  const [w1, w2] = await Promise.all([startWorker(), startWorker()]);
+  const job = await queues.get(RC_QUEUE).add(gateFirst.name, { gate: 'first' }, jobOptions(gateFirst));
+  const frozenPid = await starter('first', 1);
+  await atGate('first');
+  const frozen = appOf(frozenPid);
+  const other = frozen === w1 ? w2 : w1;
+
+  frozen.proc.kill('SIGSTOP');
+  expect(await starter('first', 2, RECOVERY_DEADLINE_MS)).toBe(other.proc.pid);
+  await atGate('first', 2);
+  // The first delivery is young (its lock's first half has not passed) and its process beats again once it
+  // wakes: only the gap in its beats says that another worker may have taken its job meanwhile. The gate
+  // opens once every process has beaten since the wake.
+  frozen.proc.kill('SIGCONT');
+  const [woke] = await redis.time();
+  await waitFor(async () => {
+    const scores = (await redis.zrange(workersKey('tickwork'), 0, -1, 'WITHSCORES')).filter((_, i, a) => i % 2 === 1 && String(a[i - 1]).startsWith('p:'));
+    return scores.length === 2 && scores.every((ms) => Number(ms) >= Number(woke) * 1000);
+  }, { what: 'both processes beating after the wake' });
+  await redis.set(RC_KEYS.gate('first'), '1');
+  await waitFor(async () => (await job.getState()) === 'completed', { what: 'the taken-over run completed' });
+
+  expect(await list(RC_KEYS.effects('first'))).toEqual([String(other.proc.pid)]);
+  expect((await queues.get(RC_QUEUE).getJob(job.id as string))?.returnvalue).toEqual({ pid: other.proc.pid });
+  expect(frozen.logs().filter((l) => /ran (steps )?before|beside another delivery/.test(String(l.msg)))).toEqual([]);
 }, 90_000);
 
 it('a run whose worker is killed -9 more than WORKER_MAX_STALLED_COUNT (2) times ends in the DLQ, saying so', async () => {

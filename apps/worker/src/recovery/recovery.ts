@@ -32,10 +32,11 @@ export interface Recovery {
   track(worker: Worker, queue: string, connection: RedisClient): void;
   start(): void;
   /**
-   * Whether no one can have taken back a job delivered to `queue`'s Worker (sole-delivery.ts): this process
-   * certainly counts as alive, and that Worker's connection had no trouble lately.
+   * Whether no one can have taken back a job delivered to `queue`'s Worker at `deliveredAt` (Date.now();
+   * sole-delivery.ts): every other process has counted this one alive all along since, and that Worker's
+   * connection had no trouble lately.
    */
-  certain(queue: string): boolean;
+  certain(queue: string, deliveredAt: number): boolean;
   /** `deregister`: a clean stop (see WorkerRegistry.stop). */
   stop(deregister: boolean): Promise<void>;
 }
@@ -88,8 +89,8 @@ export function createRecovery(opts: RecoveryOptions): Recovery {
     start() {
       void registry.start(reap);
     },
-    certain(queue) {
-      return registry.certainlyAlive() && lost.get(queue)?.armed() === false;
+    certain(queue, deliveredAt) {
+      return registry.aliveThroughout(deliveredAt) && lost.get(queue)?.armed() === false;
     },
     async stop(deregister) {
       for (const check of lost.values()) check.stop();

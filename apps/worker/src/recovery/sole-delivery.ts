@@ -11,8 +11,9 @@ import { Worker, type Job, type JobJson } from 'bullmq';
  * 2. the delivery's BullMQ lock is within the first half of its first term: BullMQ sets it for
  *    `lockDuration` when the job moves to active, at a moment no earlier than `processedOn` (the worker's
  *    clock when it sent that command), so the stalled check cannot have taken the job back;
- * 3. this process certainly counts as alive to every other worker (its last beat, counted from when it was
- *    sent, is younger than the dead-after time less a beat), so no reaper can have taken the job back;
+ * 3. every other worker has counted this process alive all along since the delivery (its beats came without
+ *    a gap as long as the dead-after time less a beat, counted from when each was sent, the last one too),
+ *    so no reaper can have taken the job back, not even while this process was frozen;
  * 4. the Worker's connection has had no trouble lately (the lost-delivery check is not armed), so this
  *    process has not taken the job back itself after a reply it thought lost.
  *
@@ -61,7 +62,7 @@ export interface SoleDeliveryOptions {
   /** BullMQ's lock duration for the Worker (its `lockDuration`). */
   lockDurationMs: number;
   /** Conditions 3 and 4 (recovery.ts); without recovery (no reaper, no lost-delivery check) they hold. */
-  recovery?: { certain(queue: string): boolean } | undefined;
+  recovery?: { certain(queue: string, deliveredAt: number): boolean } | undefined;
 }
 
 /** The check ProcessorDeps.soleDelivery asks (see TickworkWorker). */
@@ -71,5 +72,5 @@ export function soleDeliveryCheck(opts: SoleDeliveryOptions): (job: Job) => bool
     unrecordedAtDelivery.has(job) &&
     job.processedOn !== undefined &&
     Date.now() - job.processedOn < firstHalf &&
-    (opts.recovery?.certain(job.queueName) ?? true);
+    (opts.recovery?.certain(job.queueName, job.processedOn) ?? true);
 }

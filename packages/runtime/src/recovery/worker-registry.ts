@@ -90,8 +90,9 @@ export class WorkerRegistry implements OwnerLiveness {
   private onDead: ((dead: DeadWorker[]) => void) | undefined;
   /** performance.now() of the last successful beat, and of the first beat of the current unbroken run of them. */
   private lastBeat: number | undefined;
-  /** performance.now() when the last successful beat was sent. */
+  /** performance.now() when the last successful beat was sent; Date.now() when the first of its unbroken run was (aliveThroughout). */
   private lastBeatSent: number | undefined;
+  private unbrokenSince = Number.POSITIVE_INFINITY;
   private seeingSince = 0;
   private failing = false;
 
@@ -135,12 +136,15 @@ export class WorkerRegistry implements OwnerLiveness {
   }
 
   /**
-   * Whether every other process certainly counts this one as alive now, with a beat to spare: its last
-   * beat's score (Redis's clock when it ran, no earlier than when it was sent) is younger than the dead-after
-   * time less a heartbeat. A reaper takes back a Worker's jobs only once that has run out.
+   * Whether every other process has certainly counted this one alive at every moment since `sinceMs`
+   * (Date.now()), with a beat to spare: its beats since then came without a gap as long as the dead-after
+   * time less a heartbeat, and its last one is younger than that. A beat's score is Redis's clock when it
+   * ran, no earlier than when it was sent, and a reaper takes back a Worker's jobs only once the score is
+   * the dead-after time old. A process frozen meanwhile beats again when it wakes, so the gap, not only the
+   * last beat, is what says whether it may have been judged dead.
    */
-  certainlyAlive(): boolean {
-    return this.lastBeatSent !== undefined && performance.now() - this.lastBeatSent < this.opts.deadAfterMs - this.opts.heartbeatMs;
+  aliveThroughout(sinceMs: number): boolean {
+    return this.lastBeatSent !== undefined && performance.now() - this.lastBeatSent < this.opts.deadAfterMs - this.opts.heartbeatMs && this.unbrokenSince <= sinceMs;
   }
 
   async isDead(owner: string): Promise<boolean> {
@@ -173,6 +177,7 @@ export class WorkerRegistry implements OwnerLiveness {
   private async beat(): Promise<DeadWorker[]> {
     this.sent.beats++;
     const sentAt = performance.now();
+    const sentWall = Date.now();
     const reply = (await runScript(this.redis, BEAT_SCRIPT, [this.key], [this.opts.deadAfterMs, this.opts.forgetAfterMs, ...this.members])) as (
       | string
       | number
@@ -180,6 +185,7 @@ export class WorkerRegistry implements OwnerLiveness {
     const t = performance.now();
     if (this.lastBeat === undefined || t - this.lastBeat > this.opts.deadAfterMs / 2) this.seeingSince = t;
     this.lastBeat = t;
+    if (this.lastBeatSent === undefined || sentAt - this.lastBeatSent >= this.opts.deadAfterMs - this.opts.heartbeatMs) this.unbrokenSince = sentWall;
     this.lastBeatSent = sentAt;
     const now = Number(reply[0]);
     const dead: DeadWorker[] = [];
