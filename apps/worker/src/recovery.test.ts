@@ -134,7 +134,8 @@ it('a worker frozen past the dead-after time before its first step: awake and be
   frozen.proc.kill('SIGCONT');
   const [woke] = await redis.time();
   await waitFor(async () => {
-    const scores = (await redis.zrange(workersKey('tickwork'), 0, -1, 'WITHSCORES')).filter((_, i, a) => i % 2 === 1 && String(a[i - 1]).startsWith('p:'));
+    const flat = (await redis.zrange(workersKey('tickwork'), 0, '-1', 'WITHSCORES')) as unknown as string[];
+    const scores = flat.filter((_, i) => i % 2 === 1 && String(flat[i - 1]).startsWith('p:'));
     return scores.length === 2 && scores.every((ms) => Number(ms) >= Number(woke) * 1000);
   }, { what: 'both processes beating after the wake' });
   await redis.set(RC_KEYS.gate('first'), '1');
