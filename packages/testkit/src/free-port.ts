@@ -1,7 +1,50 @@
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
-/** Asks the kernel for a free TCP port on loopback. */
-export function freePort(): Promise<number> {
+/** The lowest port tests pick from; the highest leaves room for a cluster-bus port (port + 10,000) below the ephemeral range. */
+const LOWEST = 10_000;
+const BUS_OFFSET = 10_000;
+
+/**
+ * A free TCP port on loopback for a test's server, picked at random below the kernel's range of ephemeral
+ * ports, with its Redis Cluster bus port (10,000 above it) below that range too. Ports in the ephemeral range
+ * are what the kernel hands to outgoing connections and what Docker publishes containers' ports on, so one
+ * taken from there and bound a moment later by a test's `redis-server` or app can go to either meanwhile:
+ * seen when the compose test ran beside the tests, a Redis Cluster node's port answered by something else.
+ * Where that range leaves no room (or cannot be read), the kernel assigns the port, as before.
+ */
+export async function freePort(): Promise<number> {
+  const highest = ephemeralLow() - BUS_OFFSET - 1;
+  if (highest - LOWEST >= 1000) {
+    for (let attempt = 0; attempt < 50; attempt++) {
+      const port = LOWEST + Math.floor(Math.random() * (highest - LOWEST + 1));
+      if (await bindable(port)) return port;
+    }
+  }
+  return kernelPort();
+}
+
+/** The first port of the kernel's ephemeral range (Linux; elsewhere the IANA range's first, 49152). */
+function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 0 ? low : 49_152;
+  } catch {
+    return 49_152;
+  }
+}
+
+/** Whether `port` can be listened on at loopback right now. */
+export function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+/** A port the kernel assigns. */
+function kernelPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.once('error', reject);

@@ -1,12 +1,11 @@
 import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { DEFAULT_CLUSTER_FAILOVER_MS, type ClusterTarget } from '@tickwork/runtime';
 import { Cluster, Redis } from 'ioredis';
-import { freePort } from './free-port.js';
+import { bindable, freePort } from './free-port.js';
 import { spawnRedisServer } from './redis-server.js';
 import { waitFor } from './wait-for.js';
 
@@ -47,13 +46,7 @@ export interface RedisClusterHandle {
 async function freeClusterPort(): Promise<number> {
   for (;;) {
     const port = await freePort();
-    if (port + 10_000 > 65_535) continue;
-    const busFree = await new Promise<boolean>((resolve) => {
-      const srv = createServer();
-      srv.once('error', () => resolve(false));
-      srv.listen(port + 10_000, '127.0.0.1', () => srv.close(() => resolve(true)));
-    });
-    if (busFree) return port;
+    if (port + 10_000 <= 65_535 && (await bindable(port + 10_000))) return port;
   }
 }
 
