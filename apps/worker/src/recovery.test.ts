@@ -130,13 +130,14 @@ it('a worker frozen past the dead-after time before its first step: awake and be
   await atGate('first', 2);
   // The first delivery is young (its lock's first half has not passed) and its process beats again once it
   // wakes: only the gap in its beats says that another worker may have taken its job meanwhile. The gate
-  // opens once every process has beaten since the wake.
+  // opens once both live processes have beaten since the wake (the registry also still lists, silent, the
+  // processes earlier tests killed).
   frozen.proc.kill('SIGCONT');
   const [woke] = await redis.time();
   await waitFor(async () => {
     const flat = (await redis.zrange(workersKey('tickwork'), 0, '-1', 'WITHSCORES')) as unknown as string[];
-    const scores = flat.filter((_, i) => i % 2 === 1 && String(flat[i - 1]).startsWith('p:'));
-    return scores.length === 2 && scores.every((ms) => Number(ms) >= Number(woke) * 1000);
+    const beatSinceWake = flat.filter((score, i) => i % 2 === 1 && String(flat[i - 1]).startsWith('p:') && Number(score) >= Number(woke) * 1000);
+    return beatSinceWake.length >= 2;
   }, { what: 'both processes beating after the wake' });
   await redis.set(RC_KEYS.gate('first'), '1');
   await waitFor(async () => (await job.getState()) === 'completed', { what: 'the taken-over run completed' });
