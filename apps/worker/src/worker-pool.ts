@@ -53,6 +53,8 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   const ledgerRedis = createRedis(opts.redisTarget, 'command');
   if (opts.outage) opts.outage.watch(ledgerRedis);
   else ledgerRedis.on('error', (err) => opts.log.warn({ err: { message: err.message } }, 'ledger redis connection error'));
+  // BullMQ's lock, also the ledger's lease and the bound of a sole delivery (sole-delivery.ts).
+  const lockDurationMs = opts.lockDurationMs ?? 30_000;
   // Aborts reach running jobs through this, not BullMQ's cancelJob (processor.ts says why).
   const running = new RunningJobs();
   // Recovery: a per-process heartbeat; a dead process's jobs and runs are taken over (recovery/recovery.ts).
@@ -61,7 +63,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     prefix: opts.prefix,
     heartbeatMs: opts.heartbeatMs,
     deadAfterMs: opts.deadAfterMs,
-    leaseMs: opts.lockDurationMs ?? 30_000,
+    leaseMs: lockDurationMs,
     maxStalledCount: opts.maxStalledCount ?? 2,
     isRunning: (queue, jobId) => running.has(queue, jobId),
     log: opts.log,
@@ -70,7 +72,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   const exactlyOnce = createExactlyOnce(ledgerRedis, {
     prefix: opts.prefix,
     liveness: recovery.registry,
-    leaseMs: opts.lockDurationMs ?? 30_000,
+    leaseMs: lockDurationMs,
     ...(opts.idempotencyWindowMs !== undefined && { windowMs: opts.idempotencyWindowMs }),
     ...(opts.unfinishedRunTtlMs !== undefined && { unfinishedTtlMs: opts.unfinishedRunTtlMs }),
   });
@@ -84,7 +86,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     outage: opts.outage,
     cancelRunning: (queue, jobId, reason) => running.cancel(queue, jobId, reason),
   });
-  const soleDelivery = soleDeliveryCheck({ lockDurationMs: opts.lockDurationMs ?? 30_000, recovery });
+  const soleDelivery = soleDeliveryCheck({ lockDurationMs, recovery });
   const processor = createProcessor({ ...opts, exactlyOnce, cancels, running, soleDelivery, ackConnectionOf: (queue) => ackConnectionOf(byQueue.get(queue)) });
   const queues = opts.queues ?? opts.catalog.queues;
   const workers = queues.map((queue) => {

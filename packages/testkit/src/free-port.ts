@@ -3,7 +3,8 @@ import { createServer } from 'node:net';
 
 /** The lowest port tests pick from; the highest leaves room for a cluster-bus port (port + 10,000) below the ephemeral range. */
 const LOWEST = 10_000;
-const BUS_OFFSET = 10_000;
+/** Redis Cluster's bus port is its node's port plus this (redis-cluster.ts). */
+export const CLUSTER_BUS_OFFSET = 10_000;
 
 /**
  * A free TCP port on loopback for a test's server, picked at random below the kernel's range of ephemeral
@@ -14,7 +15,7 @@ const BUS_OFFSET = 10_000;
  * Where that range leaves no room (or cannot be read), the kernel assigns the port, as before.
  */
 export async function freePort(): Promise<number> {
-  const highest = ephemeralLow() - BUS_OFFSET - 1;
+  const highest = ephemeralLow() - CLUSTER_BUS_OFFSET - 1;
   if (highest - LOWEST >= 1000) {
     for (let attempt = 0; attempt < 50; attempt++) {
       const port = LOWEST + Math.floor(Math.random() * (highest - LOWEST + 1));

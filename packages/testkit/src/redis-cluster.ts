@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { DEFAULT_CLUSTER_FAILOVER_MS, type ClusterTarget } from '@tickwork/runtime';
 import { Cluster, Redis } from 'ioredis';
-import { bindable, freePort } from './free-port.js';
+import { bindable, CLUSTER_BUS_OFFSET, freePort } from './free-port.js';
 import { spawnRedisServer } from './redis-server.js';
 import { waitFor } from './wait-for.js';
 
@@ -46,7 +46,7 @@ export interface RedisClusterHandle {
 async function freeClusterPort(): Promise<number> {
   for (;;) {
     const port = await freePort();
-    if (port + 10_000 <= 65_535 && (await bindable(port + 10_000))) return port;
+    if (port + CLUSTER_BUS_OFFSET <= 65_535 && (await bindable(port + CLUSTER_BUS_OFFSET))) return port;
   }
 }
 

@@ -1,3 +1,4 @@
+import { JOB_RECORD_FIELD } from '@tickwork/runtime';
 import { Worker, type Job, type JobJson } from 'bullmq';
 
 /**
@@ -41,11 +42,11 @@ export class TickworkWorker<D = unknown, R = unknown, N extends string = string>
     };
   }
 
-  /** A delivery's reply is `[hash as a flat array, job id, ...]`; the ledger's record of a run in its job's hash is the field `tw` (ledger-lua.ts). */
+  /** A delivery's reply is `[hash as a flat array, job id, ...]`; the ledger keeps a run's record in its job's hash as JOB_RECORD_FIELD. */
   private note(raw: unknown): void {
     if (!Array.isArray(raw) || !Array.isArray(raw[0]) || raw[1] === undefined || raw[1] === null) return;
     const hash = raw[0] as unknown[];
-    for (let i = 0; i < hash.length; i += 2) if (hash[i] === 'tw') return;
+    for (let i = 0; i < hash.length; i += 2) if (hash[i] === JOB_RECORD_FIELD) return;
     this.unrecordedIds.add(String(raw[1]));
   }
 

@@ -30,6 +30,12 @@
  * Lease times come from the Redis server clock (TIME), read once per batch, never from a worker's clock.
  */
 
+/**
+ * The field of a BullMQ job's hash that holds its run's record (mode j). One name for the scripts below,
+ * the ledger's reads, and the worker's check of a delivered job's hash (apps/worker sole-delivery.ts).
+ */
+export const JOB_RECORD_FIELD = 'tw';
+
 const PRELUDE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -43,16 +49,16 @@ local function running(owner, leaseMs, claims)
   return 'r|' .. owner .. '|' .. string.format('%d', now + tonumber(leaseMs)) .. '|' .. claims
 end
 
--- The record of a run: a string key (mode k) or the 'tw' field of its BullMQ job's hash (mode j).
+-- The record of a run: a string key (mode k) or a field of its BullMQ job's hash (mode j, JOB_RECORD_FIELD).
 local function rget(mode, key)
-  if mode == 'j' then return redis.call('HGET', key, 'tw') end
+  if mode == 'j' then return redis.call('HGET', key, '${JOB_RECORD_FIELD}') end
   return redis.call('GET', key)
 end
 
 -- ttl: ms, or nil to keep the key's TTL. A job's hash has no TTL of ours: BullMQ removes it.
 local function rput(mode, key, v, ttl)
   if mode == 'j' then
-    redis.call('HSET', key, 'tw', v)
+    redis.call('HSET', key, '${JOB_RECORD_FIELD}', v)
   elseif ttl then
     redis.call('SET', key, v, 'PX', ttl)
   else
@@ -95,7 +101,7 @@ end
 -- 0 another delivery holds it, or the job is gone (a job's hash is never recreated for its record).
 ops.f = function(key, mode, owner, result)
   if redis.call('EXISTS', key) == 0 then return 0 end
-  if redis.call('HSETNX', key, 'tw', 'd|' .. owner .. '|' .. string.format('%d', now) .. '|1|' .. result) == 1 then return 1 end
+  if redis.call('HSETNX', key, '${JOB_RECORD_FIELD}', 'd|' .. owner .. '|' .. string.format('%d', now) .. '|1|' .. result) == 1 then return 1 end
   local state, holder = parse(rget(mode, key))
   if state == 'd' then return holder == owner and 1 or 2 end
   return 0
@@ -118,7 +124,7 @@ ops.c = function(key, mode, owner, leaseMs, unfinishedTtl, stepsKey, deadHolder)
   local fresh
   if mode == 'j' then
     if redis.call('EXISTS', key) == 0 then error('the job is gone from its queue (removed while it was being processed)') end
-    fresh = redis.call('HSETNX', key, 'tw', running(owner, leaseMs, 1)) == 1
+    fresh = redis.call('HSETNX', key, '${JOB_RECORD_FIELD}', running(owner, leaseMs, 1)) == 1
   else
     fresh = redis.call('SET', key, running(owner, leaseMs, 1), 'NX', 'PX', unfinishedTtl)
   end
@@ -165,6 +171,7 @@ end
 `;
 
 /** Every operation: the script of the ledger's own connection. */
+
 export const LEDGER_LUA = `${PRELUDE}local ops = {}\n${OPS}${OP_COMPLETE}${DISPATCH}`;
 
 /**
@@ -214,7 +221,7 @@ ${COMMIT_STEP_WRITES}`;
  */
 export const CLAIM_TX_STEP_LUA = `${PRELUDE}
 if redis.call('EXISTS', KEYS[1]) == 0 then return 2 end
-if redis.call('HSETNX', KEYS[1], 'tw', running(ARGV[1], ARGV[2], 1)) == 0 then return 2 end
+if redis.call('HSETNX', KEYS[1], '${JOB_RECORD_FIELD}', running(ARGV[1], ARGV[2], 1)) == 0 then return 2 end
 ${COMMIT_STEP_WRITES}`;
 
 /** Parses a run record (the format above) on the Node side, for inspection. */

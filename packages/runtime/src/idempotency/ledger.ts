@@ -3,7 +3,9 @@ import type { RedisClient } from '../connection.js';
 import { TickworkError } from '../errors.js';
 import { defineScript, runScript } from '../redis/scripts.js';
 import { LedgerBatcher, type AheadOutcome, type CompletionWriter } from './ledger-batch.js';
-import { parseRecord, TX_STEP_LUA } from './ledger-lua.js';
+import { JOB_RECORD_FIELD, parseRecord, TX_STEP_LUA } from './ledger-lua.js';
+
+export { JOB_RECORD_FIELD };
 import { txStepKeys } from './redis-tx.js';
 import { jobKeyOf, keyspaceOn, queueKeyspace } from '../redis/keyspace.js';
 import { corkUntilTurnEnds } from '../redis/cork.js';
@@ -177,7 +179,7 @@ export class IdempotencyLedger {
   async inspect(idempotencyKey: string, place: RunRecordPlace = { kind: 'key' }): Promise<LedgerEntry | undefined> {
     const at = this.locate(idempotencyKey, place);
     const [raw, stepFields] = await Promise.all([
-      at.mode === 'j' ? this.redis.hget(at.record, 'tw') : this.redis.get(at.record),
+      at.mode === 'j' ? this.redis.hget(at.record, JOB_RECORD_FIELD) : this.redis.get(at.record),
       this.redis.hgetall(at.steps),
     ]);
     const record = raw === null ? undefined : parseRecord(raw);
