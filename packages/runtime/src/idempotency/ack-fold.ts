@@ -1,5 +1,4 @@
 import type { RedisClient } from '../connection.js';
-import { corkUntilTurnEnds } from '../redis/cork.js';
 import { ackFoldLua } from './ledger-lua.js';
 import { completionWriter, LedgerCallError, OP_CODES, type AheadOp, type AheadOutcome, type LedgerReply } from './ledger-batch.js';
 
@@ -24,10 +23,6 @@ import { completionWriter, LedgerCallError, OP_CODES, type AheadOp, type AheadOu
  * end as before, so none is ever dropped; one written there before a later acknowledgement still runs
  * before it. If BullMQ's client lacks what this relies on, nothing is replaced and completions are written
  * ahead (foldAcks returns false; the worker logs it).
- *
- * It also holds acknowledgements sent while Redis still owes the connection replies until the turn ends
- * (see below), so a busy worker's acknowledgements leave together. Holding only buffers the socket: order
- * is kept, and so is every reply.
  */
 const FOLD_COMMAND = 'tickworkAckFold';
 /** KEYS[12] of BullMQ's moveToFinished: the job's key (its hash). */
@@ -93,16 +88,8 @@ function install(redis: RedisClient): boolean {
     },
   };
 
-  // An acknowledgement sent while Redis still owes this connection replies is held until the turn ends
-  // (cork.ts, which lets a long turn's leave in groups): Redis has work until then anyway, and the turn's
-  // acknowledgements reach it in a few system calls instead of one each (measured with the bench at
-  // concurrency 50: about 0.86x bare BullMQ without, 1.0x with). One sent to an idle connection (a job
-  // finishing alone, low concurrency) goes at once: holding it would only add to its latency.
-  const queued = redis as unknown as { commandQueue?: { length: number } };
   client.runCommand = (name, args) => {
-    if (name !== move) return passThrough(name, args);
-    if ((queued.commandQueue?.length ?? 0) > 0) corkUntilTurnEnds(redis);
-    const jobKey = args.length > MOVE_KEYS ? args[JOB_KEY_INDEX] : undefined;
+    const jobKey = name === move && args.length > MOVE_KEYS ? args[JOB_KEY_INDEX] : undefined;
     const w = typeof jobKey === 'string' ? waiting.get(jobKey) : undefined;
     if (!w) return passThrough(name, args);
     waiting.delete(jobKey as string);
