@@ -4,7 +4,7 @@
  * commit together, so no customer is charged twice and none is missed, whether workers or Redis die.
  */
 import { fileURLToPath } from 'node:url';
-import { createLogger, createRedis, QueueSet } from '@tickwork/runtime';
+import { createLogger, createRedis, parseLedgerRecord, QueueSet, type RedisClient } from '@tickwork/runtime';
 import { freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
 import type { Job } from 'bullmq';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -21,7 +21,8 @@ const startWorker = async (url: string) => {
     REDIS_URL: url,
     JOBS_MODULE: FIXTURES,
     PORT: String(await freePort()),
-    LOG_LEVEL: 'warn',
+    // info: the 'workers started' line names the process's tag, which its runs' ledger records carry.
+    LOG_LEVEL: 'info',
     WORKER_CONCURRENCY: '5',
     // Short lock and lease, so a killed worker's run is taken over within about a second.
     WORKER_LOCK_DURATION_MS: '1000',
@@ -73,7 +74,7 @@ async function expectChargedOnce(url: string, runs: string[], customers: number)
 }
 
 describe('ctx.redisStep: the effect and its record commit together', () => {
-  it('100 kill -9s of random workers while runs charge 300 customers each: nobody charged twice, nobody missed', async () => {
+  it('100 kill -9s, each of a worker holding a run in progress, while runs charge 300 customers each: nobody charged twice, nobody missed', async () => {
     server = await startRedisServer();
     const url = server.url;
     const workers = await Promise.all([0, 1, 2].map(() => startWorker(url)));
@@ -82,11 +83,21 @@ describe('ctx.redisStep: the effect and its record commit together', () => {
     const runs = Array.from({ length: 15 }, (_, i) => `kill-${i}`);
     const billing = await bill(url, 300, 40);
     await billing.add(runs);
+    const probe = createRedis(url, 'command');
     let kills = 0;
-    // Chaos: kill a random worker every 0.3-1 s and start a new one in its place, 100 times.
+    // Chaos: every 0.3-1 s kill a random one of the workers holding a run in progress (its ledger record
+    // names the process), so every kill lands on work, and start a new one in its place, 100 times.
     while (kills < 100) {
       await new Promise((r) => setTimeout(r, between(300, 1000)));
-      const i = between(0, workers.length);
+      const holding = await waitFor(async () => {
+        const held = await holders(probe, runs);
+        const busy = workers.flatMap((w, i) => {
+          const tag = processTag(w);
+          return tag !== undefined && held.has(tag) ? [i] : [];
+        });
+        return busy.length > 0 ? busy : undefined;
+      }, { timeoutMs: 60_000, intervalMs: 50, what: 'a worker holding a run in progress' });
+      const i = holding[between(0, holding.length)] as number;
       await workers[i]?.stop('SIGKILL');
       workers[i] = await startWorker(url);
       kills++;
@@ -94,6 +105,7 @@ describe('ctx.redisStep: the effect and its record commit together', () => {
       runs.push(run);
       await billing.add([run]);
     }
+    probe.disconnect();
     await billing.done();
     await billing.close();
     await expectChargedOnce(url, runs, 300);
@@ -120,6 +132,23 @@ describe('ctx.redisStep: the effect and its record commit together', () => {
     await expectChargedOnce(redisServer.url, runs, 300);
   }, 300_000);
 });
+
+/** The process tag a worker logs when its workers start (worker-pool.ts): its runs' ledger records name it. */
+function processTag(app: AppProcess | undefined): string | undefined {
+  const started = app?.logs().find((l) => l.msg === 'workers started');
+  return typeof started?.processTag === 'string' ? started.processTag : undefined;
+}
+
+/** Tags of the processes holding a run in progress now: a record `r|<tag>.<delivery>|...` under the run's key. */
+async function holders(redis: RedisClient, runs: string[]): Promise<Set<string>> {
+  const records = await redis.mget(...runs.map((run) => `tickwork:ledger:tx.bill@${run}`));
+  const tags = new Set<string>();
+  for (const raw of records) {
+    const record = raw ? parseLedgerRecord(raw) : undefined;
+    if (record?.state === 'r') tags.add(record.owner.split('.')[0] ?? '');
+  }
+  return tags;
+}
 
 async function chargedSoFar(redis: ReturnType<RedisServerHandle['client']>, runs: string[]): Promise<number> {
   const lengths = await Promise.all(runs.map((run) => redis.hlen(chargesKey(run)).catch(() => 0)));

@@ -44,6 +44,11 @@ export interface WorkerPool {
   abort(reason: string): void;
   /** Ready while every BullMQ worker runs and no drain has begun (a draining worker takes no new jobs). */
   readiness: HealthCheck;
+  /**
+   * This process's tag in the worker registry, logged when its workers start: the ledger's record of a run
+   * it holds names the holder `<tag>.<delivery>`, so a record read from Redis tells which process holds the run.
+   */
+  processTag: string;
 }
 
 /** One BullMQ Worker per queue, each with its own blocking connection (BullMQ requires that). */
@@ -118,11 +123,12 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     return worker;
   });
   recovery.start();
-  opts.log.info({ queues, concurrency: opts.concurrency }, 'workers started');
+  opts.log.info({ queues, concurrency: opts.concurrency, processTag: recovery.registry.tag }, 'workers started');
 
   let stopping = false;
   return {
     workers,
+    processTag: recovery.registry.tag,
     async readiness() {
       if (stopping) return { ok: false, detail: { workers: 'draining' } };
       const stopped = queues.filter((_, i) => !workers[i]?.isRunning());
