@@ -21,7 +21,7 @@
  * (cluster.ts), the recovery section (recovery.ts) and the scheduled lane (lane.ts).
  *
  * Env: BENCH_REDIS_URL (else a private redis-server is started), BENCH_JOBS (default 10000), BENCH_JOBS_C1
- * (default 2000), BENCH_ROUNDS (default 5), BENCH_CONCURRENCY (default 50), BENCH_RECOVERY=0 (no recovery
+ * (default 2000), BENCH_ROUNDS (default 9), BENCH_CONCURRENCY (default 50), BENCH_RECOVERY=0 (no recovery
  * section), BENCH_LANE=0 (no scheduled-lane section), BENCH_LANE_SECONDS (default 45), BENCH_CLUSTER=0 (no
  * cluster row; cluster.ts has its own settings).
  */
@@ -40,7 +40,7 @@ import { clusterSection } from './cluster.js';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 10_000);
 const JOBS_C1 = Number(process.env.BENCH_JOBS_C1 ?? 2_000);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
 /** Issue 13's targets. */
 const NOOP_GOAL = 0.9;

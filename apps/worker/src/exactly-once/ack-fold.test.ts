@@ -28,7 +28,31 @@ const lockLost = defineJob({
   schema: z.object({}),
   handler: async (ctx) => (await ctx.redis.del(`${jobRecordKey('tw', 'af', ctx.jobId)}:lock`), 'done'),
 });
-const catalog = createCatalog([fold, keyed, lockLost]);
+/**
+ * Eight jobs that finish in one event-loop turn (each waits until all have started), so their
+ * acknowledgements share script calls; the one with `bad` first breaks its own BullMQ lock (a hash where
+ * BullMQ keeps a string), so BullMQ's script raises an error for its acknowledgement alone.
+ */
+const TOGETHER = 8;
+let started = 0;
+let allStarted: () => void = () => undefined;
+let together = new Promise<void>((resolve) => (allStarted = resolve));
+const batched = defineJob({
+  name: 'af.together',
+  queue: 'af',
+  schema: z.object({ i: z.number(), bad: z.boolean() }),
+  handler: async (ctx) => {
+    if (ctx.data.bad) {
+      const lock = `${jobRecordKey('tw', 'af', ctx.jobId)}:lock`;
+      await ctx.redis.del(lock);
+      await ctx.redis.hset(lock, 'not', 'a lock');
+    }
+    if (++started === TOGETHER) allStarted();
+    await together;
+    return { i: ctx.data.i };
+  },
+});
+const catalog = createCatalog([fold, keyed, lockLost, batched]);
 
 beforeAll(async () => {
   server = await startRedisServer();
@@ -44,11 +68,12 @@ afterAll(async () => {
  * Concurrency 1: each job finishes alone in its event-loop turn, so its result rides in its acknowledgement
  * (several finishing in one turn: the first does, the others are written ahead together).
  */
-async function drain(count: number, concurrency = 1): Promise<void> {
+async function drain(count: number, concurrency = 1, errors: Error[] = []): Promise<void> {
   let done = 0;
   const processor = createProcessor({ catalog, redis, log: silent, exactlyOnce: eo, enqueue: async () => ({ id: 'unused' }), ackConnectionOf: () => ackConnectionOf(worker) });
   const worker: Worker = new Worker('af', processor, { connection: server.client(), prefix: 'tw', concurrency });
   worker.on('completed', () => done++);
+  worker.on('error', (err) => errors.push(err));
   try {
     await waitFor(async () => done === count, { timeoutMs: 15_000, what: `${count} jobs completed` });
   } finally {
@@ -56,15 +81,18 @@ async function drain(count: number, concurrency = 1): Promise<void> {
   }
 }
 
-/** Drains `count` jobs named `name` (data `{ i }`) at concurrency 1, watching Redis with MONITOR; returns the jobs and the scripts clients sent. */
-async function drainWatched(name: string, count: number) {
+/**
+ * Drains `count` jobs named `name` (data `{ i }`, or `dataOf(i)`) at concurrency 1 (or `concurrency`, until
+ * `completing` of them completed), watching Redis with MONITOR; returns the jobs and the scripts clients sent.
+ */
+async function drainWatched(name: string, count: number, opts: { dataOf?: (i: number) => object; concurrency?: number; completing?: number; errors?: Error[] } = {}) {
   const seen: string[][] = [];
   const monitor = await server.client().monitor();
   monitor.on('monitor', (_t: string, args: string[], source: string) => source !== 'lua' && seen.push(args));
   const queue = new Queue('af', { connection: server.client(), prefix: 'tw' });
   try {
-    const jobs = await queue.addBulk(Array.from({ length: count }, (_, i) => ({ name, data: { i } })));
-    await drain(jobs.length);
+    const jobs = await queue.addBulk(Array.from({ length: count }, (_, i) => ({ name, data: opts.dataOf?.(i) ?? { i } })));
+    await drain(opts.completing ?? jobs.length, opts.concurrency, opts.errors);
     return { jobs, scripts: seen.filter((a) => /^eval(sha)?$/i.test(a[0] ?? '')) };
   } finally {
     monitor.disconnect();
@@ -134,6 +162,27 @@ describe('a result recorded in its job\'s hash', () => {
     } finally {
       await queue.close();
     }
+  });
+
+  it('shares a script call with other acknowledgements, and one failing there fails no other', async () => {
+    const errors: Error[] = [];
+    const bad = TOGETHER - 1; // the last to finish: the first acknowledgement of a turn may go alone
+    const { jobs, scripts } = await drainWatched('af.together', TOGETHER, { dataOf: (i) => ({ i, bad: i === bad }), concurrency: TOGETHER, completing: TOGETHER - 1, errors });
+    const keyOf = (i: number) => jobRecordKey('tw', 'af', String(jobs[i]?.id));
+    const acks = scripts.filter((a) => a.includes('tw:af:completed') && jobs.some((_, i) => a.includes(keyOf(i))));
+    // Fewer script calls than acknowledgements, and the failing one shared its call with another job's.
+    expect(acks.length).toBeLessThan(TOGETHER);
+    const withBad = acks.find((a) => a.includes(keyOf(bad)));
+    expect(jobs.some((_, i) => i !== bad && withBad?.includes(keyOf(i)))).toBe(true);
+    for (let i = 0; i < TOGETHER; i++) {
+      const state = await jobs[i]?.getState();
+      if (i === bad) expect(state).toBe('active');
+      else {
+        expect(state).toBe('completed');
+        expect(await redis.hget(keyOf(i), 'returnvalue')).toBe(JSON.stringify({ i }));
+      }
+    }
+    expect(errors.some((e) => /WRONGTYPE/.test(e.message)), errors.map((e) => e.message).join('; ')).toBe(true);
   });
 
   it('refused there (another delivery holds the run) is counted, and the job is still acknowledged', async () => {

@@ -231,42 +231,64 @@ export function parseRecord(raw: string): { state: 'r' | 'i' | 'd'; owner: strin
   return { state: m[1] as 'r' | 'i' | 'd', owner: m[2] ?? '', time: Number(m[3]), claims: Number(m[4]), result: m[5] ?? '' };
 }
 
+/** BullMQ's moveToFinished takes 14 KEYS (ack-fold.ts checks the installed script's count). */
+export const MOVE_TO_FINISHED_KEYS = 14;
+
 /**
- * A completion in BullMQ's own acknowledgement (ack-fold.ts): the completion runs first, as it would
- * written ahead, then BullMQ's moveToFinished script, unchanged, as a function (its KEYS and ARGV: below).
- * KEYS: BullMQ's, then the record's key. ARGV: BullMQ's, then the completion's op code and arguments, then
- * the count of those. Replies {completion's reply, BullMQ's reply}. BullMQ's KEYS[2] (active list),
- * KEYS[12] (the job's key), ARGV[1] (job id), ARGV[5] (target) and ARGV[8] (its options, msgpack) are read
- * for the lock below; ack-fold.test.ts breaks if a BullMQ release moves them.
+ * A batch of BullMQ acknowledgements, each with the completion of its run if it has one (ack-fold.ts): per
+ * acknowledgement, the completion runs first, as it would written ahead, then BullMQ's moveToFinished
+ * script, unchanged, as a function called with that acknowledgement's own KEYS and ARGV.
+ *
+ * KEYS: per acknowledgement BullMQ's 14, then the record's key if it has a completion. ARGV[1]: the number
+ * of acknowledgements; then per acknowledgement the length of its BullMQ ARGV and of its completion's words
+ * (0: none); then, in order, each one's BullMQ ARGV followed by its completion's op code and arguments.
+ * Replies, per acknowledgement, {completion's reply or nil, BullMQ's reply}. An error raised by one
+ * acknowledgement's completion or script is that one's reply (`{'error', message}` for the completion, an
+ * error for BullMQ's): the others go on. BullMQ's KEYS[2] (active list), KEYS[12] (the job's key),
+ * ARGV[1] (job id), ARGV[5] (target) and ARGV[8] (its options, msgpack) are read for the lock below;
+ * ack-fold.test.ts breaks if a BullMQ release moves them.
  */
 export function ackFoldLua(moveToFinished: string): string {
-  // BullMQ's script reads its KEYS and ARGV by index, so it is handed the fold's own, whose extra entries
-  // (the record's key, the completion's words) come after its: no copies per call (paired runs measured
-  // them at a few µs of Redis time per acknowledgement). A release whose script sizes or walks them gets
-  // exact copies instead.
-  const sized = /#\s*(KEYS|ARGV)\b|unpack\(\s*(KEYS|ARGV)\s*\)|pairs\(\s*(KEYS|ARGV)\s*\)/.test(moveToFinished);
-  const call = sized ? 'moveToFinished({unpack(KEYS, 1, #KEYS - 1)}, {unpack(ARGV, 1, base)})' : 'moveToFinished(KEYS, ARGV)';
+  const n = MOVE_TO_FINISHED_KEYS;
   return `${PRELUDE}local ops = {}
 ${OP_COMPLETE}
-local n = #ARGV
-local own = tonumber(ARGV[n])
-local base = n - 1 - own
-local ok, reply = pcall(ops[ARGV[base + 1]], KEYS[#KEYS], unpack(ARGV, base + 2, n - 1))
-if not ok then reply = {'error', type(reply) == 'table' and tostring(reply.err) or tostring(reply)} end
--- A job still active whose lock is gone (lost with a failed master, or expired while its worker was paused)
--- and that no one else has taken: this delivery's result is recorded, so it may be acknowledged now rather
--- than refused ('Missing lock') and redelivered by BullMQ's stall check a minute later. BullMQ's lock is
--- set to this delivery's token, and its script removes it as usual.
-if reply == 1 and ARGV[5] == 'completed' then
-  local lock = KEYS[12] .. ':lock'
-  if redis.call('EXISTS', lock) == 0 and redis.call('LPOS', KEYS[2], ARGV[1]) then
-    local opts = cmsgpack.unpack(ARGV[8])
-    redis.call('SET', lock, opts['token'], 'PX', tonumber(opts['lockDuration']) or 30000)
-  end
-end
 local function moveToFinished(KEYS, ARGV)
 ${moveToFinished}
 end
-return {reply, ${call}}
+local function raised(e)
+  return type(e) == 'table' and tostring(e.err) or tostring(e)
+end
+local acks = tonumber(ARGV[1])
+local out = {}
+local k, a = 0, 1 + 2 * acks
+for i = 1, acks do
+  local argc, own = tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
+  local keys = {unpack(KEYS, k + 1, k + ${n})}
+  local argv = {unpack(ARGV, a + 1, a + argc)}
+  local reply = false
+  if own > 0 then
+    local ok, r = pcall(ops[ARGV[a + argc + 1]], KEYS[k + ${n} + 1], unpack(ARGV, a + argc + 2, a + argc + own))
+    if not ok then reply = {'error', raised(r)} elseif r ~= nil then reply = r end
+    -- A job still active whose lock is gone (lost with a failed master, or expired while its worker was
+    -- paused) and that no one else has taken: this delivery's result is recorded, so it may be acknowledged
+    -- now rather than refused ('Missing lock') and redelivered by BullMQ's stall check a minute later.
+    -- BullMQ's lock is set to this delivery's token, and its script removes it as usual.
+    if reply == 1 and argv[5] == 'completed' then
+      local lock = keys[12] .. ':lock'
+      if redis.call('EXISTS', lock) == 0 and redis.call('LPOS', keys[2], argv[1]) then
+        local opts = cmsgpack.unpack(argv[8])
+        redis.call('SET', lock, opts['token'], 'PX', tonumber(opts['lockDuration']) or 30000)
+      end
+    end
+    k = k + ${n} + 1
+  else
+    k = k + ${n}
+  end
+  a = a + argc + own
+  local ok, result = pcall(moveToFinished, keys, argv)
+  if not ok then result = redis.error_reply(raised(result)) elseif result == nil then result = false end
+  out[i] = {reply, result}
+end
+return out
 `;
 }
