@@ -15,10 +15,12 @@ describe.each(TOPOLOGIES)('dashboard on %s Redis', (topology) => {
   let d: TestDashboard;
   let base: string;
 
+  // A Redis Cluster's start (six servers, then the slots' assignment) took past 60 s once, with other
+  // packages' tests loading the machine: two minutes, as the other cluster suites allow.
   beforeAll(async () => {
     d = await startDashboard('tickwork', undefined, topology);
     base = d.base;
-  });
+  }, 120_000);
   afterAll(async () => {
     await d?.close();
   });
