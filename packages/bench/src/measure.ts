@@ -2,7 +2,7 @@
  * One timed drain of a pre-filled queue by one BullMQ Worker (bench/main.ts runs it per mode and round):
  * jobs/s, the CPU each job cost Node and Redis, and the Redis commands each job cost the worker process.
  */
-import { completionWriter, createRedis, type RedisClient } from '@tickwork/runtime';
+import { ackBatchesSent, completionWriter, createRedis, type RedisClient } from '@tickwork/runtime';
 import { ackConnectionOf } from '@tickwork/worker';
 import { Queue, Worker, type Processor, type WorkerOptions } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -18,8 +18,8 @@ export interface Measured {
   redisUs: number;
   /**
    * Requests to Redis per job, awaited or not: the commands this process sent (every connection: the
-   * Worker's, the ledger's, the handler's), each ledger operation counted as one even when it shared a
-   * batched script call with others (a job still waits for, or writes, its own).
+   * Worker's, the ledger's, the handler's), each ledger operation and each acknowledgement counted as one
+   * even when it shared a batched script call with others (a job still waits for, or writes, its own).
    */
   commandsPerJob: number;
   completionsPerCall: number | undefined;
@@ -79,8 +79,10 @@ export async function measure(
   const redisSeconds = (await redisCpu(producer)) - rcpu0;
   const ack = await ackConnectionOf(worker);
   const written = ack ? completionWriter(ack).sent : undefined;
+  // Acknowledgements sent a few to a script call (ack-fold.ts) count one request each, as a bare worker's do.
+  const acked = ack ? ackBatchesSent(ack) : undefined;
   const completionsPerCall = written && written.batches > 0 ? written.ops / written.batches : undefined;
-  const sent = commandsSent - sent0 + unbatched + (written ? written.ops - written.batches : 0);
+  const sent = commandsSent - sent0 + unbatched + (written ? written.ops - written.batches : 0) + (acked ? acked.acks - acked.calls : 0);
   await worker.close();
   blocking.disconnect();
   await queue.obliterate({ force: true });

@@ -32,7 +32,7 @@ export * from './idempotency/errors.js';
 export * from './idempotency/ledger.js';
 export { parseRecord as parseLedgerRecord } from './idempotency/ledger-lua.js';
 export { CompletionWriter, completionWriter, type AheadOutcome } from './idempotency/ledger-batch.js';
-export { foldAcks } from './idempotency/ack-fold.js';
+export { ackBatchesSent, foldAcks } from './idempotency/ack-fold.js';
 export * from './idempotency/steps.js';
 export { RedisTx, RedisStepSlotError } from './idempotency/redis-tx.js';
 export * from './idempotency/metrics.js';

@@ -72,6 +72,13 @@ interface Ack {
 }
 
 const folded = new WeakMap<RedisClient, boolean>();
+/** Per folded connection: script calls that carried several acknowledgements, and those acknowledgements. */
+const batchesSent = new WeakMap<RedisClient, { calls: number; acks: number }>();
+
+/** Acknowledgements sent in shared script calls on `redis` so far (the bench counts each as a request of its job). */
+export function ackBatchesSent(redis: RedisClient): { calls: number; acks: number } | undefined {
+  return batchesSent.get(redis);
+}
 
 /** Folds completions into acknowledgements on `redis`, a BullMQ worker's connection, and batches those. Idempotent. */
 export function foldAcks(redis: RedisClient): boolean {
@@ -115,6 +122,8 @@ function install(redis: RedisClient): boolean {
     },
   };
 
+  const sent = { calls: 0, acks: 0 };
+  batchesSent.set(redis, sent);
   let acks: Ack[] = [];
   let atTurnEnd = false;
   const sendLeft = (): void => {
@@ -129,7 +138,10 @@ function install(redis: RedisClient): boolean {
       passThrough(move, only.args).then(only.resolve, only.reject);
       return;
     }
-    if (batch.length > 0) sendBatch(client, batch, writer);
+    if (batch.length === 0) return;
+    sent.calls++;
+    sent.acks += batch.length;
+    sendBatch(client, batch, writer);
   };
 
   client.runCommand = (name, args) => {
