@@ -10,8 +10,8 @@ import { completionWriter, LedgerCallError, OP_CODES, type AheadOp, type AheadOu
  *   every ACK_GROUP of them go as one script call, and what is left goes at the end of the event-loop turn.
  *   One script call costs ioredis and Redis much less than ACK_GROUP of them (measured with the bench's
  *   no-op job at concurrency 50: 7 to 11 µs of Node CPU per job less), and Redis, busy with the calls before,
- *   loses no time meanwhile. A cluster client's connection does not say whether it owes replies, so there
- *   every acknowledgement goes at once, as before. An acknowledgement sent to an idle connection (a job finishing alone) goes at once.
+ *   loses no time meanwhile. An acknowledgement sent to an idle connection (a job finishing alone) goes at
+ *   once. A cluster client does not say whether it owes replies, so there every one goes at once.
  * - **Completions inside them.** A run's completion rides in its job's acknowledgement, where written ahead
  *   (CompletionWriter) it costs a command of its own: the first completion of an event-loop turn (see take);
  *   the others of the turn are written ahead together. For every completion whose job is known: a record in
@@ -72,7 +72,7 @@ interface Ack {
 }
 
 const folded = new WeakMap<RedisClient, boolean>();
-/** Per folded connection: script calls that carried several acknowledgements, and those acknowledgements. */
+/** Per folded connection: calls of the acknowledgements' script (ackFoldLua), and the acknowledgements they carried. */
 const batchesSent = new WeakMap<RedisClient, { calls: number; acks: number }>();
 
 /** Acknowledgements sent in shared script calls on `redis` so far (the bench counts each as a request of its job). */
@@ -133,12 +133,12 @@ function install(redis: RedisClient): boolean {
   const send = (): void => {
     const batch = acks;
     acks = [];
+    if (batch.length === 0) return;
     const only = batch.length === 1 ? batch[0] : undefined;
     if (only && !only.completion) {
-      passThrough(move, only.args).then(only.resolve, only.reject);
+      passThrough(move, only.args).then(only.resolve, only.reject); // BullMQ's own call: nothing to share it
       return;
     }
-    if (batch.length === 0) return;
     sent.calls++;
     sent.acks += batch.length;
     sendBatch(client, batch, writer);

@@ -258,6 +258,17 @@ end
 local function raised(e)
   return type(e) == 'table' and tostring(e.err) or tostring(e)
 end
+-- A job still active whose lock is gone (lost with a failed master, or expired while its worker was paused)
+-- and that no one else has taken: this delivery's result is recorded, so it may be acknowledged now rather
+-- than refused ('Missing lock') and redelivered by BullMQ's stall check a minute later. BullMQ's lock is
+-- set to this delivery's token, and its script removes it as usual.
+local function relock(keys, argv)
+  local lock = keys[12] .. ':lock'
+  if redis.call('EXISTS', lock) == 0 and redis.call('LPOS', keys[2], argv[1]) then
+    local opts = cmsgpack.unpack(argv[8])
+    redis.call('SET', lock, opts['token'], 'PX', tonumber(opts['lockDuration']) or 30000)
+  end
+end
 local acks = tonumber(ARGV[1])
 local out = {}
 local k, a = 0, 1 + 2 * acks
@@ -269,17 +280,8 @@ for i = 1, acks do
   if own > 0 then
     local ok, r = pcall(ops[ARGV[a + argc + 1]], KEYS[k + ${n} + 1], unpack(ARGV, a + argc + 2, a + argc + own))
     if not ok then reply = {'error', raised(r)} elseif r ~= nil then reply = r end
-    -- A job still active whose lock is gone (lost with a failed master, or expired while its worker was
-    -- paused) and that no one else has taken: this delivery's result is recorded, so it may be acknowledged
-    -- now rather than refused ('Missing lock') and redelivered by BullMQ's stall check a minute later.
-    -- BullMQ's lock is set to this delivery's token, and its script removes it as usual.
-    if reply == 1 and argv[5] == 'completed' then
-      local lock = keys[12] .. ':lock'
-      if redis.call('EXISTS', lock) == 0 and redis.call('LPOS', keys[2], argv[1]) then
-        local opts = cmsgpack.unpack(argv[8])
-        redis.call('SET', lock, opts['token'], 'PX', tonumber(opts['lockDuration']) or 30000)
-      end
-    end
+    -- Should it fail (a key of the wrong type), BullMQ's own checks below judge the acknowledgement.
+    if reply == 1 and argv[5] == 'completed' then pcall(relock, keys, argv) end
     k = k + ${n} + 1
   else
     k = k + ${n}
