@@ -60,7 +60,7 @@ const appOf = (pid: number) => {
   if (!app) throw new Error(`no worker process ${pid}`);
   return app;
 };
-const enqueue = (gate: string): Promise<Job> => queues.get(RC_QUEUE).add(gated.name, { gate }, jobOptions(gated));
+const enqueue = (gate: string, def: typeof gated | typeof gateFirst = gated): Promise<Job> => queues.get(RC_QUEUE).add(def.name, { gate }, jobOptions(def));
 /**
  * Waits for delivery `n` of the run to reach its gate: past its step, so the step is recorded (not only run:
  * a kill between the step's effect and its record would leave the step to the next delivery, which then
@@ -68,15 +68,21 @@ const enqueue = (gate: string): Promise<Job> => queues.get(RC_QUEUE).add(gated.n
  */
 const atGate = (gate: string, n = 1) => waitFor(async () => (await redis.llen(RC_KEYS.waiting(gate))) >= n, { what: `delivery ${n} of ${gate} at its gate` });
 
-it('a worker killed -9 mid-run: another worker resumes the run within seconds, its recorded step not redone, the effect once', async () => {
+/** Two workers, and a run of `def` for `gate` enqueued and waiting at its gate: its job, the process holding it, the other one. */
+async function runAtGate(gate: string, def: typeof gated | typeof gateFirst = gated) {
   const [w1, w2] = await Promise.all([startWorker(), startWorker()]);
-  const job = await enqueue('kill');
-  const holderPid = await starter('kill', 1);
-  await atGate('kill');
-  const survivor = holderPid === w1.proc.pid ? w2 : w1;
+  const job = await enqueue(gate, def);
+  const holder = appOf(await starter(gate, 1));
+  await atGate(gate);
+  return { job, holder, other: holder === w1 ? w2 : w1 };
+}
+
+it('a worker killed -9 mid-run: another worker resumes the run within seconds, its recorded step not redone, the effect once', async () => {
+  const { job, holder, other: survivor } = await runAtGate('kill');
+  const holderPid = holder.proc.pid;
 
   const killedAt = Date.now();
-  await appOf(holderPid).stop('SIGKILL');
+  await holder.stop('SIGKILL');
   const resumedBy = await starter('kill', 2, RECOVERY_DEADLINE_MS);
   const recoveryMs = Date.now() - killedAt;
   console.log(`recovery after kill -9: the run started again on the surviving worker ${recoveryMs} ms after the kill`);
@@ -92,12 +98,8 @@ it('a worker killed -9 mid-run: another worker resumes the run within seconds, i
 }, 90_000);
 
 it('a worker frozen (SIGSTOP) past the dead-after time, then resumed: its run is taken over, its late writes refused, the effect once', async () => {
-  const [w1, w2] = await Promise.all([startWorker(), startWorker()]);
-  const job = await enqueue('freeze');
-  const frozenPid = await starter('freeze', 1);
-  await atGate('freeze');
-  const frozen = appOf(frozenPid);
-  const other = frozen === w1 ? w2 : w1;
+  const { job, holder: frozen, other } = await runAtGate('freeze');
+  const frozenPid = frozen.proc.pid;
 
   frozen.proc.kill('SIGSTOP');
   expect(await starter('freeze', 2, RECOVERY_DEADLINE_MS)).toBe(other.proc.pid);
@@ -118,12 +120,7 @@ it('a worker frozen (SIGSTOP) past the dead-after time, then resumed: its run is
 }, 90_000);
 
 it('a worker frozen past the dead-after time before its first step: awake and beating again, it claims before the step, finds the run taken over, and does not run it', async () => {
-  const [w1, w2] = await Promise.all([startWorker(), startWorker()]);
-  const job = await queues.get(RC_QUEUE).add(gateFirst.name, { gate: 'first' }, jobOptions(gateFirst));
-  const frozenPid = await starter('first', 1);
-  await atGate('first');
-  const frozen = appOf(frozenPid);
-  const other = frozen === w1 ? w2 : w1;
+  const { job, holder: frozen, other } = await runAtGate('first', gateFirst);
 
   frozen.proc.kill('SIGSTOP');
   expect(await starter('first', 2, RECOVERY_DEADLINE_MS)).toBe(other.proc.pid);

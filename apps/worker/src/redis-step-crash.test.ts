@@ -4,7 +4,7 @@
  * commit together, so no customer is charged twice and none is missed, whether workers or Redis die.
  */
 import { fileURLToPath } from 'node:url';
-import { createLogger, createRedis, parseLedgerRecord, QueueSet, type RedisClient } from '@tickwork/runtime';
+import { createExactlyOnce, createLogger, createRedis, ownerTagOf, parseLedgerRecord, QueueSet, type IdempotencyLedger } from '@tickwork/runtime';
 import { freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
 import type { Job } from 'bullmq';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -84,13 +84,14 @@ describe('ctx.redisStep: the effect and its record commit together', () => {
     const billing = await bill(url, 300, 40);
     await billing.add(runs);
     const probe = createRedis(url, 'command');
+    const ledger = createExactlyOnce(probe, { prefix: 'tickwork' }).ledger;
     let kills = 0;
     // Chaos: every 0.3-1 s kill a random one of the workers holding a run in progress (its ledger record
     // names the process), so every kill lands on work, and start a new one in its place, 100 times.
     while (kills < 100) {
       await new Promise((r) => setTimeout(r, between(300, 1000)));
       const holding = await waitFor(async () => {
-        const held = await holders(probe, runs);
+        const held = await holders(ledger, runs);
         const busy = workers.flatMap((w, i) => {
           const tag = processTag(w);
           return tag !== undefined && held.has(tag) ? [i] : [];
@@ -140,12 +141,13 @@ function processTag(app: AppProcess | undefined): string | undefined {
 }
 
 /** Tags of the processes holding a run in progress now: a record `r|<tag>.<delivery>|...` under the run's key. */
-async function holders(redis: RedisClient, runs: string[]): Promise<Set<string>> {
-  const records = await redis.mget(...runs.map((run) => `tickwork:ledger:tx.bill@${run}`));
+async function holders(ledger: IdempotencyLedger, runs: string[]): Promise<Set<string>> {
+  const records = await ledger.redis.mget(...runs.map((run) => ledger.keyOf(`tx.bill@${run}`)));
   const tags = new Set<string>();
   for (const raw of records) {
     const record = raw ? parseLedgerRecord(raw) : undefined;
-    if (record?.state === 'r') tags.add(record.owner.split('.')[0] ?? '');
+    const tag = record?.state === 'r' ? ownerTagOf(record.owner) : undefined;
+    if (tag) tags.add(tag);
   }
   return tags;
 }

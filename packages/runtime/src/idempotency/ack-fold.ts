@@ -163,25 +163,24 @@ function install(redis: RedisClient): boolean {
 
 /** One script call for `batch` (ledger-lua.ts, ackFoldLua, for the layout); each caller gets its own reply. */
 function sendBatch(client: BullClient, batch: Ack[], writer: ReturnType<typeof completionWriter>): void {
-  // numkeys, every KEYS, then ARGV: the count, each one's two lengths, then each one's words. One array:
-  // ioredis flattens it, and spreading every word costs more per job than these loops.
-  const keys: unknown[] = [];
-  const argv: unknown[] = [batch.length];
+  // One array (ioredis flattens it, and spreading every word costs more per job than these loops): numkeys,
+  // every acknowledgement's KEYS, then ARGV: the count, each one's two lengths, then each one's words.
+  let numKeys = 0;
+  for (const ack of batch) numKeys += ack.completion ? MOVE_TO_FINISHED_KEYS + 1 : MOVE_TO_FINISHED_KEYS;
+  const words: unknown[] = [numKeys];
   for (const ack of batch) {
-    for (let i = 0; i < MOVE_TO_FINISHED_KEYS; i++) keys.push(ack.args[i]);
-    if (ack.completion) keys.push(ack.completion.key);
-    argv.push(ack.args.length - MOVE_TO_FINISHED_KEYS, ack.completion ? ack.completion.args.length + 1 : 0);
+    for (let i = 0; i < MOVE_TO_FINISHED_KEYS; i++) words.push(ack.args[i]);
+    if (ack.completion) words.push(ack.completion.key);
   }
+  words.push(batch.length);
+  for (const ack of batch) words.push(ack.args.length - MOVE_TO_FINISHED_KEYS, ack.completion ? ack.completion.args.length + 1 : 0);
   for (const ack of batch) {
-    for (let i = MOVE_TO_FINISHED_KEYS; i < ack.args.length; i++) argv.push(ack.args[i]);
+    for (let i = MOVE_TO_FINISHED_KEYS; i < ack.args.length; i++) words.push(ack.args[i]);
     const c = ack.completion;
     if (!c) continue;
-    argv.push(OP_CODES[c.op]);
-    for (const word of c.args) argv.push(word);
+    words.push(OP_CODES[c.op]);
+    for (const word of c.args) words.push(word);
   }
-  const words: unknown[] = [keys.length];
-  for (const k of keys) words.push(k);
-  for (const a of argv) words.push(a);
   const call = client[FOLD_COMMAND] as NonNullable<BullClient[typeof FOLD_COMMAND]>;
   call(words).then(
     (replies) => {

@@ -144,7 +144,15 @@ export class WorkerRegistry implements OwnerLiveness {
    * last beat, is what says whether it may have been judged dead.
    */
   aliveThroughout(sinceMs: number): boolean {
-    return this.lastBeatSent !== undefined && performance.now() - this.lastBeatSent < this.opts.deadAfterMs - this.opts.heartbeatMs && this.unbrokenSince <= sinceMs;
+    return this.lastBeatSent !== undefined && performance.now() - this.lastBeatSent < this.surelyAliveMs() && this.unbrokenSince <= sinceMs;
+  }
+
+  /**
+   * How long after a beat was sent every other process surely still counts this one alive: the dead-after
+   * time less a heartbeat (a beat to spare). A longer gap between beats may have been judged death.
+   */
+  private surelyAliveMs(): number {
+    return this.opts.deadAfterMs - this.opts.heartbeatMs;
   }
 
   async isDead(owner: string): Promise<boolean> {
@@ -185,7 +193,7 @@ export class WorkerRegistry implements OwnerLiveness {
     const t = performance.now();
     if (this.lastBeat === undefined || t - this.lastBeat > this.opts.deadAfterMs / 2) this.seeingSince = t;
     this.lastBeat = t;
-    if (this.lastBeatSent === undefined || sentAt - this.lastBeatSent >= this.opts.deadAfterMs - this.opts.heartbeatMs) this.unbrokenSince = sentWall;
+    if (this.lastBeatSent === undefined || sentAt - this.lastBeatSent >= this.surelyAliveMs()) this.unbrokenSince = sentWall;
     this.lastBeatSent = sentAt;
     const now = Number(reply[0]);
     const dead: DeadWorker[] = [];
