@@ -3,7 +3,7 @@
  * 30 s lock and lease): real worker processes, killed -9 or frozen with SIGSTOP while a run waits in the
  * middle of its handler (after a recorded step, before its effect).
  */
-import { createLogger, jobOptions, listDeadLetters, QueueSet, workersKey } from '@tickwork/runtime';
+import { createExactlyOnce, createLogger, jobOptions, listDeadLetters, QueueSet, workersKey, type IdempotencyLedger } from '@tickwork/runtime';
 import { appEntry, fixtureModule, freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -17,12 +17,14 @@ const RECOVERY_DEADLINE_MS = 15_000;
 let server: RedisServerHandle;
 let redis: Redis;
 let queues: QueueSet;
+let ledger: IdempotencyLedger;
 let apps: AppProcess[] = [];
 
 beforeAll(async () => {
   server = await startRedisServer();
   redis = server.client();
   queues = new QueueSet(redis, 'tickwork', createLogger('test', 'silent'));
+  ledger = createExactlyOnce(redis, { prefix: 'tickwork' }).ledger;
 });
 afterEach(async () => {
   for (const a of apps) a.proc.kill('SIGCONT');
@@ -61,12 +63,16 @@ const appOf = (pid: number) => {
   return app;
 };
 const enqueue = (gate: string, def: typeof gated | typeof gateFirst = gated): Promise<Job> => queues.get(RC_QUEUE).add(def.name, { gate }, jobOptions(def));
-/**
- * Waits for delivery `n` of the run to reach its gate: past its step, so the step is recorded (not only run:
- * a kill between the step's effect and its record would leave the step to the next delivery, which then
- * records it, and recording a new step starts a run's stall count again).
- */
+/** Waits for delivery `n` of the run to reach its gate (past its step). */
 const atGate = (gate: string, n = 1) => waitFor(async () => (await redis.llen(RC_KEYS.waiting(gate))) >= n, { what: `delivery ${n} of ${gate} at its gate` });
+/**
+ * Waits for the `prepare` step of `job`'s run to be recorded, not only run: a kill between the step's effect
+ * and its record leaves the step to the next delivery. A first delivery that is provably the only one runs
+ * its step before claiming the run and writes the step's record with the claim at the end of that event-loop
+ * turn (README, "When a run is claimed"), so the run can reach its gate, a plain Redis write, just before.
+ */
+const stepRecorded = (job: Job) =>
+  waitFor(async () => (await redis.hexists(`${ledger.keyOf(`${job.name}#${job.id}`)}:steps`, 'prepare')) === 1, { what: `the prepare step of job ${job.id} recorded` });
 
 /** Two workers, and a run of `def` for `gate` enqueued and waiting at its gate: its job, the process holding it, the other one. */
 async function runAtGate(gate: string, def: typeof gated | typeof gateFirst = gated) {
@@ -74,6 +80,7 @@ async function runAtGate(gate: string, def: typeof gated | typeof gateFirst = ga
   const job = await enqueue(gate, def);
   const holder = appOf(await starter(gate, 1));
   await atGate(gate);
+  if (def === gated) await stepRecorded(job);
   return { job, holder, other: holder === w1 ? w2 : w1 };
 }
 

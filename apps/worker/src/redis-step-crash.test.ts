@@ -110,7 +110,9 @@ describe('ctx.redisStep: the effect and its record commit together', () => {
     await billing.done();
     await billing.close();
     await expectChargedOnce(url, runs, 300);
-  }, 300_000);
+    // 100 worker starts and a 0.3-1 s pause before each kill: about 2 minutes on a quiet 2-core machine, more
+    // than 5 beside CI's compose stacks.
+  }, 480_000);
 
   it('Redis killed -9 three times mid-run (AOF, fsync every second): nobody charged twice, nobody missed', async () => {
     server = await startRedisServer({ appendonly: true, appendfsync: 'everysec' });

@@ -7,6 +7,7 @@ export interface AppProcess {
   readonly lines: string[];
   /** Parsed pino JSON lines. */
   logs(): Record<string, unknown>[];
+  /** Waits for a log line matching `predicate`, up to `timeoutMs` (default 30 s). */
   waitForLog(predicate: (entry: Record<string, unknown>) => boolean, what: string, timeoutMs?: number): Promise<Record<string, unknown>>;
   /** Sends a signal and resolves with the exit code (null when killed by a signal). */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
@@ -39,7 +40,9 @@ export function startApp(entry: string, env: Record<string, string>, args: strin
     lines,
     logs,
     exited,
-    waitForLog: (predicate, what, timeoutMs = 15_000) =>
+    // 30 s: an app starting on a loaded 2-core machine (CI runs the compose stacks beside the tests) has
+    // taken more than 15 s to log that it is ready; still under the tests' 60 s, so a miss says what it waited for.
+    waitForLog: (predicate, what, timeoutMs = 30_000) =>
       waitFor(() => logs().find(predicate), { timeoutMs, what: `${what}; output so far:\n${lines.slice(-20).join('\n')}` }),
     async stop(signal: NodeJS.Signals = 'SIGTERM') {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
