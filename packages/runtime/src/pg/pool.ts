@@ -5,7 +5,7 @@ import { safeUrl } from '../logger.js';
 
 /**
  * pg, loaded when the first pool is made: every app imports the runtime, few use PostgreSQL, and loading pg
- * costs about 80 ms of CPU at each process start (a worker starts in about 0.9 s).
+ * costs 50-80 ms at each process start (importing pg alone: about 80 ms; a worker starts in about 0.9 s).
  */
 let pg: typeof import('pg') | undefined;
 const loadPg = (): typeof import('pg') => (pg ??= createRequire(import.meta.url)('pg') as typeof import('pg'));
