@@ -80,6 +80,7 @@ export async function pickEngine(): Promise<Engine> {
 interface Check {
   name: string;
   ok: boolean;
+  reason?: string;
 }
 
 const checks: Check[] = [];
@@ -93,8 +94,9 @@ export async function check(name: string, fn: () => Promise<string | void>): Pro
     checks.push({ name, ok: true });
     return true;
   } catch (err) {
-    say(`FAIL ${name}: ${(err as Error).message}`);
-    checks.push({ name, ok: false });
+    const reason = (err as Error).message;
+    say(`FAIL ${name}: ${reason}`);
+    checks.push({ name, ok: false, reason });
     return false;
   }
 }
@@ -104,11 +106,19 @@ export function anyFailed(): boolean {
   return checks.some((c) => !c.ok);
 }
 
+/** A failure's reason in at most 20 lines (the stack's last states are at its end). */
+function shorten(reason: string): string {
+  const lines = reason.trimEnd().split('\n');
+  const kept = lines.length <= 20 ? lines : [...lines.slice(0, 4), `... (${lines.length - 20} lines)`, ...lines.slice(-16)];
+  return kept.join('\n    ');
+}
+
 /** Prints the summary line (always the last line) and returns the exit code. */
 export function summary(): number {
   const failed = checks.filter((c) => !c.ok);
   say(`done in ${((Date.now() - started) / 1000).toFixed(0)} s`);
-  for (const c of failed) process.stdout.write(`  failed: ${c.name}\n`);
+  // The reason again, shortened: CI often shows only the end of the output, after the stacks' logs.
+  for (const c of failed) process.stdout.write(`  failed: ${c.name}${c.reason ? `\n    ${shorten(c.reason)}` : ''}\n`);
   process.stdout.write(`compose: ${checks.length - failed.length} passed, ${failed.length} failed\n`);
   return failed.length === 0 ? 0 : 1;
 }

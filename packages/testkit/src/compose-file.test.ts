@@ -2,7 +2,10 @@
  * Shape of docker-compose.yml and the Dockerfile: the properties tickwork relies on in production that
  * a careless edit could drop silently (compose would still start). `pnpm test:compose` runs the stack.
  */
+import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { dependsOn, readComposeFile, type Service } from './compose-files.js';
@@ -28,6 +31,33 @@ function durationMs(text: string): number {
 /** Container ports a service publishes, from short ("8080:3000", "${X:-3000}:3000") or long syntax. */
 function containerPorts(svc: Service): number[] {
   return (svc.ports ?? []).map((p) => (typeof p === 'string' ? Number(p.split(':').at(-1)?.split('/')[0]) : Number(p.target)));
+}
+
+/** Runs a healthcheck's argv (its port moved to a free one) against a server answering 200, then 503. */
+async function runHealthcheck(argv: string[], port: string): Promise<{ status: { ok: number | null; notReady: number | null }; paths: string[] }> {
+  const paths: string[] = [];
+  let answer = 200;
+  const server = createServer((req, res) => {
+    paths.push(req.url ?? '');
+    res.writeHead(answer).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const free = String((server.address() as AddressInfo).port);
+  const moved = argv.map((arg) => arg.replace(`/dev/tcp/127.0.0.1/${port}`, `/dev/tcp/127.0.0.1/${free}`));
+  const run = () =>
+    new Promise<number | null>((resolve, reject) => {
+      const [file, ...args] = moved;
+      if (file === undefined) return reject(new Error('empty healthcheck'));
+      execFile(file, args, { timeout: 10_000 }, (err) => resolve(err ? (typeof err.code === 'number' ? err.code : null) : 0));
+    });
+  try {
+    const ok = await run();
+    answer = 503;
+    const notReady = await run();
+    return { status: { ok, notReady }, paths };
+  } finally {
+    server.close();
+  }
 }
 
 describe('docker-compose.yml', () => {
@@ -70,11 +100,18 @@ describe('docker-compose.yml', () => {
     expect(dependsOn(service(name)).redis?.condition).toBe('service_healthy');
   });
 
-  it.each(apps)('health-checks %s on /readyz of its PORT, restarts it and runs it under an init', (name) => {
+  it.each(apps)('health-checks %s on /readyz of its PORT, restarts it and runs it under an init', async (name) => {
     const svc = service(name);
     const port = svc.environment?.PORT;
     expect(port, `${name} sets PORT`).toMatch(/^\d+$/);
-    expect(svc.healthcheck?.test?.join(' ')).toContain(`http://127.0.0.1:${port}/readyz`);
+    const [kind, ...argv] = svc.healthcheck?.test ?? [];
+    expect(kind).toBe('CMD');
+    expect(argv.join(' ')).toContain(`/dev/tcp/127.0.0.1/${port} `);
+    // Run the check itself (bash is on the host as in the image) against a server on a free port: it passes
+    // on 200 and fails on /readyz's 503, and it asks /readyz, not /healthz.
+    const { status, paths } = await runHealthcheck(argv, String(port));
+    expect(status).toEqual({ ok: 0, notReady: 1 });
+    expect(paths).toEqual(['/readyz', '/readyz']);
     expect(svc.restart).toBe('unless-stopped');
     expect(svc.init).toBe(true);
   });

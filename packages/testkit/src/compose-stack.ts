@@ -108,7 +108,9 @@ export function stackRunner(engine: Engine, spec: StackSpec): { test: () => Prom
               )
             );
           },
-          { timeoutMs: 180_000, intervalMs: 1000, what: 'every container running and healthy' },
+          // 300 s: in CI the stacks start beside the whole test suite on two cores; a Redis Cluster's six nodes,
+          // its init and the apps behind it were once not all healthy within 180 s there.
+          { timeoutMs: 300_000, intervalMs: 1000, what: 'every container running and healthy' },
         );
       } catch (err) {
         throw new Error(`${(err as Error).message}; last states:\n${tail(lastStates, 15)}`);
