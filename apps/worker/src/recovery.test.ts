@@ -70,9 +70,10 @@ const atGate = (gate: string, n = 1) => waitFor(async () => (await redis.llen(RC
  * and its record leaves the step to the next delivery. A first delivery that is provably the only one runs
  * its step before claiming the run and writes the step's record with the claim at the end of that event-loop
  * turn (README, "When a run is claimed"), so the run can reach its gate, a plain Redis write, just before.
+ * `<job name>#<job id>` is the run key of a job without an idempotency key (runtime, idempotencyKeyOf).
  */
 const stepRecorded = (job: Job) =>
-  waitFor(async () => (await redis.hexists(`${ledger.keyOf(`${job.name}#${job.id}`)}:steps`, 'prepare')) === 1, { what: `the prepare step of job ${job.id} recorded` });
+  waitFor(async () => (await redis.hexists(ledger.stepsKeyOf(`${job.name}#${job.id}`), 'prepare')) === 1, { what: `the prepare step of job ${job.id} recorded` });
 
 /** Two workers, and a run of `def` for `gate` enqueued and waiting at its gate: its job, the process holding it, the other one. */
 async function runAtGate(gate: string, def: typeof gated | typeof gateFirst = gated) {

@@ -98,7 +98,7 @@ describe('a run named by a job id BullMQ generated: remembered in the job itself
       const entries = await queues.get('rt.dlq').getJobs(['waiting'], 0, -1);
       return entries.length > 0 ? entries : undefined;
     }, { timeoutMs: 30_000, what: 'dead-lettered' });
-    const stepsTtl = await redis.pttl(`${ledger.keyOf(key)}:steps`);
+    const stepsTtl = await redis.pttl(ledger.stepsKeyOf(key));
     expect(stepsTtl).toBeGreaterThan(4.9 * HOUR);
     expect(stepsTtl).toBeLessThanOrEqual(5 * HOUR);
 
@@ -110,7 +110,7 @@ describe('a run named by a job id BullMQ generated: remembered in the job itself
     await completed(redriven, 're-driven run completed');
     expect(await effects('redriven')).toBe(1);
     // Done: the steps are gone and the record lives under the run's own key for the window.
-    expect(await redis.exists(`${ledger.keyOf(key)}:steps`)).toBe(0);
+    expect(await redis.exists(ledger.stepsKeyOf(key))).toBe(0);
     expect(await ledger.inspect(key)).toMatchObject({ state: 'done' });
     expect(await redis.pttl(ledger.keyOf(key))).toBeGreaterThan(1.9 * HOUR);
   }, 60_000);
@@ -127,7 +127,7 @@ describe('a run with a key of its own: remembered for its window, then forgotten
     const inside = await add('rt.windowed', { name: 'w1' });
     await completed(inside, 'duplicate inside the window');
     expect(await effects('w1')).toBe(1);
-    expect(await redis.exists(`${key}:steps`)).toBe(0);
+    expect(await redis.exists(ledger.stepsKeyOf('rt.windowed@w1'))).toBe(0);
 
     await waitFor(async () => (await redis.exists(key)) === 0, { timeoutMs: 10_000, what: 'the record to expire with its window' });
     const after = await add('rt.windowed', { name: 'w1' });

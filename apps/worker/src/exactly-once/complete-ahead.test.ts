@@ -128,7 +128,7 @@ describe('results written ahead of the acknowledgement', () => {
     const complete = async (name: string) => {
       const claim = await ledger.claim(name, { kind: 'key' }, 'me');
       if (claim.kind !== 'claimed') throw new Error('expected a claim');
-      const reply = new Promise((resolve) => void writer.complete(ledger.keyOf(name), ['k', 'me', JSON.stringify({ v: name }), ledger.windowMs, `${ledger.keyOf(name)}:steps`], resolve));
+      const reply = new Promise((resolve) => void writer.complete(ledger.keyOf(name), ['k', 'me', JSON.stringify({ v: name }), ledger.windowMs, ledger.stepsKeyOf(name)], resolve));
       return reply;
     };
     expect(await complete('flush-1')).toBe(1);
@@ -150,7 +150,7 @@ describe('results written ahead of the acknowledgement', () => {
     const writer = new CompletionWriter(server.client());
     const outcomes: unknown[] = [];
     // The completion's arguments as LedgerRun.completeAhead sends them: mode, owner, result, done TTL, steps key.
-    const steps = `${ledger.keyOf('resent')}:steps`;
+    const steps = ledger.stepsKeyOf('resent');
     const args = ['k', 'me', JSON.stringify({ v: 7 }), ledger.windowMs, steps];
     await writer.complete(ledger.keyOf('resent'), args, (r) => outcomes.push(r));
     await writer.complete(ledger.keyOf('resent'), args, (r) => outcomes.push(r));

@@ -106,12 +106,12 @@ describe('steps', () => {
     };
     expect(await attempt('a', 2)).toBeUndefined();
     // An unfinished run keeps its record and steps for the unfinished-run TTL (7 days by default).
-    expect(await redis.pttl(`${ledger.keyOf(key)}:steps`)).toBeGreaterThan(6.9 * 24 * 3600_000);
+    expect(await redis.pttl(ledger.stepsKeyOf(key))).toBeGreaterThan(6.9 * 24 * 3600_000);
     expect(await redis.pttl(ledger.keyOf(key))).toBeGreaterThan(6.9 * 24 * 3600_000);
     expect(await attempt('b', 99)).toEqual([0, 10, 20, 30]);
     expect(calls).toEqual(['s0', 's1', 's2', 's3']);
     // A done run is never resumed: its steps go when it completes, so they cost nothing for its window.
-    expect(await redis.exists(`${ledger.keyOf(key)}:steps`)).toBe(0);
+    expect(await redis.exists(ledger.stepsKeyOf(key))).toBe(0);
     expect(await ledger.inspect(key)).toMatchObject({ state: 'done', result: [0, 10, 20, 30], steps: {} });
   });
 

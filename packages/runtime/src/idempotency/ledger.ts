@@ -141,6 +141,11 @@ export class IdempotencyLedger {
     return `${this.opts.prefix}:ledger:${idempotencyKey}`; // one Redis: every queue's runPrefix is the prefix
   }
 
+  /** The hash of a run's recorded steps (step id to encoded result), wherever its record lives. */
+  stepsKeyOf(idempotencyKey: string, queue?: string): string {
+    return `${this.keyOf(idempotencyKey, queue)}:steps`;
+  }
+
   /**
    * Atomically claims the run named `idempotencyKey` for a new owner (one per delivery). `takeOverFrom`: an
    * owner known to be dead (its process stopped beating): its live lease is taken over, but only if that
@@ -171,9 +176,9 @@ export class IdempotencyLedger {
 
   /** @internal where the record and the steps of a run are, and how long it is remembered once done. */
   locate(idempotencyKey: string, place: RunRecordPlace): RunLocation {
-    const key = this.keyOf(idempotencyKey, place.queue);
-    if (place.kind === 'job') return { mode: 'j', record: place.jobKey, steps: `${key}:steps`, doneTtlMs: 0 };
-    return { mode: 'k', record: key, steps: `${key}:steps`, doneTtlMs: place.windowMs ?? this.windowMs };
+    const steps = this.stepsKeyOf(idempotencyKey, place.queue);
+    if (place.kind === 'job') return { mode: 'j', record: place.jobKey, steps, doneTtlMs: 0 };
+    return { mode: 'k', record: this.keyOf(idempotencyKey, place.queue), steps, doneTtlMs: place.windowMs ?? this.windowMs };
   }
 
   async inspect(idempotencyKey: string, place: RunRecordPlace = { kind: 'key' }): Promise<LedgerEntry | undefined> {
