@@ -30,6 +30,10 @@ export interface StackContext {
   name: (check: string) => string;
   composeOk: (args: string[], timeoutMs?: number) => Promise<string>;
   docker: (args: string[]) => Promise<Result>;
+  /** The stack's container ids, of one service or all; `all` includes exited ones. Plain `docker`: cheap to poll. */
+  containers: (service?: string, all?: boolean) => Promise<string[]>;
+  /** A container's log (stdout and stderr), with plain `docker logs`. */
+  logsOf: (id: string) => Promise<string>;
 }
 
 /** email.send appends here (packages/jobs/src/demo-data.ts, DEMO_KEYS.outbox). */
@@ -50,8 +54,29 @@ export function stackRunner(engine: Engine, spec: StackSpec): { test: () => Prom
     return r.stdout;
   };
   const docker = (args: string[]) => run('docker', args, { env: engine.env });
+  const dockerOk = async (args: string[]) => {
+    const r = await docker(args);
+    if (r.code !== 0) throw new Error(`docker ${args.slice(0, 3).join(' ')} exited ${r.code}:\n${tail(r.stderr || r.stdout, 15)}`);
+    return r.stdout;
+  };
+  // What the checks poll goes through plain `docker` with the compose labels, not the compose command: in the
+  // sandbox each compose call is docker-compose 1.29 run twice and a python3, about 1.7 s of CPU, and polling
+  // it every second starved the tests CI runs beside it. What a user would type (up, exec, stop) stays compose.
+  const containers = async (service?: string, all = false) => {
+    const filters = [`label=com.docker.compose.project=${project}`, ...(service ? [`label=com.docker.compose.service=${service}`] : [])];
+    const out = await dockerOk(['ps', '-q', ...(all ? ['-a'] : []), ...filters.flatMap((f) => ['--filter', f])]);
+    return out.split('\n').filter(Boolean);
+  };
+  const logsOf = async (id: string) => {
+    const r = await docker(['logs', id]);
+    if (r.code !== 0) throw new Error(`docker logs ${id} exited ${r.code}:\n${tail(r.stderr, 15)}`);
+    return `${r.stdout}\n${r.stderr}`;
+  };
+  let redisId: string | undefined;
   const outboxHas = async (subject: string) => {
-    const out = await composeOk(['exec', '-T', 'redis', ...spec.redisCli, 'LRANGE', OUTBOX_KEY, '0', '-1']);
+    redisId ??= (await containers('redis'))[0];
+    if (!redisId) throw new Error('no running redis container');
+    const out = await dockerOk(['exec', redisId, ...spec.redisCli, 'LRANGE', OUTBOX_KEY, '0', '-1']);
     return out.split('\n').some((line) => line.includes(subject));
   };
 
@@ -89,8 +114,7 @@ export function stackRunner(engine: Engine, spec: StackSpec): { test: () => Prom
       try {
         await waitFor(
           async () => {
-            // `ps -a`: the one-shot services have exited; docker-compose 1.29 and `docker compose` v2 both list them with it.
-            const ids = (await composeOk(['ps', '-a', '-q'])).split('\n').filter(Boolean);
+            const ids = await containers(undefined, true); // the one-shot services have exited
             if (ids.length === 0) return false;
             const r = await docker([
               'inspect',
@@ -123,7 +147,7 @@ export function stackRunner(engine: Engine, spec: StackSpec): { test: () => Prom
       return;
     }
 
-    await spec.extra?.({ name, composeOk, docker });
+    await spec.extra?.({ name, composeOk, docker, containers, logsOf });
 
     await check(name('tickwork CLI runs in the scheduler container (tickwork jobs)'), async () => {
       const out = await composeOk(['exec', '-T', 'scheduler', 'tickwork', 'jobs', '--json']);
@@ -148,12 +172,12 @@ export function stackRunner(engine: Engine, spec: StackSpec): { test: () => Prom
       await check(name('a worker replica logged the job as completed'), async () =>
         waitFor(
           async () => {
-            const out = await composeOk(['logs', '--no-color', 'worker']);
-            for (const line of out.split('\n')) {
-              const m = /^(\S+)\s+\|\s(\{.*\})\s*$/.exec(line);
-              if (!m?.[2]) continue;
-              const entry = JSON.parse(m[2]) as { msg?: string; jobId?: string };
-              if (entry.msg === 'job completed' && entry.jobId === jobId) return `by ${m[1]}`;
+            for (const id of await containers('worker')) {
+              for (const line of (await logsOf(id)).split('\n')) {
+                if (!line.startsWith('{')) continue;
+                const entry = JSON.parse(line) as { msg?: string; jobId?: string };
+                if (entry.msg === 'job completed' && entry.jobId === jobId) return `by ${(await dockerOk(['inspect', '--format', '{{.Name}}', id])).trim().replace(/^\//, '')}`;
+              }
             }
             return false;
           },
@@ -206,11 +230,11 @@ export function stackRunner(engine: Engine, spec: StackSpec): { test: () => Prom
     }
 
     await check(name('workers stop cleanly on SIGTERM within the grace period (exit 0)'), async () => {
-      const ids = (await composeOk(['ps', '-q', 'worker'])).split('\n').filter(Boolean);
+      const ids = await containers('worker');
       await composeOk(['stop', 'worker'], 120_000);
       const codes = (await docker(['inspect', '--format', '{{.State.ExitCode}}', ...ids])).stdout.split('\n').filter(Boolean);
       if (codes.length !== spec.workers || codes.some((c) => c !== '0')) throw new Error(`worker exit codes: ${codes.join(', ')}`);
-      const logs = await composeOk(['logs', '--no-color', 'worker']);
+      const logs = (await Promise.all(ids.map(logsOf))).join('\n');
       const clean = logs.split('\n').filter((l) => l.includes('"stopped cleanly"')).length;
       if (clean < spec.workers) throw new Error(`${clean} of ${spec.workers} workers logged "stopped cleanly"`);
       return `${spec.workers} workers drained`;

@@ -30,7 +30,7 @@ const STACKS: StackSpec[] = [
     healthy: { ...Object.fromEntries(NODES.map((n) => [n, 1])), scheduler: 1, dashboard: 1 },
     completed: ['redis-cluster-init'],
     redisCli: ['redis-cli', '-c'],
-    extra: async ({ name, composeOk, docker }) => {
+    extra: async ({ name, composeOk, docker, containers, logsOf }) => {
       await check(name('the cluster has 3 masters serving every slot, each with a connected replica'), async () => {
         const out = await composeOk(['exec', '-T', 'redis', 'redis-cli', 'cluster', 'nodes']);
         // <id> <ip:port@cport,hostname> <flags> <master id> <ping> <pong> <epoch> <link> <slots...>
@@ -44,15 +44,14 @@ const STACKS: StackSpec[] = [
       });
       // What a later `up` does: the init finds the cluster in place, re-introduces the nodes, and exits 0.
       await check(name('redis-cluster-init run again on the existing cluster re-introduces the nodes and exits 0'), async () => {
-        const ready = async () => (await composeOk(['logs', '--no-color', 'redis-cluster-init'])).split('\n').filter((l) => l.includes('redis-cluster-init: cluster ready')).length;
+        const [id] = await containers('redis-cluster-init', true); // exited: it is a one-shot service
+        if (!id) throw new Error('no redis-cluster-init container');
+        const ready = async () => (await logsOf(id)).split('\n').filter((l) => l.includes('redis-cluster-init: cluster ready')).length;
         const before = await ready();
         await composeOk(['start', 'redis-cluster-init']);
         await waitFor(async () => (await ready()) > before, { timeoutMs: 60_000, intervalMs: 1000, what: 'a second "cluster ready" from redis-cluster-init' });
-        const logs = await composeOk(['logs', '--no-color', 'redis-cluster-init']);
+        const logs = await logsOf(id);
         if (!logs.includes('the cluster exists; re-introducing the nodes')) throw new Error(`the init did not take the existing cluster:\n${logs.slice(-2000)}`);
-        // `ps -a`: docker-compose 1.29 and `docker compose` v2 both list stopped containers with it.
-        const [id] = (await composeOk(['ps', '-a', '-q', 'redis-cluster-init'])).split('\n').filter(Boolean);
-        if (!id) throw new Error('no redis-cluster-init container');
         let state = '';
         await waitFor(
           async () => {
