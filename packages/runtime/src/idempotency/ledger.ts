@@ -109,6 +109,9 @@ export interface LedgerEntry {
   steps: Record<string, unknown>;
 }
 
+/** A run's steps hash, beside its own key (in both modes: a re-driven run finds its steps where they were). */
+const stepsKey = (runKey: string) => `${runKey}:steps`;
+
 export class IdempotencyLedger {
   readonly leaseMs: number;
   readonly windowMs: number;
@@ -143,7 +146,7 @@ export class IdempotencyLedger {
 
   /** The hash of a run's recorded steps (step id to encoded result), wherever its record lives. */
   stepsKeyOf(idempotencyKey: string, queue?: string): string {
-    return `${this.keyOf(idempotencyKey, queue)}:steps`;
+    return stepsKey(this.keyOf(idempotencyKey, queue));
   }
 
   /**
@@ -176,9 +179,9 @@ export class IdempotencyLedger {
 
   /** @internal where the record and the steps of a run are, and how long it is remembered once done. */
   locate(idempotencyKey: string, place: RunRecordPlace): RunLocation {
-    const steps = this.stepsKeyOf(idempotencyKey, place.queue);
-    if (place.kind === 'job') return { mode: 'j', record: place.jobKey, steps, doneTtlMs: 0 };
-    return { mode: 'k', record: this.keyOf(idempotencyKey, place.queue), steps, doneTtlMs: place.windowMs ?? this.windowMs };
+    const key = this.keyOf(idempotencyKey, place.queue);
+    if (place.kind === 'job') return { mode: 'j', record: place.jobKey, steps: stepsKey(key), doneTtlMs: 0 };
+    return { mode: 'k', record: key, steps: stepsKey(key), doneTtlMs: place.windowMs ?? this.windowMs };
   }
 
   async inspect(idempotencyKey: string, place: RunRecordPlace = { kind: 'key' }): Promise<LedgerEntry | undefined> {
