@@ -28,6 +28,13 @@ const lockLost = defineJob({
   schema: z.object({}),
   handler: async (ctx) => (await ctx.redis.del(`${jobRecordKey('tw', 'af', ctx.jobId)}:lock`), 'done'),
 });
+/** Hands its own job's BullMQ lock to another token, as a redelivery after a stall would have. */
+const lockTaken = defineJob({
+  name: 'af.lock-taken',
+  queue: 'af',
+  schema: z.object({}),
+  handler: async (ctx) => (await ctx.redis.set(`${jobRecordKey('tw', 'af', ctx.jobId)}:lock`, 'another-token'), 'done'),
+});
 /**
  * Eight jobs that finish in one event-loop turn (each waits until all have started), so their
  * acknowledgements share script calls; the one with `bad` first breaks its own BullMQ lock (a hash where
@@ -52,7 +59,7 @@ const batched = defineJob({
     return { i: ctx.data.i };
   },
 });
-const catalog = createCatalog([fold, keyed, lockLost, batched]);
+const catalog = createCatalog([fold, keyed, lockLost, lockTaken, batched]);
 
 beforeAll(async () => {
   server = await startRedisServer();
@@ -123,6 +130,50 @@ describe('a result recorded in its job\'s hash', () => {
     // first, as ack-fold.ts does for a completion BullMQ does not acknowledge in its turn; why that first
     // acknowledgement came late is not established): allowed for one job in 30, never for most.
     expect(writtenAhead.length, `written ahead: ${writtenAhead.join(', ')}`).toBeLessThanOrEqual(1);
+  });
+
+  it('of a run never claimed is written, when its acknowledgement goes alone, by BullMQ\'s own script with the job\'s fields', async () => {
+    const lua: string[][] = [];
+    const monitor = await server.client().monitor();
+    monitor.on('monitor', (_t: string, args: string[], source: string) => source === 'lua' && lua.push(args));
+    const queue = new Queue('af', { connection: server.client(), prefix: 'tw' });
+    try {
+      const jobs = await queue.addBulk(Array.from({ length: 10 }, (_, i) => ({ name: 'af.noop', data: { i } })));
+      await drain(jobs.length);
+      let rode = 0;
+      for (const job of jobs) {
+        const jobKey = jobRecordKey('tw', 'af', String(job.id));
+        const writes = lua.filter((a) => a[1] === jobKey && /^(hmset|hsetnx)$/i.test(a[0] ?? '') && a[2] === 'tw');
+        // BullMQ's HMSET of the job's fields (ack-ride.ts), where the fold's Lua would HSETNX the record.
+        if (writes.length === 1 && /^hmset$/i.test(writes[0]?.[0] ?? '')) rode++;
+        expect((await redis.hget(jobKey, 'tw')) ?? '').toMatch(new RegExp(`^d\\|[^|]+\\|${String(await redis.hget(jobKey, 'finishedOn'))}\\|1\\|.*"i":${String(job.data.i)}`));
+      }
+      // As in the test above, the first job's completion may be written ahead on a loaded machine.
+      expect(rode).toBeGreaterThanOrEqual(jobs.length - 1);
+    } finally {
+      monitor.disconnect();
+      await queue.close();
+    }
+  });
+
+  it('refused by BullMQ because another token holds the job\'s lock is recorded anyway, and the job left to that holder', async () => {
+    const queue = new Queue('af', { connection: server.client(), prefix: 'tw' });
+    const errors: Error[] = [];
+    const processor = createProcessor({ catalog, redis, log: silent, exactlyOnce: eo, enqueue: async () => ({ id: 'unused' }), ackConnectionOf: () => ackConnectionOf(worker) });
+    const worker: Worker = new Worker('af', processor, { connection: server.client(), prefix: 'tw' });
+    worker.on('error', (err) => errors.push(err));
+    try {
+      const job = await queue.add('af.lock-taken', {});
+      const jobKey = jobRecordKey('tw', 'af', String(job.id));
+      // A redelivery that claims now finds the run done and completes with its result (lazy-claim.test.ts).
+      await waitFor(async () => /^d\|[^|]+\|\d+\|1\|.*"done"/.test((await redis.hget(jobKey, 'tw')) ?? ''), { timeoutMs: 10_000, what: 'the result recorded' });
+      await waitFor(async () => errors.some((e) => /lock/i.test(e.message)), { timeoutMs: 10_000, what: "BullMQ's refusal reported" });
+      expect(await queue.getJobState(String(job.id))).toBe('active');
+      expect(await redis.get(`${jobKey}:lock`)).toBe('another-token');
+    } finally {
+      await worker.close();
+      await queue.close();
+    }
   });
 
   it('under a key of its own goes in the job\'s acknowledgement too', async () => {

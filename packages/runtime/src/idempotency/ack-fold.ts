@@ -1,5 +1,6 @@
 import type { RedisClient } from '../connection.js';
 import { ackFoldLua, MOVE_TO_FINISHED_KEYS } from './ledger-lua.js';
+import { ackRideLua, canRide, rideRefused, rideWords } from './ack-ride.js';
 import { completionWriter, LedgerCallError, OP_CODES, type AheadOp, type AheadOutcome, type LedgerReply } from './ledger-batch.js';
 
 /**
@@ -16,7 +17,8 @@ import { completionWriter, LedgerCallError, OP_CODES, type AheadOp, type AheadOu
  *   (CompletionWriter) it costs a command of its own: the first completion of an event-loop turn (see take);
  *   the others of the turn are written ahead together. For every completion whose job is known: a record in
  *   the job's own hash (mode j), or under the run's own key (mode k), which shares the queue's slot on a
- *   cluster (redis/keyspace.ts), so a call touches one slot there too.
+ *   cluster (redis/keyspace.ts), so a call touches one slot there too. An acknowledgement that goes alone with
+ *   the record of a run never claimed (the no-op's case) goes in BullMQ's own script instead (ack-ride.ts).
  *
  * How: BullMQ sends every script through its client's `runCommand(name, args)` (ioredis-client.js, an
  * override it lets callers replace). foldAcks replaces it on a worker's connection: moveToFinished calls go
@@ -36,6 +38,8 @@ import { completionWriter, LedgerCallError, OP_CODES, type AheadOp, type AheadOu
  * written ahead (foldAcks returns false; the worker logs it).
  */
 const FOLD_COMMAND = 'tickworkAckFold';
+/** An acknowledgement alone with the record of a run never claimed: BullMQ's script writes it (ack-ride.ts). */
+const RIDE_COMMAND = 'tickworkAckRide';
 /** KEYS[12] of BullMQ's moveToFinished: the job's key (its hash). */
 const JOB_KEY_INDEX = 11;
 /**
@@ -53,6 +57,7 @@ interface BullClient {
   /** ioredis: commands sent whose replies have not come yet (absent on a cluster client). */
   commandQueue?: { length: number };
   [FOLD_COMMAND]?: (words: unknown[]) => Promise<[LedgerReply | null, unknown][]>;
+  [RIDE_COMMAND]?: (words: unknown[]) => Promise<unknown>;
 }
 
 interface Waiting {
@@ -96,6 +101,7 @@ function install(redis: RedisClient): boolean {
   const lua = script?.numberOfKeys === MOVE_TO_FINISHED_KEYS ? script.lua : undefined; // a BullMQ whose script changed shape is not folded
   if (!move || !lua || typeof client.runCommand !== 'function' || typeof client.defineCommand !== 'function') return false;
   client.defineCommand(FOLD_COMMAND, { lua: ackFoldLua(lua) });
+  client.defineCommand(RIDE_COMMAND, { lua: ackRideLua(lua) });
   const passThrough = client.runCommand;
   const writer = completionWriter(redis);
   const waiting = new Map<string, Waiting>();
@@ -139,9 +145,35 @@ function install(redis: RedisClient): boolean {
       passThrough(move, only.args).then(only.resolve, only.reject); // BullMQ's own call: nothing to share it
       return;
     }
+    if (only?.completion?.op === 'completeUnclaimed' && only.completion.key === only.args[JOB_KEY_INDEX] && canRide(only.args)) {
+      ride(only, only.completion);
+      return;
+    }
     sent.calls++;
     sent.acks += batch.length;
     sendBatch(client, batch, writer);
+  };
+
+  /** One acknowledgement with its record in BullMQ's own script (ack-ride.ts); through the fold if refused there. */
+  const ride = (ack: Ack, c: Waiting): void => {
+    const call = client[RIDE_COMMAND] as NonNullable<BullClient[typeof RIDE_COMMAND]>;
+    // completeUnclaimed's words: mode, owner, encoded result (recordUnclaimed, lazy-run.ts).
+    call(rideWords(ack.args, String(c.args[1]), String(c.args[2]))).then(
+      (reply) => {
+        if (!rideRefused(reply)) {
+          c.outcome(1);
+          ack.resolve(reply);
+          return;
+        }
+        sent.calls++;
+        sent.acks++;
+        sendBatch(client, [ack], writer);
+      },
+      (err: unknown) => {
+        void writer.ahead(c.key, c.args, c.outcome, c.op); // whether it ran is unknown: as sendBatch does
+        ack.reject(err);
+      },
+    );
   };
 
   client.runCommand = (name, args) => {

@@ -96,9 +96,10 @@ const OP_COMPLETE = `ops.d = function(key, mode, owner, result, doneTtl, stepsKe
 end
 
 -- Completes a run that was never claimed (a lazily claimed run whose handler made no effect: see
--- lazy-run.ts); mode j only. 1 recorded (or recorded by this owner already: the same call sent again);
--- 2 a duplicate delivery completed the run first (kept as it is);
--- 0 another delivery holds it, or the job is gone (a job's hash is never recreated for its record).
+-- lazy-run.ts); mode j only. ack-ride.ts writes the same record (unclaimedDoneRecord). 1 recorded (or
+-- recorded by this owner already: the same call sent again); 2 a duplicate delivery completed the run
+-- first (kept as it is); 0 another delivery holds it, or the job is gone (a job's hash is never recreated
+-- for its record).
 ops.f = function(key, mode, owner, result)
   if redis.call('EXISTS', key) == 0 then return 0 end
   if redis.call('HSETNX', key, '${JOB_RECORD_FIELD}', 'd|' .. owner .. '|' .. string.format('%d', now) .. '|1|' .. result) == 1 then return 1 end
@@ -229,6 +230,11 @@ export function parseRecord(raw: string): { state: 'r' | 'i' | 'd'; owner: strin
   const m = /^([rid])\|([^|]*)\|([^|]*)\|([^|]*)\|?([\s\S]*)$/.exec(raw);
   if (!m) return undefined;
   return { state: m[1] as 'r' | 'i' | 'd', owner: m[2] ?? '', time: Number(m[3]), claims: Number(m[4]), result: m[5] ?? '' };
+}
+
+/** A done record of a run never claimed, as op `f` writes it in Lua: one claim, completed `at` (ms). */
+export function unclaimedDoneRecord(owner: string, at: number | string, encodedResult: string): string {
+  return `d|${owner}|${at}|1|${encodedResult}`;
 }
 
 /** BullMQ's moveToFinished takes 14 KEYS (ack-fold.ts checks the installed script's count). */
