@@ -149,6 +149,11 @@ function install(redis: RedisClient): boolean {
       ride(only, only.completion);
       return;
     }
+    fold(batch);
+  };
+
+  /** One script call of the fold for `batch`, counted for ackBatchesSent. */
+  const fold = (batch: Ack[]): void => {
     sent.calls++;
     sent.acks += batch.length;
     sendBatch(client, batch, writer);
@@ -165,9 +170,7 @@ function install(redis: RedisClient): boolean {
           ack.resolve(reply);
           return;
         }
-        sent.calls++;
-        sent.acks++;
-        sendBatch(client, [ack], writer);
+        fold([ack]);
       },
       (err: unknown) => {
         void writer.ahead(c.key, c.args, c.outcome, c.op); // whether it ran is unknown: as sendBatch does
