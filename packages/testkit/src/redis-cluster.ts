@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { DEFAULT_CLUSTER_FAILOVER_MS, type ClusterTarget } from '@tickwork/runtime';
 import { Cluster, Redis } from 'ioredis';
 import { bindable, CLUSTER_BUS_OFFSET, freePort } from './free-port.js';
-import { spawnRedisServer } from './redis-server.js';
+import { spawnOnFreePort, spawnRedisServer } from './redis-server.js';
 import { waitFor } from './wait-for.js';
 
 const run = promisify(execFile);
@@ -72,13 +72,12 @@ export async function startRedisCluster(
   const procs = new Map<number, ChildProcess>();
   const clients: (Redis | Cluster)[] = [];
   const ports: number[] = [];
-  for (let i = 0; i < count; i++) ports.push(await freeClusterPort());
 
+  const argsFor = (port: number) => ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--dbfilename', `dump-${port}.rdb`, '--save', '', '--appendonly', 'no',
+    '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', String(opts.nodeTimeoutMs ?? 2000),
+    '--hz', '100', '--maxmemory-policy', 'noeviction', '--cluster-require-full-coverage', opts.requireFullCoverage === false ? 'no' : 'yes'];
   const launch = async (port: number) => {
-    const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--dbfilename', `dump-${port}.rdb`, '--save', '', '--appendonly', 'no',
-      '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', String(opts.nodeTimeoutMs ?? 2000),
-      '--hz', '100', '--maxmemory-policy', 'noeviction', '--cluster-require-full-coverage', opts.requireFullCoverage === false ? 'no' : 'yes'];
-    procs.set(port, await spawnRedisServer(args, port));
+    procs.set(port, await spawnRedisServer(argsFor(port), port));
   };
   const exit = (port: number, signal: NodeJS.Signals) =>
     new Promise<void>((resolve) => {
@@ -100,7 +99,12 @@ export async function startRedisCluster(
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    await Promise.all(ports.map(launch));
+    // One node at a time: nodes started side by side would pick from the same free ports.
+    for (let i = 0; i < count; i++) {
+      const { port, child } = await spawnOnFreePort(freeClusterPort, argsFor);
+      ports.push(port);
+      procs.set(port, child);
+    }
     await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', String(replicas), '--cluster-yes']);
   } catch (err) {
     await stop();

@@ -17,30 +17,74 @@ export interface RedisServerHandle {
   client(): Redis;
 }
 
+/** redis-server exited before it answered PING: `addressInUse` when its port (or cluster-bus port) was taken meanwhile. */
+export class RedisServerExitedError extends Error {
+  constructor(readonly port: number, readonly addressInUse: boolean, output: string) {
+    super(`redis-server on port ${port} exited before it answered${addressInUse ? ' (address already in use)' : ''}: ${output.trim().slice(-500) || 'no output'}`);
+    this.name = 'RedisServerExitedError';
+  }
+}
+
+/** How much of a server's output is kept for the error when it dies at start. */
+const OUTPUT_TAIL = 4096;
+
 /**
- * Spawns `redis-server` with `args` and resolves once it answers PING on `port` (10 s at most); a missing
- * binary is a clear error. Shared by the single server below and the cluster's nodes (redis-cluster.ts).
+ * Spawns `redis-server` with `args` and resolves once it answers PING on `port` (10 s at most). A missing
+ * binary is a clear error; a server that exits first (its port taken by another test's server between
+ * freePort and its bind) rejects at once with RedisServerExitedError, so the caller can pick another port.
+ * Its output is drained for as long as it runs (an unread pipe would block it once full). Shared by the
+ * single server below and the cluster's nodes (redis-cluster.ts).
  */
 export async function spawnRedisServer(args: string[], port: number, auth: { password?: string } = {}): Promise<ChildProcess> {
-  const child = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  const spawnFailed = new Promise<never>((_, reject) =>
-    child.once('error', (err) => reject(new Error(`could not start redis-server (is it on PATH? apt-get install redis-server): ${err.message}`))),
-  );
-  spawnFailed.catch(() => undefined);
+  const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const keep = (chunk: Buffer) => {
+    output = (output + chunk.toString('utf8')).slice(-OUTPUT_TAIL);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  const died = new Promise<never>((_, reject) => {
+    child.once('error', (err) => reject(new Error(`could not start redis-server (is it on PATH? apt-get install redis-server): ${err.message}`)));
+    child.once('exit', () => reject(new RedisServerExitedError(port, /address already in use/i.test(output), output)));
+  });
+  died.catch(() => undefined);
   const probe = new Redis({ ...auth, port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
   probe.on('error', () => undefined); // refused until the server listens: that is what we poll for
+  const polling = new AbortController();
+  const answered = waitFor(async () => {
+    if (probe.status !== 'ready') await probe.connect().catch(() => undefined);
+    return (await probe.ping()) === 'PONG';
+  }, { timeoutMs: 10_000, what: `redis-server on port ${port}`, signal: polling.signal });
+  answered.catch(() => undefined);
   try {
-    await Promise.race([spawnFailed, waitFor(async () => {
-      if (probe.status !== 'ready') await probe.connect().catch(() => undefined);
-      return (await probe.ping()) === 'PONG';
-    }, { timeoutMs: 10_000, what: `redis-server on port ${port}` })]);
+    await Promise.race([died, answered]);
   } catch (err) {
     child.kill('SIGKILL'); // a server that never answered is not left running
     throw err;
   } finally {
+    polling.abort(); // a server that died is not polled on for the rest of the 10 s
     probe.disconnect();
   }
   return child;
+}
+
+/**
+ * Starts a server on a free port from `pick`, and on another one when that port was taken between the pick
+ * and the server's bind (tests start servers side by side; a port is only checked free, not held).
+ */
+export async function spawnOnFreePort(
+  pick: () => Promise<number>,
+  argsFor: (port: number) => string[],
+  auth: { password?: string } = {},
+): Promise<{ port: number; child: ChildProcess }> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await pick();
+    try {
+      return { port, child: await spawnRedisServer(argsFor(port), port, auth) };
+    } catch (err) {
+      if (!(err instanceof RedisServerExitedError && err.addressInUse) || attempt >= 5) throw err;
+    }
+  }
 }
 
 /**
@@ -50,9 +94,8 @@ export async function spawnRedisServer(args: string[], port: number, auth: { pas
 export async function startRedisServer(
   opts: { appendonly?: boolean; password?: string; appendfsync?: 'always' | 'everysec' } = {},
 ): Promise<RedisServerHandle> {
-  const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'tickwork-redis-'));
-  const args = [
+  const argsFor = (port: number) => [
     '--port', String(port),
     '--bind', '127.0.0.1',
     '--dir', dir,
@@ -64,11 +107,13 @@ export async function startRedisServer(
     ...(opts.password ? ['--requirepass', opts.password] : []),
   ];
   const auth = opts.password ? { password: opts.password } : {};
-  let proc: ChildProcess | undefined;
   const clients: Redis[] = [];
+  const started = await spawnOnFreePort(freePort, argsFor, auth);
+  const port = started.port;
+  let proc: ChildProcess | undefined = started.child;
 
   const launch = async () => {
-    proc = await spawnRedisServer(args, port, auth);
+    proc = await spawnRedisServer(argsFor(port), port, auth);
   };
 
   const exit = (signal: NodeJS.Signals) =>
@@ -79,7 +124,6 @@ export async function startRedisServer(
       child.kill(signal);
     });
 
-  await launch();
   return {
     port,
     url: opts.password ? `redis://:${encodeURIComponent(opts.password)}@127.0.0.1:${port}` : `redis://127.0.0.1:${port}`,

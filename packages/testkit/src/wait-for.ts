@@ -4,11 +4,12 @@
  */
 export async function waitFor<T>(
   probe: () => Promise<T | undefined | null | false> | T | undefined | null | false,
-  opts: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
+  opts: { timeoutMs?: number; intervalMs?: number; what?: string; /** Stops the polling (with an error) once aborted. */ signal?: AbortSignal } = {},
 ): Promise<T> {
   const deadline = Date.now() + (opts.timeoutMs ?? 15_000);
   let lastError: unknown;
   for (;;) {
+    if (opts.signal?.aborted) throw new Error(`stopped waiting for ${opts.what ?? 'condition'}`);
     try {
       const value = await probe();
       if (value) return value;
