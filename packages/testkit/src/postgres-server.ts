@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -49,7 +49,7 @@ async function asOwner(): Promise<{ wrap: (cmd: string, args: string[]) => [stri
  */
 export async function startPostgresServer(): Promise<PostgresServerHandle> {
   const bin = findPostgresBin();
-  const port = await freePort();
+  let port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'tickwork-pg-'));
   const data = join(dir, 'data');
   const owner = await asOwner();
@@ -61,7 +61,7 @@ export async function startPostgresServer(): Promise<PostgresServerHandle> {
   };
   try {
     await exec('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-sync']);
-    const serverOpts = [
+    const serverOpts = () => [
       `-p ${port}`,
       `-k ${dir}`,
       '-c listen_addresses=127.0.0.1',
@@ -70,7 +70,19 @@ export async function startPostgresServer(): Promise<PostgresServerHandle> {
       '-c full_page_writes=off',
       '-c max_connections=200',
     ].join(' ');
-    await exec('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '60', '-o', serverOpts, 'start']);
+    // A port checked free can be taken before the server binds it (tests start servers side by side): then another.
+    const logFile = join(dir, 'server.log');
+    const logText = () => (existsSync(logFile) ? readFileSync(logFile, 'utf8') : '');
+    for (let attempt = 1; ; attempt++) {
+      const logBefore = logText().length;
+      try {
+        await exec('pg_ctl', ['-D', data, '-l', logFile, '-w', '-t', '60', '-o', serverOpts(), 'start']);
+        break;
+      } catch (err) {
+        if (attempt >= 5 || !/could not bind|address already in use/i.test(logText().slice(logBefore))) throw err;
+        port = await freePort();
+      }
+    }
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
     const e = err as Error & { stderr?: string };
