@@ -44,6 +44,11 @@ const TOGETHER = 8;
 let started = 0;
 let allStarted: () => void = () => undefined;
 let together = new Promise<void>((resolve) => (allStarted = resolve));
+/** For a test that runs the `af.together` jobs again. */
+function gatherAgain(): void {
+  started = 0;
+  together = new Promise<void>((resolve) => (allStarted = resolve));
+}
 const batched = defineJob({
   name: 'af.together',
   queue: 'af',
@@ -107,7 +112,7 @@ async function drainWatched(name: string, count: number, opts: { dataOf?: (i: nu
   }
 }
 
-const unclaimed = async () => (await duplicatesRanUnclaimed.get()).values.find((v) => v.labels.job === 'af.noop')?.value ?? 0;
+const unclaimed = async (job = 'af.noop') => (await duplicatesRanUnclaimed.get()).values.find((v) => v.labels.job === job)?.value ?? 0;
 
 describe('a result recorded in its job\'s hash', () => {
   it('goes in the job\'s acknowledgement: one script call per job, the record done with the result', async () => {
@@ -237,6 +242,42 @@ describe('a result recorded in its job\'s hash', () => {
       }
     }
     expect(errors.some((e) => /WRONGTYPE/.test(e.message)), errors.map((e) => e.message).join('; ')).toBe(true);
+  });
+
+  it('of a run never claimed rides in acknowledgements sharing a script call; one whose hash holds a record goes again, counted', async () => {
+    gatherAgain();
+    const lua: string[][] = [];
+    const calls: string[][] = [];
+    const monitor = await server.client().monitor();
+    monitor.on('monitor', (_t: string, args: string[], source: string) => (source === 'lua' ? lua : calls).push(args));
+    const queue = new Queue('af', { connection: server.client(), prefix: 'tw' });
+    try {
+      const jobs = await queue.addBulk(Array.from({ length: TOGETHER }, (_, i) => ({ name: 'af.together', data: { i, bad: false } })));
+      const keyOf = (i: number) => jobRecordKey('tw', 'af', String(jobs[i]?.id));
+      const held = 3; // another delivery holds this run: its record is in the hash before its acknowledgement
+      expect((await eo.ledger.claim(`af.together#${jobs[held]?.id}`, { kind: 'job', jobKey: keyOf(held) }, 'other')).kind).toBe('claimed');
+      const before = await unclaimed('af.together');
+      await drain(TOGETHER, TOGETHER);
+      const acks = calls.filter((a) => /^eval(sha)?$/i.test(a[0] ?? '') && a.includes('tw:af:completed') && jobs.some((_, i) => a.includes(keyOf(i))));
+      expect(acks.length).toBeLessThan(TOGETHER); // some acknowledgements shared a call
+      for (let i = 0; i < TOGETHER; i++) {
+        expect(await jobs[i]?.getState()).toBe('completed');
+        const writes = lua.filter((a) => a[1] === keyOf(i) && /^(hmset|hsetnx)$/i.test(a[0] ?? '') && a[2] === 'tw');
+        if (i === held) {
+          expect(writes.filter((a) => /^hmset$/i.test(a[0] ?? ''))).toEqual([]); // the ride was refused: BullMQ wrote no record
+          expect(await eo.ledger.inspect(`af.together#${jobs[i]?.id}`, { kind: 'job', jobKey: keyOf(i) })).toMatchObject({ state: 'running', owner: 'other' });
+          continue;
+        }
+        // BullMQ's HMSET of the job's fields, with the acknowledgement's time (finishedOn).
+        expect(writes.map((a) => a[0]?.toLowerCase())).toEqual(['hmset']);
+        const finishedOn = String(await redis.hget(keyOf(i), 'finishedOn'));
+        expect((await redis.hget(keyOf(i), 'tw')) ?? '').toMatch(new RegExp(`^d\\|[^|]+\\|${finishedOn}\\|1\\|.*"i":${i}`));
+      }
+      await waitFor(async () => (await unclaimed('af.together')) === before + 1, { timeoutMs: 5_000, what: 'the refused completion counted' });
+    } finally {
+      monitor.disconnect();
+      await queue.close();
+    }
   });
 
   it('refused there (another delivery holds the run) is counted, and the job is still acknowledged', async () => {

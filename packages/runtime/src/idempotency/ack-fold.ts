@@ -1,6 +1,6 @@
 import type { RedisClient } from '../connection.js';
-import { ackFoldLua, MOVE_TO_FINISHED_KEYS } from './ledger-lua.js';
-import { ackRideLua, canRide, rideRefused, rideWords } from './ack-ride.js';
+import { ackFoldLua, HAS_RECORD, MOVE_TO_FINISHED_KEYS, RIDE_OP } from './ledger-lua.js';
+import { ackRideLua, canRide, rideArgs, rideRefused, rideWords } from './ack-ride.js';
 import { completionWriter, LedgerCallError, OP_CODES, type AheadOp, type AheadOutcome, type LedgerReply } from './ledger-batch.js';
 
 /**
@@ -110,20 +110,26 @@ function install(redis: RedisClient): boolean {
   // What BullMQ did not acknowledge in the turn it completed goes ahead, as without the fold.
   const writeAheadLeft = (): void => {
     sweep = undefined;
+    foldedInTurn = false;
     for (const w of waiting.values()) void writer.ahead(w.key, w.args, w.outcome, w.op);
     waiting.clear();
   };
+  let foldedInTurn = false;
 
   writer.fold = {
     take(jobKey, key, op, args, outcome) {
-      // One per event-loop turn: a turn in which many jobs finish (high concurrency) writes the others ahead,
-      // 16 to a script call, which costs Node and Redis less per job than a completion in each
-      // acknowledgement (measured: about 20 µs of Node CPU per job more at concurrency 50, folding every one;
-      // BullMQ's acknowledgement carries a Buffer, and ioredis encodes every argument of such a command as a
-      // Buffer too). A job finishing alone in its turn (low concurrency) saves a command.
-      if (sweep) return false;
+      // Every record of a run never claimed, in its job's hash, rides in its acknowledgement (a field BullMQ
+      // sets: no words of its own). Any other completion, one per event-loop turn: a turn in which many jobs
+      // finish (high concurrency) writes the others ahead, 16 to a script call, which costs Node and Redis
+      // less per job than a completion's words in each acknowledgement (measured: about 20 µs of Node CPU
+      // per job more at concurrency 50, folding every one; BullMQ's acknowledgement carries a Buffer, and
+      // ioredis encodes every argument of such a command as a Buffer too). A job finishing alone in its
+      // turn (low concurrency) saves a command.
+      const rides = op === 'completeUnclaimed' && key === jobKey;
+      if (!rides && foldedInTurn) return false;
+      if (!rides) foldedInTurn = true;
       waiting.set(jobKey, { key, op, args, outcome });
-      sweep = setImmediate(writeAheadLeft);
+      sweep ??= setImmediate(writeAheadLeft);
       return true;
     },
   };
@@ -145,7 +151,7 @@ function install(redis: RedisClient): boolean {
       passThrough(move, only.args).then(only.resolve, only.reject); // BullMQ's own call: nothing to share it
       return;
     }
-    if (only?.completion?.op === 'completeUnclaimed' && only.completion.key === only.args[JOB_KEY_INDEX] && canRide(only.args)) {
+    if (only?.completion && rides(only)) {
       ride(only, only.completion);
       return;
     }
@@ -153,10 +159,10 @@ function install(redis: RedisClient): boolean {
   };
 
   /** One script call of the fold for `batch`, counted for ackBatchesSent. */
-  const fold = (batch: Ack[]): void => {
+  const fold = (batch: Ack[], rideAllowed = true): void => {
     sent.calls++;
     sent.acks += batch.length;
-    sendBatch(client, batch, writer);
+    sendBatch(client, batch, writer, rideAllowed ? (refused) => fold(refused, false) : undefined);
   };
 
   /** One acknowledgement with its record in BullMQ's own script (ack-ride.ts); through the fold if refused there. */
@@ -170,7 +176,7 @@ function install(redis: RedisClient): boolean {
           ack.resolve(reply);
           return;
         }
-        fold([ack]);
+        fold([ack], false);
       },
       (err: unknown) => {
         void writer.ahead(c.key, c.args, c.outcome, c.op); // whether it ran is unknown: as sendBatch does
@@ -196,10 +202,27 @@ function install(redis: RedisClient): boolean {
   return true;
 }
 
-/** One script call for `batch` (ledger-lua.ts, ackFoldLua, for the layout); each caller gets its own reply. */
-function sendBatch(client: BullClient, batch: Ack[], writer: ReturnType<typeof completionWriter>): void {
+/** Whether `ack`'s record can ride in its own ARGV[9] (ack-ride.ts): a run never claimed, recorded in its job's hash. */
+function rides(ack: Ack): boolean {
+  const c = ack.completion;
+  return c?.op === 'completeUnclaimed' && c.key === ack.args[JOB_KEY_INDEX] && canRide(ack.args);
+}
+
+/**
+ * One script call for `batch` (ledger-lua.ts, ackFoldLua, for the layout); each caller gets its own reply.
+ * With `refold`, a record that can ride does (RIDE_OP), and those refused there (a record already in the
+ * hash, or BullMQ refusing before it writes) are handed to `refold`, which sends them with the record's own
+ * Lua (as a refused lone ride goes).
+ */
+function sendBatch(client: BullClient, batch: Ack[], writer: ReturnType<typeof completionWriter>, refold?: (refused: Ack[]) => void): void {
   // One array (ioredis flattens it, and spreading every word costs more per job than these loops): numkeys,
   // every acknowledgement's KEYS, then ARGV: the count, each one's two lengths, then each one's words.
+  const riding = batch.map((ack) => refold !== undefined && rides(ack));
+  const argvOf = (ack: Ack, i: number): readonly unknown[] => {
+    const c = ack.completion as Waiting;
+    // completeUnclaimed's words: mode, owner, encoded result (recordUnclaimed, lazy-run.ts).
+    return riding[i] ? rideArgs(ack.args, String(c.args[1]), String(c.args[2])) : ack.args;
+  };
   let numKeys = 0;
   for (const ack of batch) numKeys += ack.completion ? MOVE_TO_FINISHED_KEYS + 1 : MOVE_TO_FINISHED_KEYS;
   const words: unknown[] = [numKeys];
@@ -208,21 +231,45 @@ function sendBatch(client: BullClient, batch: Ack[], writer: ReturnType<typeof c
     if (ack.completion) words.push(ack.completion.key);
   }
   words.push(batch.length);
-  for (const ack of batch) words.push(ack.args.length - MOVE_TO_FINISHED_KEYS, ack.completion ? ack.completion.args.length + 1 : 0);
-  for (const ack of batch) {
-    for (let i = MOVE_TO_FINISHED_KEYS; i < ack.args.length; i++) words.push(ack.args[i]);
+  for (let i = 0; i < batch.length; i++) {
+    const ack = batch[i] as Ack;
+    words.push(ack.args.length - MOVE_TO_FINISHED_KEYS, !ack.completion ? 0 : riding[i] ? 1 : ack.completion.args.length + 1);
+  }
+  for (let j = 0; j < batch.length; j++) {
+    const ack = batch[j] as Ack;
+    const args = argvOf(ack, j);
+    for (let i = MOVE_TO_FINISHED_KEYS; i < args.length; i++) words.push(args[i]);
     const c = ack.completion;
     if (!c) continue;
+    if (riding[j]) {
+      words.push(RIDE_OP);
+      continue;
+    }
     words.push(OP_CODES[c.op]);
     for (const word of c.args) words.push(word);
   }
   const call = client[FOLD_COMMAND] as NonNullable<BullClient[typeof FOLD_COMMAND]>;
   call(words).then(
     (replies) => {
+      let refused: Ack[] | undefined;
       for (let i = 0; i < batch.length; i++) {
         const ack = batch[i] as Ack;
         const [reply, result] = replies[i] ?? [null, new LedgerCallError('no reply for this acknowledgement in its batch')];
         const c = ack.completion;
+        if (c && riding[i] && ((reply as unknown) === HAS_RECORD || rideRefused(result))) {
+          (refused ??= []).push(ack); // nothing was written: it goes again with the record's own Lua
+          continue;
+        }
+        if (c && riding[i]) {
+          if (result instanceof Error) {
+            void writer.ahead(c.key, c.args, c.outcome, c.op); // whether BullMQ wrote it is unknown: as a failed call
+            ack.reject(result);
+          } else {
+            c.outcome(1);
+            ack.resolve(result ?? null);
+          }
+          continue;
+        }
         if (c) {
           if (Array.isArray(reply) && reply[0] === 'error') c.outcome(new LedgerCallError(`ledger ${c.op} of ${c.key} failed in Redis: ${String(reply[1])}`));
           else if (reply === null) c.outcome(new LedgerCallError(`ledger ${c.op} of ${c.key} got no reply from its batch`));
@@ -231,6 +278,7 @@ function sendBatch(client: BullClient, batch: Ack[], writer: ReturnType<typeof c
         if (result instanceof Error) ack.reject(result);
         else ack.resolve(result ?? null);
       }
+      if (refused) refold?.(refused);
     },
     (err: unknown) => {
       for (const ack of batch) {

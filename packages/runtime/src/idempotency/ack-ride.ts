@@ -1,5 +1,5 @@
 import { Packr } from 'msgpackr';
-import { JOB_RECORD_FIELD, MOVE_TO_FINISHED_KEYS, unclaimedDoneRecord } from './ledger-lua.js';
+import { HAS_RECORD, JOB_RECORD_FIELD, MOVE_TO_FINISHED_KEYS, unclaimedDoneRecord } from './ledger-lua.js';
 
 /**
  * The cheapest acknowledgement that carries a result: that of a run recorded in its job's own hash and
@@ -24,9 +24,6 @@ import { JOB_RECORD_FIELD, MOVE_TO_FINISHED_KEYS, unclaimedDoneRecord } from './
  * it always has (the record's HSETNX, the relock of a job that lost its lock alone). Any other reply of
  * BullMQ's comes after its HMSET: the record was written.
  */
-
-/** The script's reply when the job's hash already holds a run record (nothing was written). */
-const HAS_RECORD = 'tw:has-record';
 
 /** BullMQ's moveToFinished refusals returned before it writes anything (job missing, lock missing, children pending, lock another's, children failed). */
 const REFUSED_UNWRITTEN = new Set([-1, -2, -4, -6, -9]);
@@ -53,11 +50,23 @@ export function canRide(args: readonly unknown[]): boolean {
 export function rideWords(args: readonly unknown[], owner: string, encodedResult: string): unknown[] {
   const words: unknown[] = [MOVE_TO_FINISHED_KEYS];
   for (const word of args) words.push(word);
-  words[FIELDS + 1] = packer.pack([JOB_RECORD_FIELD, unclaimedDoneRecord(owner, String(args[TIMESTAMP]), encodedResult)]);
+  words[FIELDS + 1] = recordField(args, owner, encodedResult);
   return words;
 }
 
-/** Whether the riding script's reply says nothing was written (the acknowledgement goes again through the fold). */
+/** The acknowledgement's KEYS and ARGV with the record in ARGV[9], for a ride inside the fold's script (ack-fold.ts). */
+export function rideArgs(args: readonly unknown[], owner: string, encodedResult: string): unknown[] {
+  const copy = args.slice();
+  copy[FIELDS] = recordField(args, owner, encodedResult);
+  return copy;
+}
+
+/** ARGV[9]: the record as the one job field BullMQ sets. */
+function recordField(args: readonly unknown[], owner: string, encodedResult: string): Buffer {
+  return packer.pack([JOB_RECORD_FIELD, unclaimedDoneRecord(owner, String(args[TIMESTAMP]), encodedResult)]);
+}
+
+/** Whether a ride's reply (BullMQ's) says nothing was written (the acknowledgement goes again through the fold, with the record's own Lua). */
 export function rideRefused(reply: unknown): boolean {
   return reply === HAS_RECORD || (typeof reply === 'number' && REFUSED_UNWRITTEN.has(reply));
 }

@@ -237,6 +237,11 @@ export function unclaimedDoneRecord(owner: string, at: number | string, encodedR
   return `d|${owner}|${at}|1|${encodedResult}`;
 }
 
+/** The op code of an acknowledgement in the fold whose record rides in BullMQ's ARGV[9] (ack-ride.ts). */
+export const RIDE_OP = 'ride';
+/** The reply, in the fold and the riding script, when the job's hash already holds a run record (nothing was written). */
+export const HAS_RECORD = 'tw:has-record';
+
 /** BullMQ's moveToFinished takes 14 KEYS (ack-fold.ts checks the installed script's count). */
 export const MOVE_TO_FINISHED_KEYS = 14;
 
@@ -248,7 +253,9 @@ export const MOVE_TO_FINISHED_KEYS = 14;
  * KEYS: per acknowledgement BullMQ's 14, then the record's key if it has a completion. ARGV[1]: the number
  * of acknowledgements; then per acknowledgement the length of its BullMQ ARGV and of its completion's words
  * (0: none); then, in order, each one's BullMQ ARGV followed by its completion's op code and arguments.
- * Replies, per acknowledgement, {completion's reply or nil, BullMQ's reply}. An error raised by one
+ * A completion of op RIDE_OP (no arguments) is a record riding in that acknowledgement's ARGV[9]
+ * (ack-ride.ts): checked absent from the job's hash first, its reply HAS_RECORD (and BullMQ's script not
+ * run) if there is one. Replies, per acknowledgement, {completion's reply or nil, BullMQ's reply}. An error raised by one
  * acknowledgement's completion or script is that one's reply (`{'error', message}` for the completion, an
  * error for BullMQ's): the others go on. BullMQ's KEYS[2] (active list), KEYS[12] (the job's key),
  * ARGV[1] (job id), ARGV[5] (target) and ARGV[8] (its options, msgpack) are read for the lock below;
@@ -283,7 +290,11 @@ for i = 1, acks do
   local keys = {unpack(KEYS, k + 1, k + ${n})}
   local argv = {unpack(ARGV, a + 1, a + argc)}
   local reply = false
-  if own > 0 then
+  if own > 0 and ARGV[a + argc + 1] == '${RIDE_OP}' then
+    -- A record riding in BullMQ's own fields (ARGV[9]; ack-ride.ts): none may be there yet.
+    if redis.call('HEXISTS', KEYS[k + ${n} + 1], '${JOB_RECORD_FIELD}') == 1 then reply = '${HAS_RECORD}' end
+    k = k + ${n} + 1
+  elseif own > 0 then
     local ok, r = pcall(ops[ARGV[a + argc + 1]], KEYS[k + ${n} + 1], unpack(ARGV, a + argc + 2, a + argc + own))
     if not ok then reply = {'error', raised(r)} elseif r ~= nil then reply = r end
     -- Should it fail (a key of the wrong type), BullMQ's own checks below judge the acknowledgement.
@@ -293,8 +304,9 @@ for i = 1, acks do
     k = k + ${n}
   end
   a = a + argc + own
-  local ok, result = pcall(moveToFinished, keys, argv)
-  if not ok then result = redis.error_reply(raised(result)) elseif result == nil then result = false end
+  local ok, result = false, false
+  if reply ~= '${HAS_RECORD}' then ok, result = pcall(moveToFinished, keys, argv) end
+  if not ok and result then result = redis.error_reply(raised(result)) elseif result == nil then result = false end
   out[i] = {reply, result}
 end
 return out
