@@ -64,7 +64,30 @@ const batched = defineJob({
     return { i: ctx.data.i };
   },
 });
-const catalog = createCatalog([fold, keyed, lockLost, lockTaken, batched]);
+/** A Redis step, then the gathering as `af.together`: its run is claimed once, by the step's script. */
+const stepTogether = defineJob({
+  name: 'af.step-together',
+  queue: 'af',
+  schema: z.object({ i: z.number() }),
+  handler: async (ctx) => {
+    await ctx.redisStep('count', (tx) => (tx.incrby(`af:count:${ctx.data.i}`, 1), null));
+    if (++started === TOGETHER) allStarted();
+    await together;
+    return { i: ctx.data.i };
+  },
+});
+/** A Redis step, then a failure on the first attempt: the retry claims the run a second time. */
+const stepRetried = defineJob({
+  name: 'af.step-retried',
+  queue: 'af',
+  schema: z.object({}),
+  handler: async (ctx) => {
+    await ctx.redisStep('count', (tx) => (tx.incrby('af:count:retried', 1), null));
+    if (ctx.attempt === 1) throw new Error('first attempt fails after its step');
+    return 'second';
+  },
+});
+const catalog = createCatalog([fold, keyed, lockLost, lockTaken, batched, stepTogether, stepRetried]);
 
 beforeAll(async () => {
   server = await startRedisServer();
@@ -274,6 +297,37 @@ describe('a result recorded in its job\'s hash', () => {
         expect((await redis.hget(keyOf(i), 'tw')) ?? '').toMatch(new RegExp(`^d\\|[^|]+\\|${finishedOn}\\|1\\|.*"i":${i}`));
       }
       await waitFor(async () => (await unclaimed('af.together')) === before + 1, { timeoutMs: 5_000, what: 'the refused completion counted' });
+    } finally {
+      monitor.disconnect();
+      await queue.close();
+    }
+  });
+
+  it('of a run claimed once rides in its acknowledgement too, its steps deleted; one claimed twice goes again and is recorded', async () => {
+    gatherAgain();
+    const lua: string[][] = [];
+    const monitor = await server.client().monitor();
+    monitor.on('monitor', (_t: string, args: string[], source: string) => source === 'lua' && lua.push(args));
+    const queue = new Queue('af', { connection: server.client(), prefix: 'tw' });
+    try {
+      const jobs = await queue.addBulk(Array.from({ length: TOGETHER }, (_, i) => ({ name: 'af.step-together', data: { i } })));
+      const retried = await queue.add('af.step-retried', {}, { attempts: 2 });
+      await drain(TOGETHER + 1, TOGETHER);
+      for (const job of jobs) {
+        const jobKey = jobRecordKey('tw', 'af', String(job.id));
+        expect(await job.getState()).toBe('completed');
+        expect(await redis.get(`af:count:${job.data.i}`)).toBe('1');
+        const writes = lua.filter((a) => a[1] === jobKey && /^(hmset|hset)$/i.test(a[0] ?? '') && a[2] === 'tw').map((a) => a[0]?.toLowerCase());
+        expect(writes).toEqual(['hmset']); // BullMQ's, replacing the running record its step's claim made (HSETNX)
+        const finishedOn = String(await redis.hget(jobKey, 'finishedOn'));
+        expect((await redis.hget(jobKey, 'tw')) ?? '').toMatch(new RegExp(`^d\\|[^|]+\\|${finishedOn}\\|1\\|.*"i":${job.data.i}`));
+        expect(await redis.exists(eo.ledger.stepsKeyOf(`af.step-together#${job.id}`))).toBe(0);
+      }
+      const retriedKey = jobRecordKey('tw', 'af', String(retried.id));
+      expect(await queue.getJobState(String(retried.id))).toBe('completed');
+      expect(await redis.get('af:count:retried')).toBe('1'); // the retry resumed past the recorded step
+      expect((await redis.hget(retriedKey, 'tw')) ?? '').toMatch(/^d\|[^|]+\|\d+\|2\|.*"second"/);
+      expect(await redis.exists(eo.ledger.stepsKeyOf(`af.step-retried#${retried.id}`))).toBe(0);
     } finally {
       monitor.disconnect();
       await queue.close();

@@ -1,6 +1,6 @@
 import type { RedisClient } from '../connection.js';
-import { ackFoldLua, HAS_RECORD, MOVE_TO_FINISHED_KEYS, RIDE_OP } from './ledger-lua.js';
-import { ackRideLua, canRide, rideArgs, rideRefused, rideWords } from './ack-ride.js';
+import { ackFoldLua, HAS_RECORD, MOVE_TO_FINISHED_KEYS, RIDE_CLAIMED_OP, RIDE_OP } from './ledger-lua.js';
+import { ackRideLua, canRide, recordField, RIDE_FIELDS_INDEX, rideRefused, rideWords } from './ack-ride.js';
 import { completionWriter, LedgerCallError, OP_CODES, type AheadOp, type AheadOutcome, type LedgerReply } from './ledger-batch.js';
 
 /**
@@ -118,14 +118,15 @@ function install(redis: RedisClient): boolean {
 
   writer.fold = {
     take(jobKey, key, op, args, outcome) {
-      // Every record of a run never claimed, in its job's hash, rides in its acknowledgement (a field BullMQ
-      // sets: no words of its own). Any other completion, one per event-loop turn: a turn in which many jobs
-      // finish (high concurrency) writes the others ahead, 16 to a script call, which costs Node and Redis
-      // less per job than a completion's words in each acknowledgement (measured: about 20 µs of Node CPU
-      // per job more at concurrency 50, folding every one; BullMQ's acknowledgement carries a Buffer, and
-      // ioredis encodes every argument of such a command as a Buffer too). A job finishing alone in its
-      // turn (low concurrency) saves a command.
-      const rides = op === 'completeUnclaimed' && key === jobKey;
+      // Every record in its job's own hash (completeUnclaimed's and complete's words start with its mode,
+      // 'j') rides in its acknowledgement: a field BullMQ sets, with no words (a run never claimed) or two
+      // (one claimed) of its own. Any other completion (a run's own key), one per event-loop turn: a turn
+      // in which many jobs finish (high concurrency) writes the others ahead, 16 to a script call, which
+      // costs Node and Redis less per job than a completion's words in each acknowledgement (measured:
+      // about 20 µs of Node CPU per job more at concurrency 50, folding every one; BullMQ's acknowledgement
+      // carries a Buffer, and ioredis encodes every argument of such a command as a Buffer too). A job
+      // finishing alone in its turn (low concurrency) saves a command.
+      const rides = key === jobKey && args[0] === 'j';
       if (!rides && foldedInTurn) return false;
       if (!rides) foldedInTurn = true;
       waiting.set(jobKey, { key, op, args, outcome });
@@ -151,7 +152,7 @@ function install(redis: RedisClient): boolean {
       passThrough(move, only.args).then(only.resolve, only.reject); // BullMQ's own call: nothing to share it
       return;
     }
-    if (only?.completion && rides(only)) {
+    if (only?.completion && rideOf(only) === RIDE_OP) {
       ride(only, only.completion);
       return;
     }
@@ -202,27 +203,27 @@ function install(redis: RedisClient): boolean {
   return true;
 }
 
-/** Whether `ack`'s record can ride in its own ARGV[9] (ack-ride.ts): a run never claimed, recorded in its job's hash. */
-function rides(ack: Ack): boolean {
+/** How an acknowledgement's record rides in its own ARGV[9] (ack-ride.ts), if it can: a run never claimed, or one claimed once. */
+type Ride = typeof RIDE_OP | typeof RIDE_CLAIMED_OP | undefined;
+
+/** Records in the job's own hash ride: a run never claimed (completeUnclaimed), or a claimed one (complete, mode j). */
+function rideOf(ack: Ack): Ride {
   const c = ack.completion;
-  return c?.op === 'completeUnclaimed' && c.key === ack.args[JOB_KEY_INDEX] && canRide(ack.args);
+  if (!c || c.key !== ack.args[JOB_KEY_INDEX] || !canRide(ack.args)) return undefined;
+  if (c.op === 'completeUnclaimed') return RIDE_OP;
+  return c.args[0] === 'j' ? RIDE_CLAIMED_OP : undefined;
 }
 
 /**
  * One script call for `batch` (ledger-lua.ts, ackFoldLua, for the layout); each caller gets its own reply.
- * With `refold`, a record that can ride does (RIDE_OP), and those refused there (a record already in the
- * hash, or BullMQ refusing before it writes) are handed to `refold`, which sends them with the record's own
- * Lua (as a refused lone ride goes).
+ * With `refold`, a record that can ride does (RIDE_OP, RIDE_CLAIMED_OP), and those refused there (a record
+ * not as the ride expects, or BullMQ refusing before it writes) are handed to `refold`, which sends them
+ * with the record's own Lua (as a refused lone ride goes).
  */
 function sendBatch(client: BullClient, batch: Ack[], writer: ReturnType<typeof completionWriter>, refold?: (refused: Ack[]) => void): void {
   // One array (ioredis flattens it, and spreading every word costs more per job than these loops): numkeys,
   // every acknowledgement's KEYS, then ARGV: the count, each one's two lengths, then each one's words.
-  const riding = batch.map((ack) => refold !== undefined && rides(ack));
-  const argvOf = (ack: Ack, i: number): readonly unknown[] => {
-    const c = ack.completion as Waiting;
-    // completeUnclaimed's words: mode, owner, encoded result (recordUnclaimed, lazy-run.ts).
-    return riding[i] ? rideArgs(ack.args, String(c.args[1]), String(c.args[2])) : ack.args;
-  };
+  const rides = batch.map((ack) => (refold ? rideOf(ack) : undefined));
   let numKeys = 0;
   for (const ack of batch) numKeys += ack.completion ? MOVE_TO_FINISHED_KEYS + 1 : MOVE_TO_FINISHED_KEYS;
   const words: unknown[] = [numKeys];
@@ -231,22 +232,26 @@ function sendBatch(client: BullClient, batch: Ack[], writer: ReturnType<typeof c
     if (ack.completion) words.push(ack.completion.key);
   }
   words.push(batch.length);
-  for (let i = 0; i < batch.length; i++) {
-    const ack = batch[i] as Ack;
-    words.push(ack.args.length - MOVE_TO_FINISHED_KEYS, !ack.completion ? 0 : riding[i] ? 1 : ack.completion.args.length + 1);
+  for (let j = 0; j < batch.length; j++) {
+    const ack = batch[j] as Ack;
+    const ride = rides[j];
+    words.push(ack.args.length - MOVE_TO_FINISHED_KEYS, !ack.completion ? 0 : ride === RIDE_OP ? 1 : ride ? 3 : ack.completion.args.length + 1);
   }
   for (let j = 0; j < batch.length; j++) {
     const ack = batch[j] as Ack;
-    const args = argvOf(ack, j);
-    for (let i = MOVE_TO_FINISHED_KEYS; i < args.length; i++) words.push(args[i]);
     const c = ack.completion;
+    const ride = rides[j];
+    // The completions' words: completeUnclaimed's mode, owner, encoded result (lazy-run.ts, recordUnclaimed);
+    // complete's mode, owner, encoded result, done TTL, steps key (ledger.ts, completeArgs).
+    const field = c && ride ? recordField(ack.args, String(c.args[1]), String(c.args[2])) : undefined;
+    for (let i = MOVE_TO_FINISHED_KEYS; i < ack.args.length; i++) words.push(i === RIDE_FIELDS_INDEX && field ? field : ack.args[i]);
     if (!c) continue;
-    if (riding[j]) {
-      words.push(RIDE_OP);
-      continue;
+    if (ride === RIDE_OP) words.push(RIDE_OP);
+    else if (ride) words.push(RIDE_CLAIMED_OP, c.args[1], c.args[4]);
+    else {
+      words.push(OP_CODES[c.op]);
+      for (const word of c.args) words.push(word);
     }
-    words.push(OP_CODES[c.op]);
-    for (const word of c.args) words.push(word);
   }
   const call = client[FOLD_COMMAND] as NonNullable<BullClient[typeof FOLD_COMMAND]>;
   call(words).then(
@@ -256,11 +261,11 @@ function sendBatch(client: BullClient, batch: Ack[], writer: ReturnType<typeof c
         const ack = batch[i] as Ack;
         const [reply, result] = replies[i] ?? [null, new LedgerCallError('no reply for this acknowledgement in its batch')];
         const c = ack.completion;
-        if (c && riding[i] && ((reply as unknown) === HAS_RECORD || rideRefused(result))) {
+        if (c && rides[i] && ((reply as unknown) === HAS_RECORD || rideRefused(result))) {
           (refused ??= []).push(ack); // nothing was written: it goes again with the record's own Lua
           continue;
         }
-        if (c && riding[i]) {
+        if (c && rides[i]) {
           if (result instanceof Error) {
             void writer.ahead(c.key, c.args, c.outcome, c.op); // whether BullMQ wrote it is unknown: as a failed call
             ack.reject(result);

@@ -1,5 +1,5 @@
 import { Packr } from 'msgpackr';
-import { HAS_RECORD, JOB_RECORD_FIELD, MOVE_TO_FINISHED_KEYS, unclaimedDoneRecord } from './ledger-lua.js';
+import { HAS_RECORD, JOB_RECORD_FIELD, MOVE_TO_FINISHED_KEYS, REFUSED_UNWRITTEN, unclaimedDoneRecord } from './ledger-lua.js';
 
 /**
  * The cheapest acknowledgement that carries a result: that of a run recorded in its job's own hash and
@@ -25,8 +25,7 @@ import { HAS_RECORD, JOB_RECORD_FIELD, MOVE_TO_FINISHED_KEYS, unclaimedDoneRecor
  * BullMQ's comes after its HMSET: the record was written.
  */
 
-/** BullMQ's moveToFinished refusals returned before it writes anything (job missing, lock missing, children pending, lock another's, children failed). */
-const REFUSED_UNWRITTEN = new Set([-1, -2, -4, -6, -9]);
+const refusedUnwritten = new Set(REFUSED_UNWRITTEN);
 
 /** ARGV[2] (the acknowledgement's timestamp), ARGV[5] (its target) and ARGV[9] (job fields to update), as indexes of BullMQ's KEYS-then-ARGV array. */
 const TIMESTAMP = MOVE_TO_FINISHED_KEYS + 1;
@@ -54,19 +53,18 @@ export function rideWords(args: readonly unknown[], owner: string, encodedResult
   return words;
 }
 
-/** The acknowledgement's KEYS and ARGV with the record in ARGV[9], for a ride inside the fold's script (ack-fold.ts). */
-export function rideArgs(args: readonly unknown[], owner: string, encodedResult: string): unknown[] {
-  const copy = args.slice();
-  copy[FIELDS] = recordField(args, owner, encodedResult);
-  return copy;
-}
+/** ARGV[9] (its index in BullMQ's KEYS-then-ARGV array), where a record rides. */
+export const RIDE_FIELDS_INDEX = FIELDS;
 
-/** ARGV[9]: the record as the one job field BullMQ sets. */
-function recordField(args: readonly unknown[], owner: string, encodedResult: string): Buffer {
+/**
+ * ARGV[9] of an acknowledgement carrying a done record claimed once (a run never claimed: its claim and
+ * completion are one write; or one claimed once, RIDE_CLAIMED_OP), as the one job field BullMQ sets.
+ */
+export function recordField(args: readonly unknown[], owner: string, encodedResult: string): Buffer {
   return packer.pack([JOB_RECORD_FIELD, unclaimedDoneRecord(owner, String(args[TIMESTAMP]), encodedResult)]);
 }
 
 /** Whether a ride's reply (BullMQ's) says nothing was written (the acknowledgement goes again through the fold, with the record's own Lua). */
 export function rideRefused(reply: unknown): boolean {
-  return reply === HAS_RECORD || (typeof reply === 'number' && REFUSED_UNWRITTEN.has(reply));
+  return reply === HAS_RECORD || (typeof reply === 'number' && refusedUnwritten.has(reply));
 }

@@ -237,8 +237,18 @@ export function unclaimedDoneRecord(owner: string, at: number | string, encodedR
   return `d|${owner}|${at}|1|${encodedResult}`;
 }
 
-/** The op code of an acknowledgement in the fold whose record rides in BullMQ's ARGV[9] (ack-ride.ts). */
+/** The op code of an acknowledgement in the fold whose record, of a run never claimed, rides in BullMQ's ARGV[9] (ack-ride.ts). */
 export const RIDE_OP = 'ride';
+/**
+ * The op code of an acknowledgement in the fold whose record, of a run this delivery claimed once (a claim
+ * count of 1), rides in BullMQ's ARGV[9]; its words: the owner and the run's steps key (ack-ride.ts).
+ */
+export const RIDE_CLAIMED_OP = 'ride-claimed';
+/**
+ * BullMQ's moveToFinished refusals returned before it writes anything (job missing, lock missing, children
+ * pending, lock another's, children failed): a record riding there was not written.
+ */
+export const REFUSED_UNWRITTEN: readonly number[] = [-1, -2, -4, -6, -9];
 /** The reply, in the fold and the riding script, when the job's hash already holds a run record (nothing was written). */
 export const HAS_RECORD = 'tw:has-record';
 
@@ -255,7 +265,9 @@ export const MOVE_TO_FINISHED_KEYS = 14;
  * (0: none); then, in order, each one's BullMQ ARGV followed by its completion's op code and arguments.
  * A completion of op RIDE_OP (no arguments) is a record riding in that acknowledgement's ARGV[9]
  * (ack-ride.ts): checked absent from the job's hash first, its reply HAS_RECORD (and BullMQ's script not
- * run) if there is one. Replies, per acknowledgement, {completion's reply or nil, BullMQ's reply}. An error raised by one
+ * run) if there is one. One of op RIDE_CLAIMED_OP (owner, steps key) is a done record riding there too, of
+ * a run claimed once by that owner: checked to be that owner's running record first (else HAS_RECORD), its
+ * steps key deleted once BullMQ's script has written it. Replies, per acknowledgement, {completion's reply or nil, BullMQ's reply}. An error raised by one
  * acknowledgement's completion or script is that one's reply (`{'error', message}` for the completion, an
  * error for BullMQ's): the others go on. BullMQ's KEYS[2] (active list), KEYS[12] (the job's key),
  * ARGV[1] (job id), ARGV[5] (target) and ARGV[8] (its options, msgpack) are read for the lock below;
@@ -282,6 +294,7 @@ local function relock(keys, argv)
     redis.call('SET', lock, opts['token'], 'PX', tonumber(opts['lockDuration']) or 30000)
   end
 end
+local unwritten = {${REFUSED_UNWRITTEN.map((c) => `[${c}] = true`).join(', ')}}
 local acks = tonumber(ARGV[1])
 local out = {}
 local k, a = 0, 1 + 2 * acks
@@ -290,9 +303,17 @@ for i = 1, acks do
   local keys = {unpack(KEYS, k + 1, k + ${n})}
   local argv = {unpack(ARGV, a + 1, a + argc)}
   local reply = false
-  if own > 0 and ARGV[a + argc + 1] == '${RIDE_OP}' then
+  local op = own > 0 and ARGV[a + argc + 1]
+  local stepsKey = false
+  if op == '${RIDE_OP}' then
     -- A record riding in BullMQ's own fields (ARGV[9]; ack-ride.ts): none may be there yet.
     if redis.call('HEXISTS', KEYS[k + ${n} + 1], '${JOB_RECORD_FIELD}') == 1 then reply = '${HAS_RECORD}' end
+    k = k + ${n} + 1
+  elseif op == '${RIDE_CLAIMED_OP}' then
+    -- The done record riding there replaces this delivery's running record, claimed once: anything else
+    -- (another holder, a run done, a run claimed again) goes again with op d. Its steps go once it is written.
+    local state, holder, _, claims = parse(redis.call('HGET', KEYS[k + ${n} + 1], '${JOB_RECORD_FIELD}'))
+    if state ~= 'r' or holder ~= ARGV[a + argc + 2] or claims ~= '1' then reply = '${HAS_RECORD}' else stepsKey = ARGV[a + argc + 3] end
     k = k + ${n} + 1
   elseif own > 0 then
     local ok, r = pcall(ops[ARGV[a + argc + 1]], KEYS[k + ${n} + 1], unpack(ARGV, a + argc + 2, a + argc + own))
@@ -306,6 +327,7 @@ for i = 1, acks do
   a = a + argc + own
   local ok, result = false, false
   if reply ~= '${HAS_RECORD}' then ok, result = pcall(moveToFinished, keys, argv) end
+  if ok and stepsKey and not unwritten[result] then redis.call('DEL', stepsKey) end
   if not ok and result then result = redis.error_reply(raised(result)) elseif result == nil then result = false end
   out[i] = {reply, result}
 end
