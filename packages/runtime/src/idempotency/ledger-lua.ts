@@ -306,13 +306,16 @@ for i = 1, acks do
   local op = own > 0 and ARGV[a + argc + 1]
   local stepsKey = false
   if op == '${RIDE_OP}' then
-    -- A record riding in BullMQ's own fields (ARGV[9]; ack-ride.ts): none may be there yet.
-    if redis.call('HEXISTS', KEYS[k + ${n} + 1], '${JOB_RECORD_FIELD}') == 1 then reply = '${HAS_RECORD}' end
+    -- A record riding in BullMQ's own fields (ARGV[9]; ack-ride.ts): none may be there yet. A check that
+    -- fails (a key of the wrong type) refuses the ride, and the record's own Lua judges it after the call.
+    local checked, has = pcall(redis.call, 'HEXISTS', KEYS[k + ${n} + 1], '${JOB_RECORD_FIELD}')
+    if not checked or has == 1 then reply = '${HAS_RECORD}' end
     k = k + ${n} + 1
   elseif op == '${RIDE_CLAIMED_OP}' then
     -- The done record riding there replaces this delivery's running record, claimed once: anything else
     -- (another holder, a run done, a run claimed again) goes again with op d. Its steps go once it is written.
-    local state, holder, _, claims = parse(redis.call('HGET', KEYS[k + ${n} + 1], '${JOB_RECORD_FIELD}'))
+    local checked, record = pcall(redis.call, 'HGET', KEYS[k + ${n} + 1], '${JOB_RECORD_FIELD}')
+    local state, holder, _, claims = parse(checked and record or nil)
     if state ~= 'r' or holder ~= ARGV[a + argc + 2] or claims ~= '1' then reply = '${HAS_RECORD}' else stepsKey = ARGV[a + argc + 3] end
     k = k + ${n} + 1
   elseif own > 0 then
