@@ -3,11 +3,12 @@
  * job fields it is given (ARGV[9]): right after its lock check, before it writes anything else, so that every
  * refusal it returns before that point (the codes ack-ride.ts sends through the fold) left nothing written.
  * What runs is tested against real Redis and BullMQ in apps/worker (exactly-once/ack-fold.test.ts); this
- * pins the order, which a BullMQ upgrade could change quietly.
+ * pins the order, which a BullMQ upgrade could change quietly, and the bytes of the record it carries.
  */
 import { createRequire } from 'node:module';
+import { Packr, unpack } from 'msgpackr';
 import { describe, expect, it } from 'vitest';
-import { ackRideLua } from './ack-ride.js';
+import { ackRideLua, packStringPair } from './ack-ride.js';
 import { MOVE_TO_FINISHED_KEYS } from './ledger-lua.js';
 
 const require = createRequire(import.meta.url);
@@ -31,5 +32,24 @@ describe('the riding acknowledgement', () => {
     expect([...before.matchAll(/return (-?\w+)/g)].map((m) => m[1])).toEqual(['-4', '-9', 'errorCode']);
     // The job missing: the else of the EXISTS check, at the script's end.
     expect(text.trimEnd()).toMatch(/else\s*return -1\s*end$/);
+  });
+});
+
+describe('the riding record field', () => {
+  // As BullMQ packs the job fields it is given (redis-queue-backend.js), which Redis's cmsgpack reads.
+  const bullmqPacker = new Packr({ useRecords: false, encodeUndefinedAsNil: true });
+  const lengths = [0, 1, 31, 32, 255, 256, 65_535, 65_536, 70_000];
+
+  it.each(lengths)('is the bytes msgpackr writes for [field, value] with a value of %i bytes', (n) => {
+    const value = 'd|w-abc|1796322651841|1|'.concat('x'.repeat(n)).slice(0, n);
+    expect(packStringPair('tw', value).equals(bullmqPacker.pack(['tw', value]))).toBe(true);
+  });
+
+  it('counts UTF-8 bytes, not characters', () => {
+    for (const value of ['é', 'é'.repeat(16), 'é'.repeat(128), '€'.repeat(21_846), '😀'.repeat(10)]) {
+      const packed = packStringPair('tw', value);
+      expect(packed.equals(bullmqPacker.pack(['tw', value]))).toBe(true);
+      expect(unpack(packed)).toEqual(['tw', value]);
+    }
   });
 });
