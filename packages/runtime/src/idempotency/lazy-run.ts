@@ -190,8 +190,10 @@ export class LazyRun implements StepHost {
  * of the acknowledgement like any result. If another delivery of the job holds or completed the run (the
  * job stalled and was redelivered while this one ran), this delivery's handler ran beside it: that is the
  * documented cost of the lazy claim for a handler without steps, counted and logged, and nothing is written.
+ * Returns `result`, or a promise of it when there is a write to wait for; it never rejects (a failed write is
+ * logged by `outcome`).
  */
-export async function recordUnclaimed(eo: ExactlyOnce, opts: RunExactlyOnceOptions, jobKey: string, owner: string, result: unknown, stepsRun = 0): Promise<unknown> {
+export function recordUnclaimed(eo: ExactlyOnce, opts: RunExactlyOnceOptions, jobKey: string, owner: string, result: unknown, stepsRun = 0): unknown {
   const args = ['j', owner, encodeValue(result)];
   const outcome = (reply: LedgerReply | Error) => {
     if (reply instanceof Error) {
@@ -205,9 +207,9 @@ export async function recordUnclaimed(eo: ExactlyOnce, opts: RunExactlyOnceOptio
     }
   };
   if (opts.ackConnection) {
-    await completionWriter(opts.ackConnection).complete(jobKey, args, outcome, 'completeUnclaimed');
-    return result;
+    // The result itself when the record rides in the acknowledgement: no promise to wait on (the common case).
+    const written = completionWriter(opts.ackConnection).complete(jobKey, args, outcome, 'completeUnclaimed');
+    return written ? written.then(() => result) : result;
   }
-  outcome(await eo.ledger.batcher.call('completeUnclaimed', jobKey, args).catch((err: Error) => err));
-  return result;
+  return eo.ledger.batcher.call('completeUnclaimed', jobKey, args).then(outcome, outcome).then(() => result);
 }

@@ -205,10 +205,13 @@ export class CompletionWriter {
    */
   fold: { take(jobKey: string, key: string, op: AheadOp, args: (string | number)[], outcome: AheadOutcome): boolean } | undefined;
 
-  /** `jobKey`: the BullMQ job (its hash's key) whose acknowledgement follows, when it is known. */
-  complete(key: string, args: (string | number)[], outcome: AheadOutcome, op: AheadOp = 'complete', jobKey?: string): Promise<void> {
+  /**
+   * `jobKey`: the BullMQ job (its hash's key) whose acknowledgement follows, when it is known. Returns what
+   * to wait for before acknowledging: nothing (undefined) when the completion rides in the acknowledgement.
+   */
+  complete(key: string, args: (string | number)[], outcome: AheadOutcome, op: AheadOp = 'complete', jobKey?: string): Promise<void> | undefined {
     const job = jobKey ?? (args[0] === 'j' ? key : undefined);
-    if (this.fold && job !== undefined && this.fold.take(job, key, op, args, outcome)) return Promise.resolve();
+    if (this.fold && job !== undefined && this.fold.take(job, key, op, args, outcome)) return undefined;
     return this.ahead(key, args, outcome, op);
   }
 

@@ -272,9 +272,10 @@ export class LedgerRun {
 
   /**
    * Records the result through `writer` (the connection the job will be acknowledged on) without waiting
-   * for the reply; resolves once written (see CompletionWriter). `outcome` gets the reply later.
+   * for the reply; resolves once written, or returns undefined when it rides in the acknowledgement (see
+   * CompletionWriter). `outcome` gets the reply later.
    */
-  completeAhead(writer: CompletionWriter, result: unknown, outcome: AheadOutcome, jobKey?: string): Promise<void> {
+  completeAhead(writer: CompletionWriter, result: unknown, outcome: AheadOutcome, jobKey?: string): Promise<void> | undefined {
     return writer.complete(this.key, this.completeArgs(result), outcome, 'complete', jobKey);
   }
 

@@ -274,14 +274,19 @@ function tookOver(opts: RunExactlyOnceOptions, claim: ClaimOutcome & { kind: 'cl
   logOf(opts).warn({ idempotencyKey: opts.key, recordedSteps: claim.run.recordedStepCount, holderDead }, 'took over a run whose holder stopped renewing its lease');
 }
 
-/** Records the result: written ahead of the job's acknowledgement when its connection is known, else awaited. */
-async function record(opts: RunExactlyOnceOptions, run: LedgerRun, result: unknown): Promise<unknown> {
+/**
+ * Records the result: written with or ahead of the job's acknowledgement when its connection is known (the
+ * result itself when it rides there: nothing to wait on), else awaited.
+ */
+function record(opts: RunExactlyOnceOptions, run: LedgerRun, result: unknown): unknown {
   if (opts.ackConnection) {
-    await run.completeAhead(completionWriter(opts.ackConnection), result, outcomeOf(opts), opts.ackJobKey);
-    return result;
+    const written = run.completeAhead(completionWriter(opts.ackConnection), result, outcomeOf(opts), opts.ackJobKey);
+    return written ? written.then(() => result) : result;
   }
-  if (!(await run.complete(result))) throw lostLease(opts, 'when recording the result');
-  return result;
+  return run.complete(result).then((ok) => {
+    if (!ok) throw lostLease(opts, 'when recording the result');
+    return result;
+  });
 }
 
 /** What a completion written ahead (or in the acknowledgement) reports once Redis ran it. */
