@@ -44,6 +44,12 @@ const TOGETHER = 8;
 let started = 0;
 let allStarted: () => void = () => undefined;
 let together = new Promise<void>((resolve) => (allStarted = resolve));
+/** Resolves once all TOGETHER jobs of a test have started, so that they finish in one event-loop turn. */
+async function gathered(i: number): Promise<{ i: number }> {
+  if (++started === TOGETHER) allStarted();
+  await together;
+  return { i };
+}
 /** For a test that runs the `af.together` jobs again. */
 function gatherAgain(): void {
   started = 0;
@@ -59,9 +65,7 @@ const batched = defineJob({
       await ctx.redis.del(lock);
       await ctx.redis.hset(lock, 'not', 'a lock');
     }
-    if (++started === TOGETHER) allStarted();
-    await together;
-    return { i: ctx.data.i };
+    return gathered(ctx.data.i);
   },
 });
 /** A Redis step, then the gathering as `af.together`: its run is claimed once, by the step's script. */
@@ -71,9 +75,7 @@ const stepTogether = defineJob({
   schema: z.object({ i: z.number() }),
   handler: async (ctx) => {
     await ctx.redisStep('count', (tx) => (tx.incrby(`af:count:${ctx.data.i}`, 1), null));
-    if (++started === TOGETHER) allStarted();
-    await together;
-    return { i: ctx.data.i };
+    return gathered(ctx.data.i);
   },
 });
 /** A Redis step, then a failure on the first attempt: the retry claims the run a second time. */
