@@ -56,3 +56,23 @@ function kernelPort(): Promise<number> {
     });
   });
 }
+
+/**
+ * Starts a server on a port from `pick`, and on another when that port was taken between the pick and the
+ * server's bind (`taken(err)` says so): tests start servers side by side, and a port is only checked free,
+ * not held. Five tries at most; any other failure is thrown at once.
+ */
+export async function startOnFreePort<T>(
+  start: (port: number) => Promise<T>,
+  taken: (err: unknown) => boolean,
+  pick: () => Promise<number> = freePort,
+): Promise<{ port: number; started: T }> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await pick();
+    try {
+      return { port, started: await start(port) };
+    } catch (err) {
+      if (attempt >= 5 || !taken(err)) throw err;
+    }
+  }
+}

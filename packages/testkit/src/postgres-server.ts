@@ -3,7 +3,7 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync }
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from './free-port.js';
+import { startOnFreePort } from './free-port.js';
 
 const run = promisify(execFile);
 
@@ -49,7 +49,7 @@ async function asOwner(): Promise<{ wrap: (cmd: string, args: string[]) => [stri
  */
 export async function startPostgresServer(): Promise<PostgresServerHandle> {
   const bin = findPostgresBin();
-  let port = await freePort();
+  let port = 0;
   const dir = mkdtempSync(join(tmpdir(), 'tickwork-pg-'));
   const data = join(dir, 'data');
   const owner = await asOwner();
@@ -61,8 +61,8 @@ export async function startPostgresServer(): Promise<PostgresServerHandle> {
   };
   try {
     await exec('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-sync']);
-    const serverOpts = () => [
-      `-p ${port}`,
+    const serverOpts = (p: number) => [
+      `-p ${p}`,
       `-k ${dir}`,
       '-c listen_addresses=127.0.0.1',
       '-c fsync=off',
@@ -70,19 +70,20 @@ export async function startPostgresServer(): Promise<PostgresServerHandle> {
       '-c full_page_writes=off',
       '-c max_connections=200',
     ].join(' ');
-    // A port checked free can be taken before the server binds it (tests start servers side by side): then another.
     const logFile = join(dir, 'server.log');
     const logText = () => (existsSync(logFile) ? readFileSync(logFile, 'utf8') : '');
-    for (let attempt = 1; ; attempt++) {
+    // Its port was taken when the log written by this start says it could not bind.
+    let portTaken = false;
+    const start = async (p: number) => {
       const logBefore = logText().length;
       try {
-        await exec('pg_ctl', ['-D', data, '-l', logFile, '-w', '-t', '60', '-o', serverOpts(), 'start']);
-        break;
+        await exec('pg_ctl', ['-D', data, '-l', logFile, '-w', '-t', '60', '-o', serverOpts(p), 'start']);
       } catch (err) {
-        if (attempt >= 5 || !/could not bind|address already in use/i.test(logText().slice(logBefore))) throw err;
-        port = await freePort();
+        portTaken = /could not bind|address already in use/i.test(logText().slice(logBefore));
+        throw err;
       }
-    }
+    };
+    port = (await startOnFreePort(start, () => portTaken)).port;
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
     const e = err as Error & { stderr?: string };

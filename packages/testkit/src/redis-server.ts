@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { freePort } from './free-port.js';
+import { freePort, startOnFreePort } from './free-port.js';
 import { waitFor } from './wait-for.js';
 
 export interface RedisServerHandle {
@@ -68,23 +68,18 @@ export async function spawnRedisServer(args: string[], port: number, auth: { pas
   return child;
 }
 
-/**
- * Starts a server on a free port from `pick`, and on another one when that port was taken between the pick
- * and the server's bind (tests start servers side by side; a port is only checked free, not held).
- */
+/** A redis-server on a free port from `pick`, on another when that one was taken meanwhile (startOnFreePort). */
 export async function spawnOnFreePort(
   pick: () => Promise<number>,
   argsFor: (port: number) => string[],
   auth: { password?: string } = {},
 ): Promise<{ port: number; child: ChildProcess }> {
-  for (let attempt = 1; ; attempt++) {
-    const port = await pick();
-    try {
-      return { port, child: await spawnRedisServer(argsFor(port), port, auth) };
-    } catch (err) {
-      if (!(err instanceof RedisServerExitedError && err.addressInUse) || attempt >= 5) throw err;
-    }
-  }
+  const { port, started } = await startOnFreePort(
+    (p) => spawnRedisServer(argsFor(p), p, auth),
+    (err) => err instanceof RedisServerExitedError && err.addressInUse,
+    pick,
+  );
+  return { port, child: started };
 }
 
 /**
