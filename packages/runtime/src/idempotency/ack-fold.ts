@@ -118,15 +118,14 @@ function install(redis: RedisClient): boolean {
 
   writer.fold = {
     take(jobKey, key, op, args, outcome) {
-      // Every record in its job's own hash (completeUnclaimed's and complete's words start with its mode,
-      // 'j') rides in its acknowledgement: a field BullMQ sets, with no words (a run never claimed) or two
-      // (one claimed) of its own. Any other completion (a run's own key), one per event-loop turn: a turn
-      // in which many jobs finish (high concurrency) writes the others ahead, 16 to a script call, which
-      // costs Node and Redis less per job than a completion's words in each acknowledgement (measured:
-      // about 20 µs of Node CPU per job more at concurrency 50, folding every one; BullMQ's acknowledgement
-      // carries a Buffer, and ioredis encodes every argument of such a command as a Buffer too). A job
-      // finishing alone in its turn (low concurrency) saves a command.
-      const rides = key === jobKey && args[0] === 'j';
+      // Every record in its job's own hash (recordedInJob) rides in its acknowledgement: a field BullMQ
+      // sets, with no words (a run never claimed) or two (one claimed) of its own. Any other completion (a
+      // run's own key), one per event-loop turn: a turn in which many jobs finish (high concurrency) writes
+      // the others ahead, 16 to a script call, which costs Node and Redis less per job than a completion's
+      // words in each acknowledgement (measured: about 20 µs of Node CPU per job more at concurrency 50,
+      // folding every one; BullMQ's acknowledgement carries a Buffer, and ioredis encodes every argument of
+      // such a command as a Buffer too). A job finishing alone in its turn (low concurrency) saves a command.
+      const rides = recordedInJob(key, jobKey, args);
       if (!rides && foldedInTurn) return false;
       if (!rides) foldedInTurn = true;
       waiting.set(jobKey, { key, op, args, outcome });
@@ -206,12 +205,19 @@ function install(redis: RedisClient): boolean {
 /** How an acknowledgement's record rides in its own ARGV[9] (ack-ride.ts), if it can: a run never claimed, or one claimed once. */
 type Ride = typeof RIDE_OP | typeof RIDE_CLAIMED_OP | undefined;
 
-/** Records in the job's own hash ride: a run never claimed (completeUnclaimed), or a claimed one (complete, mode j). */
+/**
+ * Whether a completion's record is a field of the acknowledged job's own hash: its key is the job's, and its
+ * words (completeUnclaimed's and complete's alike) start with its mode, 'j'. Such a record rides.
+ */
+function recordedInJob(key: string, jobKey: unknown, args: readonly (string | number)[]): boolean {
+  return key === jobKey && args[0] === 'j';
+}
+
+/** Records in the job's own hash ride: a run never claimed (completeUnclaimed), or a claimed one (complete). */
 function rideOf(ack: Ack): Ride {
   const c = ack.completion;
-  if (!c || c.key !== ack.args[JOB_KEY_INDEX] || !canRide(ack.args)) return undefined;
-  if (c.op === 'completeUnclaimed') return RIDE_OP;
-  return c.args[0] === 'j' ? RIDE_CLAIMED_OP : undefined;
+  if (!c || !recordedInJob(c.key, ack.args[JOB_KEY_INDEX], c.args) || !canRide(ack.args)) return undefined;
+  return c.op === 'completeUnclaimed' ? RIDE_OP : RIDE_CLAIMED_OP;
 }
 
 /**
