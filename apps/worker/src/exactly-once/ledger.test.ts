@@ -123,6 +123,24 @@ describe('steps', () => {
     await expect(step('', async () => 1)).rejects.toThrow(StepError);
     await expect(step('fn', async () => () => 1)).rejects.toThrow(/not JSON-serialisable/);
   });
+
+  it('runs steps side by side under distinct ids, and refuses a second step under an id still running', async () => {
+    const ledger = new IdempotencyLedger(redis, { prefix: 'tw', leaseMs: 60_000 });
+    const c = await ledger.claim(freshKey(), { kind: 'key' }, 'a');
+    if (c.kind !== 'claimed') throw new Error('expected a claim');
+    const { step, redisStep } = createSteps(c.run, () => new AbortController().signal);
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    const ids = ['a', 'b', 'c'];
+    const running = ids.map((id) => step(id, async () => (await gate, id.toUpperCase())));
+    await expect(step('b', async () => 'again')).rejects.toThrow(/already running in this run/);
+    await expect(redisStep('c', () => 'again')).rejects.toThrow(/already running in this run/);
+    open();
+    expect(await Promise.all(running)).toEqual(['A', 'B', 'C']);
+    // Once done, a step under any of those ids replays its own result.
+    expect(await step('b', async () => 'again')).toBe('B');
+    expect(await Promise.all(ids.map((id) => step(id, async () => 'again')))).toEqual(['A', 'B', 'C']);
+  });
 });
 
 describe('runExactlyOnce', () => {

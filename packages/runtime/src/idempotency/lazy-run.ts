@@ -6,7 +6,7 @@ import { duplicatesRanUnclaimed } from './metrics.js';
 import type { ExactlyOnce, RunExactlyOnceOptions } from './run-exactly-once.js';
 import { logOf } from './run-lease.js';
 import { CLAIM_TX_STEP_LUA } from './ledger-lua.js';
-import { txStepKeys } from './redis-tx.js';
+import { pushCommands, txStepKeys } from './redis-tx.js';
 import { corkUntilTurnEnds } from '../redis/cork.js';
 import type { StepHost } from './steps.js';
 
@@ -52,8 +52,8 @@ export class LazyRun implements StepHost {
     private readonly queue: string | undefined,
     readonly owner: string,
     private readonly claimRun: () => Promise<ClaimOutcome>,
-    /** Told once the run is this delivery's (starts its lease). */
-    private readonly onClaimed: (run: LedgerRun, outcome: ClaimOutcome & { kind: 'claimed' }) => void,
+    /** Told once the run is this delivery's (starts its lease), with the claim's outcome when it claimed on its own (a new run claimed with its first step has none). */
+    private readonly onClaimed: (run: LedgerRun, outcome: (ClaimOutcome & { kind: 'claimed' }) | undefined) => void,
     /** Whether no other delivery of the job can hold or have completed the run (RunExactlyOnceOptions.deliveryIsSole). */
     private readonly sole?: { deliveryIsSole?(): boolean },
   ) {}
@@ -175,12 +175,12 @@ export class LazyRun implements StepHost {
     const at = this.ledger.locate(this.idempotencyKey, { kind: 'job', jobKey: this.jobKey, queue: this.queue });
     const keys = txStepKeys(this.ledger.redis, at.record, at.steps, commands);
     const argv: (string | number)[] = [this.owner, this.ledger.leaseMs, id, encoded, this.ledger.unfinishedTtlMs];
-    for (const c of commands) argv.push(c.length, ...c);
+    pushCommands(argv, commands);
     corkUntilTurnEnds(this.ledger.redis); // the first steps of the runs of this turn leave in one write
     if ((await runScript(this.ledger.redis, CLAIM_TX_STEP_SCRIPT, keys, argv)) !== 1) return undefined;
-    const run = new LedgerRun(this.ledger, this.idempotencyKey, at, this.owner, new Map([[id, encoded]]));
+    const run = new LedgerRun(this.ledger, this.idempotencyKey, at, this.owner, new Map<string, string>().set(id, encoded));
     this.run = run;
-    this.onClaimed(run, { kind: 'claimed', run, tookOver: false });
+    this.onClaimed(run, undefined);
     return run;
   }
 }

@@ -7,21 +7,18 @@
  * lease has passed since its last renewal (so at the latest after half the lease), one renewal in flight
  * per run at a time, as with a timer per run.
  */
-export interface KeptLease {
+export abstract class KeptLease {
+  /** The keeper's bookkeeping, kept on the lease itself: keeping a run's lease allocates nothing. */
+  renewedAt = 0;
+  renewing = false;
   /** Renews the lease; false when it was refused (the run was taken over). */
-  renew(): Promise<boolean>;
+  abstract renew(): Promise<boolean>;
   /** Called once when the lease is lost: refused, or failing until it must have expired. */
-  lose(detail: string): void;
-}
-
-interface Entry {
-  lease: KeptLease;
-  renewedAt: number;
-  renewing: boolean;
+  abstract lose(detail: string): void;
 }
 
 export class LeaseKeeper {
-  private readonly entries = new Set<Entry>();
+  private readonly entries = new Set<KeptLease>();
   private timer: NodeJS.Timeout | undefined;
   private readonly tickMs: number;
   private readonly renewAfterMs: number;
@@ -32,14 +29,19 @@ export class LeaseKeeper {
   }
 
   /** Starts keeping `lease` (claimed just now); call the returned function when the run ends. */
-  keep(lease: KeptLease): () => void {
-    const entry: Entry = { lease, renewedAt: Date.now(), renewing: false };
-    this.entries.add(entry);
+  keep(lease: KeptLease): void {
+    lease.renewedAt = Date.now();
+    lease.renewing = false;
+    this.entries.add(lease);
     if (!this.timer) {
       this.timer = setInterval(() => this.sweep(), this.tickMs);
       this.timer.unref();
     }
-    return () => this.entries.delete(entry);
+  }
+
+  /** Stops keeping `lease` (its run ended). */
+  release(lease: KeptLease): void {
+    this.entries.delete(lease);
   }
 
   private sweep(): void {
@@ -51,27 +53,27 @@ export class LeaseKeeper {
       return;
     }
     const now = Date.now();
-    for (const entry of this.entries) {
-      if (!entry.renewing && now - entry.renewedAt >= this.renewAfterMs) void this.renew(entry);
+    for (const lease of this.entries) {
+      if (!lease.renewing && now - lease.renewedAt >= this.renewAfterMs) void this.renew(lease);
     }
   }
 
-  private async renew(entry: Entry): Promise<void> {
-    entry.renewing = true;
+  private async renew(lease: KeptLease): Promise<void> {
+    lease.renewing = true;
     try {
-      const ok = await entry.lease.renew();
+      const ok = await lease.renew();
       if (!ok) {
-        this.entries.delete(entry);
-        return entry.lease.lose('renewal refused: the lease had expired and was taken over');
+        this.entries.delete(lease);
+        return lease.lose('renewal refused: the lease had expired and was taken over');
       }
-      entry.renewedAt = Date.now();
+      lease.renewedAt = Date.now();
     } catch (err) {
-      if (Date.now() - entry.renewedAt >= this.leaseMs) {
-        this.entries.delete(entry);
-        return entry.lease.lose(`renewal failing: ${(err as Error).message}`);
+      if (Date.now() - lease.renewedAt >= this.leaseMs) {
+        this.entries.delete(lease);
+        return lease.lose(`renewal failing: ${(err as Error).message}`);
       }
     } finally {
-      entry.renewing = false;
+      lease.renewing = false;
     }
   }
 }

@@ -6,7 +6,7 @@ import { LedgerBatcher, type AheadOutcome, type CompletionWriter } from './ledge
 import { JOB_RECORD_FIELD, parseRecord, TX_STEP_LUA } from './ledger-lua.js';
 
 export { JOB_RECORD_FIELD };
-import { txStepKeys } from './redis-tx.js';
+import { pushCommands, txStepKeys } from './redis-tx.js';
 import { jobKeyOf, keyspaceOn, queueKeyspace } from '../redis/keyspace.js';
 import { corkUntilTurnEnds } from '../redis/cork.js';
 
@@ -251,7 +251,7 @@ export class LedgerRun {
     const encoded = encodeValue(value);
     const keys = txStepKeys(this.ledger.redis, this.key, this.at.steps, commands);
     const argv: (string | number)[] = [this.at.mode, this.owner, id, encoded, this.ledger.unfinishedTtlMs];
-    for (const c of commands) argv.push(c.length, ...c);
+    pushCommands(argv, commands);
     corkUntilTurnEnds(this.ledger.redis); // the steps of the runs of this turn leave in one write
     const ok = (await runScript(this.ledger.redis, TX_STEP_SCRIPT, keys, argv)) === 1;
     if (ok) (this.steps ??= new Map()).set(id, encoded);

@@ -16,7 +16,12 @@ export class RedisStepSlotError extends TickworkError {
  * carrying the queue's tag (`{billing}` for queue `billing` or `billing.dlq`) does.
  */
 export function txStepKeys(redis: RedisClient, record: string, steps: string, commands: readonly (string | number)[][]): string[] {
-  const keys = [record, steps, ...new Set(commands.map((c) => String(c[1])))];
+  // Each key once, in the order first written (a loop, not a Set: a step writes a key or two).
+  const keys = [record, steps];
+  for (const c of commands) {
+    const key = String(c[1]);
+    if (!keys.includes(key, 2)) keys.push(key);
+  }
   if (!redis.isCluster) return keys;
   const slot = slotOf(record);
   const tag = /\{([^}]*)\}/.exec(record)?.[0] ?? '';
@@ -26,6 +31,14 @@ export function txStepKeys(redis: RedisClient, record: string, steps: string, co
     }
   }
   return keys;
+}
+
+/** A Redis step's commands as its script's ARGV takes them after its own words: each one's length, then its words. */
+export function pushCommands(argv: (string | number)[], commands: readonly (string | number)[][]): void {
+  for (const c of commands) {
+    argv.push(c.length);
+    for (const word of c) argv.push(word);
+  }
 }
 
 /**

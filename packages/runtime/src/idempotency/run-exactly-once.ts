@@ -164,7 +164,8 @@ async function runClaimedFirst<T>(eo: ExactlyOnce, opts: RunExactlyOnceOptions, 
     const result = await body(new RunHandle(run, lease, opts));
     lease.stop();
     if (lease.lost) throw lease.lost;
-    return await record(opts, run, result);
+    const recorded = record(opts, run, result);
+    return recorded instanceof Promise ? await recorded : recorded; // not `await` on a plain value: a promise and a turn per job
   } catch (err) {
     lease.stop();
     await releaseAfter(err, run, opts);
@@ -181,7 +182,7 @@ async function runLazily<T>(eo: ExactlyOnce, opts: RunExactlyOnceOptions, jobKey
   const lease = new RunLease(eo, opts);
   const owner = newOwner(eo.liveness?.tag);
   const lazy = new LazyRun(eo.ledger, opts.key, jobKey, opts.place?.queue, owner, () => claimRun(eo, opts, owner), (run, outcome) => {
-    if (outcome.tookOver) tookOver(opts, outcome);
+    if (outcome?.tookOver) tookOver(opts, outcome);
     lease.keep(run);
   }, opts);
   try {
@@ -192,7 +193,8 @@ async function runLazily<T>(eo: ExactlyOnce, opts: RunExactlyOnceOptions, jobKey
     if (lazy.refused) return await refusedLazily(opts, lazy);
     if (lease.lost) throw lease.lost;
     const run = lazy.claimedRun;
-    return run ? await record(opts, run, result) : await recordUnclaimed(eo, opts, jobKey, owner, result, lazy.takeUnrecorded());
+    const recorded = run ? record(opts, run, result) : recordUnclaimed(eo, opts, jobKey, owner, result, lazy.takeUnrecorded());
+    return recorded instanceof Promise ? await recorded : recorded; // as in runClaimedFirst
   } catch (err) {
     lease.stop();
     // A step run before the claim is recorded (with the claim) before the run is given back: a retry resumes it.

@@ -1,6 +1,6 @@
 import { LeaseLostError } from './errors.js';
 import type { LedgerRun } from './ledger.js';
-import { LeaseKeeper } from './lease-keeper.js';
+import { KeptLease, LeaseKeeper } from './lease-keeper.js';
 import { leasesLost } from './metrics.js';
 import type { ExactlyOnce, RunExactlyOnceOptions } from './run-exactly-once.js';
 
@@ -60,10 +60,12 @@ function sourceOf(signal: AbortSignal | AbortSource | undefined): AbortSource | 
  * and short handlers never look at it), linked to the worker's abort source by a listener (AbortSignal.any
  * costs far more per call and in GC).
  */
-export class RunLease {
+export class RunLease extends KeptLease {
   private controller: AbortController | undefined;
   private lostWith: LeaseLostError | undefined;
-  private unkeep: (() => void) | undefined;
+  /** The claimed run, and the keeper renewing its lease, from `keep` until `stop`. */
+  private run: LedgerRun | undefined;
+  private keeper: LeaseKeeper | undefined;
   private abortListener: ((reason: unknown) => void) | undefined;
   private unlistenWorker: (() => void) | undefined;
   private stopped = false;
@@ -73,28 +75,35 @@ export class RunLease {
     private readonly eo: ExactlyOnce,
     private readonly opts: RunExactlyOnceOptions,
   ) {
+    super();
     this.worker = sourceOf(opts.signal);
   }
 
   keep(run: LedgerRun): void {
-    const { eo, opts } = this;
+    const { eo } = this;
     if (this.stopped) return; // a claim that landed after the run ended (a step the handler did not await)
     let keeper = keepers.get(eo.ledger);
     if (!keeper) keepers.set(eo.ledger, (keeper = new LeaseKeeper(eo.ledger.leaseMs)));
-    const overlap = opts.overlap;
-    this.unkeep = keeper.keep({
-      renew: async () => {
-        const ok = await run.renew();
-        if (overlap) await eo.overlap.renew(overlap.schedule, opts.key);
-        return ok;
-      },
-      lose: (detail) => {
-        if (this.lostWith) return;
-        this.lostWith = lostLease(opts, detail);
-        this.controller?.abort(this.lostWith);
-        this.abortListener?.(this.lostWith);
-      },
-    });
+    this.run = run;
+    this.keeper = keeper;
+    keeper.keep(this);
+  }
+
+  /** KeptLease: the run's lease, and its overlap slot when it has one. */
+  async renew(): Promise<boolean> {
+    const { eo, opts, run } = this;
+    if (!run) return true;
+    const ok = await run.renew();
+    if (opts.overlap) await eo.overlap.renew(opts.overlap.schedule, opts.key);
+    return ok;
+  }
+
+  /** KeptLease: the lease is lost; the run is aborted. */
+  lose(detail: string): void {
+    if (this.lostWith) return;
+    this.lostWith = lostLease(this.opts, detail);
+    this.controller?.abort(this.lostWith);
+    this.abortListener?.(this.lostWith);
   }
 
   /** True once the run is aborted (the worker's abort or a lost lease), without making the signal. */
@@ -135,8 +144,8 @@ export class RunLease {
 
   stop(): void {
     this.stopped = true;
-    this.unkeep?.();
-    this.unkeep = undefined;
+    this.keeper?.release(this);
+    this.keeper = undefined;
     this.unlistenWorker?.();
     this.unlistenWorker = undefined;
   }

@@ -65,6 +65,12 @@ export interface Steps {
   redisStep: RedisStepFn;
 }
 
+/** What a step checks before it runs: whether the run was aborted, and why (RunLease; its signal is not made for it). */
+export interface StepAbort {
+  readonly aborted: boolean;
+  readonly signal: AbortSignal;
+}
+
 /**
  * The two step forms of one run, sharing its recorded results and its ids:
  *
@@ -78,57 +84,95 @@ export interface Steps {
  *
  * Results must be JSON values (they are stored in Redis); a Date comes back as its ISO string.
  * `onRecorded` is told when a step is newly recorded (progress), not when one is replayed.
+ * `abort`: the run's RunLease, or a function giving the signal steps check.
  */
-/** What a step checks before it runs: whether the run was aborted, and why (RunLease; its signal is not made for it). */
-export interface StepAbort {
-  readonly aborted: boolean;
-  readonly signal: AbortSignal;
+export function createSteps(run: StepHost, abort: StepAbort | (() => AbortSignal), onRecorded?: () => Promise<void>): Steps {
+  return new RunSteps(run, abort, onRecorded);
 }
 
-/** `abort`: the run's RunLease, or a function giving the signal steps check. */
-export function createSteps(run: StepHost, abort: StepAbort | (() => AbortSignal), onRecorded?: () => Promise<void>): Steps {
-  let inFlight: Set<string> | undefined; // most runs have no steps: no Set for them
+/**
+ * createSteps' steps. One step is one call of `once`, with the step's function passed as it is: a step
+ * costs no closures, no second async function and no result object of its own (a Redis step's allocations
+ * were the largest share of its extra garbage per job). Most runs have one step at a time in flight: its id
+ * is kept in a field, and a Set is made only for a second one.
+ */
+class RunSteps implements Steps {
+  private inFlight: string | undefined;
+  private moreInFlight: Set<string> | undefined;
 
-  const once = async <T>(id: string, execute: (info: StepInfo) => Promise<{ value: T; record: () => Promise<boolean> }>, claimFirst: boolean): Promise<T> => {
+  constructor(
+    private readonly run: StepHost,
+    private readonly abort: StepAbort | (() => AbortSignal),
+    private readonly onRecorded: (() => Promise<void>) | undefined,
+  ) {}
+
+  readonly step: StepFn = (id, fn) => this.once(id, fn, undefined);
+  readonly redisStep: RedisStepFn = (id, fn) => this.once(id, undefined, fn);
+
+  /** One step: `fn` for a `ctx.step`, `txFn` for a `ctx.redisStep`. */
+  private async once<T>(id: string, fn: ((step: StepInfo) => Promise<T>) | undefined, txFn: ((tx: RedisTx, step: StepInfo) => T | Promise<T>) | undefined): Promise<T> {
     assertStepId(id);
+    const { run } = this;
     // A step's function has effects outside the ledger, so it runs only once this delivery owns the run (or
     // no other can: LazyRun.beforeEffect). A Redis step's effects commit with its record, which claims a new
     // run in the same script (lazy-run.ts).
-    if (claimFirst) {
+    if (fn) {
       const owned = run.beforeEffect?.();
       if (owned) await owned;
     }
     const recorded = run.recordedStep(id);
     if (recorded) return recorded.value as T;
-    if (inFlight?.has(id)) throw new StepError(id, 'is already running in this run; give concurrent steps distinct ids');
+    if (this.isInFlight(id)) throw new StepError(id, 'is already running in this run; give concurrent steps distinct ids');
+    const { abort } = this;
     if (typeof abort === 'function') abort().throwIfAborted();
     else if (abort.aborted) abort.signal.throwIfAborted();
-    (inFlight ??= new Set()).add(id);
+    this.enter(id);
     try {
-      const { value, record } = await execute({ id, key: stepKey(run.idempotencyKey, id) });
-      if (value !== undefined && JSON.stringify(value) === undefined) {
-        throw new StepError(id, 'returned a value that is not JSON-serialisable; return plain data');
+      const info: StepInfo = { id, key: stepKey(run.idempotencyKey, id) };
+      let value: T;
+      let ok: boolean;
+      if (fn) {
+        value = await fn(info);
+        assertJson(id, value);
+        ok = await run.recordStep(id, value);
+      } else {
+        const tx = new RedisTx();
+        const returned = (txFn as NonNullable<typeof txFn>)(tx, info);
+        // Most Redis step functions return a plain value: awaiting one would cost a promise and a turn.
+        value = isThenable(returned) ? await returned : returned;
+        assertJson(id, value);
+        ok = await run.recordTxStep(id, value, tx.commands);
       }
-      if (!(await record())) throw new LeaseLostError(run.idempotencyKey, `while recording step "${id}"`);
-      await onRecorded?.();
+      if (!ok) throw new LeaseLostError(run.idempotencyKey, `while recording step "${id}"`);
+      if (this.onRecorded) await this.onRecorded();
       // Return what a resumed run would see, so first runs and retries behave the same.
       return run.recordedStep(id)?.value as T;
     } finally {
-      inFlight?.delete(id);
+      this.leave(id);
     }
-  };
+  }
 
-  return {
-    step: (id, fn) =>
-      once(id, async (info) => {
-        const value = await fn(info);
-        return { value, record: () => run.recordStep(id, value) };
-      }, true),
-    redisStep: (id, fn) =>
-      once(id, async (info) => {
-        const tx = new RedisTx();
-        const value = await fn(tx, info);
-        return { value, record: () => run.recordTxStep(id, value, tx.commands) };
-      }, false),
-  };
+  private isInFlight(id: string): boolean {
+    return this.inFlight === id || this.moreInFlight?.has(id) === true;
+  }
+
+  private enter(id: string): void {
+    if (this.inFlight === undefined) this.inFlight = id;
+    else (this.moreInFlight ??= new Set()).add(id);
+  }
+
+  private leave(id: string): void {
+    if (this.inFlight === id) this.inFlight = undefined;
+    else this.moreInFlight?.delete(id);
+  }
+}
+
+function isThenable<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
+  return typeof (value as Partial<PromiseLike<T>> | null)?.then === 'function';
+}
+
+function assertJson(id: string, value: unknown): void {
+  if (value !== undefined && value !== null && JSON.stringify(value) === undefined) {
+    throw new StepError(id, 'returned a value that is not JSON-serialisable; return plain data');
+  }
 }
