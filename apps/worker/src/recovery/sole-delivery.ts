@@ -1,5 +1,5 @@
 import { JOB_RECORD_FIELD } from '@tickwork/runtime';
-import { Worker, type Job, type JobJson } from 'bullmq';
+import { Job, Worker, type JobJson, type JobProgress } from 'bullmq';
 
 /**
  * Whether a job's delivery is provably the only one: the question a lazily claimed run's `ctx.step` asks
@@ -50,14 +50,26 @@ export class TickworkWorker<D = unknown, R = unknown, N extends string = string>
     this.unrecordedIds.add(String(raw[1]));
   }
 
+  /** Its jobs are DeliveredJobs (BullMQ makes them with `this.Job.fromJSON`). */
+  protected override get Job(): typeof Job {
+    return DeliveredJob;
+  }
+
   protected override createJob(data: JobJson, jobId: string): Job<D, R, N> {
     const job = super.createJob(data, jobId);
-    if (this.unrecordedIds.delete(String(job.id ?? jobId))) unrecordedAtDelivery.add(job);
+    if (this.unrecordedIds.delete(String(job.id ?? jobId)) && job instanceof DeliveredJob) job.unrecordedAtDelivery = true;
     return job;
   }
 }
 
-const unrecordedAtDelivery = new WeakSet<object>();
+/**
+ * A job delivered by a TickworkWorker, saying whether its hash held no run record then. A field of the job
+ * rather than a WeakSet of jobs: a WeakSet entry per delivery cost an insertion and GC work (its table is
+ * walked at every collection) for each job; one class keeps every delivered job one shape.
+ */
+class DeliveredJob<D = unknown, R = unknown, N extends string = string, P extends JobProgress = JobProgress> extends Job<D, R, N, P> {
+  unrecordedAtDelivery = false;
+}
 
 export interface SoleDeliveryOptions {
   /** BullMQ's lock duration for the Worker (its `lockDuration`). */
@@ -70,7 +82,8 @@ export interface SoleDeliveryOptions {
 export function soleDeliveryCheck(opts: SoleDeliveryOptions): (job: Job) => boolean {
   const firstHalf = opts.lockDurationMs / 2;
   return (job) =>
-    unrecordedAtDelivery.has(job) &&
+    job instanceof DeliveredJob &&
+    job.unrecordedAtDelivery &&
     job.processedOn !== undefined &&
     Date.now() - job.processedOn < firstHalf &&
     (opts.recovery?.certain(job.queueName, job.processedOn) ?? true);
