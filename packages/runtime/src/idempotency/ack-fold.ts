@@ -151,7 +151,7 @@ function install(redis: RedisClient): boolean {
       passThrough(move, only.args).then(only.resolve, only.reject); // BullMQ's own call: nothing to share it
       return;
     }
-    if (only?.completion && rideOf(only) === RIDE_OP) {
+    if (only?.completion && rideOf(only.args, only.completion) === RIDE_OP) {
       ride(only, only.completion);
       return;
     }
@@ -167,20 +167,24 @@ function install(redis: RedisClient): boolean {
 
   /** One acknowledgement with its record in BullMQ's own script (ack-ride.ts); through the fold if refused there. */
   const ride = (ack: Ack, c: Waiting): void => {
+    rideAlone(ack.args, c).then(ack.resolve, ack.reject);
+  };
+
+  /** The ride's reply, or the fold's when the ride was refused (nothing written); a failed call writes the record ahead. */
+  const rideAlone = (args: unknown[], c: Waiting): Promise<unknown> => {
     const call = client[RIDE_COMMAND] as NonNullable<BullClient[typeof RIDE_COMMAND]>;
     // completeUnclaimed's words: mode, owner, encoded result (recordUnclaimed, lazy-run.ts).
-    call(rideWords(ack.args, String(c.args[1]), String(c.args[2]))).then(
+    return call(rideWords(args, String(c.args[1]), String(c.args[2]))).then(
       (reply) => {
         if (!rideRefused(reply)) {
           c.outcome(1);
-          ack.resolve(reply);
-          return;
+          return reply;
         }
-        fold([ack], false);
+        return new Promise((resolve, reject) => fold([{ args, completion: c, resolve, reject }], false));
       },
       (err: unknown) => {
         void writer.ahead(c.key, c.args, c.outcome, c.op); // whether it ran is unknown: as sendBatch does
-        ack.reject(err);
+        throw err;
       },
     );
   };
@@ -190,6 +194,12 @@ function install(redis: RedisClient): boolean {
     const jobKey = args[JOB_KEY_INDEX];
     const completion = typeof jobKey === 'string' ? waiting.get(jobKey) : undefined;
     if (completion) waiting.delete(jobKey as string);
+    // Alone on an idle connection (a job finishing by itself, as at concurrency 1): it goes at once, as
+    // `send` would send it, without an acknowledgement record and a promise of its own to wait in.
+    if (acks.length === 0 && (client.commandQueue?.length ?? 0) === 0) {
+      if (!completion) return passThrough(move, args);
+      if (rideOf(args, completion) === RIDE_OP) return rideAlone(args, completion);
+    }
     return new Promise((resolve, reject) => {
       acks.push({ args, completion, resolve, reject });
       if (acks.length >= ACK_GROUP || (client.commandQueue?.length ?? 0) === 0) send();
@@ -214,9 +224,8 @@ function recordedInJob(key: string, jobKey: unknown, args: readonly (string | nu
 }
 
 /** Records in the job's own hash ride: a run never claimed (completeUnclaimed), or a claimed one (complete). */
-function rideOf(ack: Ack): Ride {
-  const c = ack.completion;
-  if (!c || !recordedInJob(c.key, ack.args[JOB_KEY_INDEX], c.args) || !canRide(ack.args)) return undefined;
+function rideOf(args: unknown[], c: Waiting | undefined): Ride {
+  if (!c || !recordedInJob(c.key, args[JOB_KEY_INDEX], c.args) || !canRide(args)) return undefined;
   return c.op === 'completeUnclaimed' ? RIDE_OP : RIDE_CLAIMED_OP;
 }
 
@@ -229,7 +238,7 @@ function rideOf(ack: Ack): Ride {
 function sendBatch(client: BullClient, batch: Ack[], writer: ReturnType<typeof completionWriter>, refold?: (refused: Ack[]) => void): void {
   // One array (ioredis flattens it, and spreading every word costs more per job than these loops): numkeys,
   // every acknowledgement's KEYS, then ARGV: the count, each one's two lengths, then each one's words.
-  const rides = batch.map((ack) => (refold ? rideOf(ack) : undefined));
+  const rides = batch.map((ack) => (refold ? rideOf(ack.args, ack.completion) : undefined));
   let numKeys = 0;
   for (const ack of batch) numKeys += ack.completion ? MOVE_TO_FINISHED_KEYS + 1 : MOVE_TO_FINISHED_KEYS;
   const words: unknown[] = [numKeys];
