@@ -1,6 +1,7 @@
 import { jobDuration, jobsCompleted, jobsFailed, type AbortSource, type AnyJob, type Delivery, type ExactlyOnceRun, type Logger, type RunExactlyOnceOptions, type RunRecorder, type RunRecordPlace, type RedisClient } from '@tickwork/runtime';
 import { DelayedError, type Job } from 'bullmq';
 import type { ProcessorDeps } from '../processor.js';
+import type { Next } from './stage.js';
 
 export type Labels = { queue: string; job: string };
 
@@ -56,6 +57,8 @@ export class JobRun implements AbortSource, RunExactlyOnceOptions {
   overlap: RunExactlyOnceOptions['overlap'];
   /** Set by claim, for execute. */
   exactlyOnce!: ExactlyOnceRun;
+  /** Set by claim: the stages after it, which it runs inside its frame. */
+  next: Next | undefined;
   /** Set by claim: the rest of its RunExactlyOnceOptions. */
   onStepRecorded: (() => Promise<void>) | undefined;
   ackConnection: RedisClient | undefined;

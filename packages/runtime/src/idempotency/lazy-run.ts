@@ -1,10 +1,11 @@
 import { RunClaimRefusedError } from './errors.js';
-import { decodeValue, encodeValue, LedgerRun, type ClaimOutcome, type IdempotencyLedger } from './ledger.js';
+import { decodeValue, encodeValue, LedgerRun, type JobRecordPlace } from './ledger.js';
+import { claimRun, tookOver } from './claim-run.js';
 import { defineScript, runScript } from '../redis/scripts.js';
 import { completionWriter, type LedgerReply } from './ledger-batch.js';
 import { duplicatesRanUnclaimed } from './metrics.js';
 import type { ExactlyOnce, RunExactlyOnceOptions } from './run-exactly-once.js';
-import { logOf } from './run-lease.js';
+import { logOf, type RunLease } from './run-lease.js';
 import { CLAIM_TX_STEP_LUA } from './ledger-lua.js';
 import { pushCommands, txStepKeys } from './redis-tx.js';
 import { corkUntilTurnEnds } from '../redis/cork.js';
@@ -45,18 +46,19 @@ export class LazyRun implements StepHost {
   stepsBeforeClaim = 0;
 
   constructor(
-    private readonly ledger: IdempotencyLedger,
-    readonly idempotencyKey: string,
-    private readonly jobKey: string,
-    /** The run's queue (its record's hash tag on a cluster, see RunRecordPlace). */
-    private readonly queue: string | undefined,
+    private readonly eo: ExactlyOnce,
+    /** The run's options: its key, and whether no other delivery can hold or have completed it (`deliveryIsSole`). */
+    private readonly opts: RunExactlyOnceOptions,
+    /** Where the run's record lives: its job's hash (and its queue, the record's hash tag on a cluster). */
+    private readonly place: JobRecordPlace,
     readonly owner: string,
-    private readonly claimRun: () => Promise<ClaimOutcome>,
-    /** Told once the run is this delivery's (starts its lease), with the claim's outcome when it claimed on its own (a new run claimed with its first step has none). */
-    private readonly onClaimed: (run: LedgerRun, outcome: (ClaimOutcome & { kind: 'claimed' }) | undefined) => void,
-    /** Whether no other delivery of the job can hold or have completed the run (RunExactlyOnceOptions.deliveryIsSole). */
-    private readonly sole?: { deliveryIsSole?(): boolean },
+    /** Keeps the run's lease once it is this delivery's. */
+    private readonly lease: RunLease,
   ) {}
+
+  get idempotencyKey(): string {
+    return this.opts.key;
+  }
 
   /** The claimed run, if the handler made an effect. */
   get claimedRun(): LedgerRun | undefined {
@@ -86,7 +88,7 @@ export class LazyRun implements StepHost {
    */
   beforeEffect(): Promise<unknown> | undefined {
     if (this.run) return undefined;
-    if (!this.claiming && !this.unrecorded && this.sole?.deliveryIsSole?.() === true) {
+    if (!this.claiming && !this.unrecorded && this.opts.deliveryIsSole?.() === true) {
       this.stepsBeforeClaim++;
       return undefined;
     }
@@ -146,10 +148,11 @@ export class LazyRun implements StepHost {
   }
 
   private async claim(): Promise<LedgerRun> {
-    const outcome = await this.claimRun();
+    const outcome = await claimRun(this.eo, this.opts, this.owner);
     if (outcome.kind !== 'claimed') throw (this.refused = new RunClaimRefusedError(this.idempotencyKey, outcome));
     this.run = outcome.run;
-    this.onClaimed(outcome.run, outcome);
+    if (outcome.tookOver) tookOver(this.opts, outcome);
+    this.lease.keep(outcome.run);
     return outcome.run;
   }
 
@@ -172,15 +175,16 @@ export class LazyRun implements StepHost {
 
   /** The fold: claims a new run and commits the step in one script; undefined when the run is not new. */
   private async claimWithTxStep(id: string, encoded: string, commands: readonly (string | number)[][]): Promise<LedgerRun | undefined> {
-    const at = this.ledger.locate(this.idempotencyKey, { kind: 'job', jobKey: this.jobKey, queue: this.queue });
-    const keys = txStepKeys(this.ledger.redis, at.record, at.steps, commands);
-    const argv: (string | number)[] = [this.owner, this.ledger.leaseMs, id, encoded, this.ledger.unfinishedTtlMs];
+    const { ledger } = this.eo;
+    const at = ledger.locate(this.idempotencyKey, this.place);
+    const keys = txStepKeys(ledger.redis, at.record, at.steps, commands);
+    const argv: (string | number)[] = [this.owner, ledger.leaseMs, id, encoded, ledger.unfinishedTtlMs];
     pushCommands(argv, commands);
-    corkUntilTurnEnds(this.ledger.redis); // the first steps of the runs of this turn leave in one write
-    if ((await runScript(this.ledger.redis, CLAIM_TX_STEP_SCRIPT, keys, argv)) !== 1) return undefined;
-    const run = new LedgerRun(this.ledger, this.idempotencyKey, at, this.owner, new Map<string, string>().set(id, encoded));
+    corkUntilTurnEnds(ledger.redis); // the first steps of the runs of this turn leave in one write
+    if ((await runScript(ledger.redis, CLAIM_TX_STEP_SCRIPT, keys, argv)) !== 1) return undefined;
+    const run = new LedgerRun(ledger, this.idempotencyKey, at, this.owner, new Map<string, string>().set(id, encoded));
     this.run = run;
-    this.onClaimed(run, undefined);
+    this.lease.keep(run);
     return run;
   }
 }

@@ -39,7 +39,9 @@ export const DEFAULT_UNFINISHED_TTL_MS = 7 * 24 * 3600 * 1000;
  * `queue`: the queue the run belongs to. On Redis Cluster its record and step results live under the
  * queue's hash tag (redis/keyspace.ts), so the queue must be named there; on one Redis it changes no key.
  */
-export type RunRecordPlace = { kind: 'key'; windowMs?: number | undefined; queue?: string | undefined } | { kind: 'job'; jobKey: string; queue?: string | undefined };
+export type RunRecordPlace = { kind: 'key'; windowMs?: number | undefined; queue?: string | undefined } | JobRecordPlace;
+/** A run recorded in its job's own hash (see RunRecordPlace). */
+export type JobRecordPlace = { kind: 'job'; jobKey: string; queue?: string | undefined };
 
 /** The hash BullMQ keeps job `jobId` of `queue` in (BullMQ's `<prefix>:<queue>:<id>` layout, under the queue's tag on a cluster). */
 export function jobRecordKey(prefix: string, queue: string, jobId: string, clustered = false): string {

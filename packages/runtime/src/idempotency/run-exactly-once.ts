@@ -3,10 +3,11 @@ import type { Logger } from '../logger.js';
 import { OverlapGuard, type OverlapPolicy } from '../overlap/overlap-guard.js';
 import { LeaseLostError, RunClaimRefusedError } from './errors.js';
 import type { OwnerLiveness } from '../recovery/worker-registry.js';
-import { IdempotencyLedger, newOwner, type ClaimOutcome, type LedgerRun, type RunRecordPlace } from './ledger.js';
+import { IdempotencyLedger, newOwner, type ClaimOutcome, type JobRecordPlace, type LedgerRun, type RunRecordPlace } from './ledger.js';
 import type { LedgerReply } from './ledger-batch.js';
 import { completionWriter } from './ledger-batch.js';
-import { duplicatesDeferred, duplicatesSuppressed, leaseTakeovers, overlapSkipped } from './metrics.js';
+import { duplicatesDeferred, duplicatesSuppressed, overlapSkipped } from './metrics.js';
+import { claimRun, tookOver } from './claim-run.js';
 import { LazyRun, recordUnclaimed } from './lazy-run.js';
 import { logOf, lostLease, RunLease, type AbortSource } from './run-lease.js';
 import { createSteps, type RedisStepFn, type StepFn, type StepHost, type Steps } from './steps.js';
@@ -100,6 +101,12 @@ export interface RunExactlyOnceOptions {
   deliveryIsSole?(): boolean;
 }
 
+/**
+ * What runs inside the frame: given the run, and the options the frame was called with (so a caller whose
+ * options are its own per-job object, as the worker's are, needs no closure per job to find its job).
+ */
+export type RunBody<T> = (run: ExactlyOnceRun, opts: RunExactlyOnceOptions) => Promise<T>;
+
 /** The result a skipped occurrence completes with (also recorded in the ledger). */
 export interface OverlapSkipResult {
   skipped: 'overlap';
@@ -117,14 +124,14 @@ export interface OverlapSkipResult {
 export function runExactlyOnce<T>(
   eo: ExactlyOnce,
   opts: RunExactlyOnceOptions,
-  body: (run: ExactlyOnceRun) => Promise<T>,
+  body: RunBody<T>,
 ): Promise<T | unknown> {
   const place = opts.place;
-  if (opts.lazy && place?.kind === 'job' && !opts.overlap && !opts.preempt) return runLazily(eo, opts, place.jobKey, body);
+  if (opts.lazy && place?.kind === 'job' && !opts.overlap && !opts.preempt) return runLazily(eo, opts, place, body);
   return runClaimedFirst(eo, opts, body);
 }
 
-async function runClaimedFirst<T>(eo: ExactlyOnce, opts: RunExactlyOnceOptions, body: (run: ExactlyOnceRun) => Promise<T>): Promise<T | unknown> {
+async function runClaimedFirst<T>(eo: ExactlyOnce, opts: RunExactlyOnceOptions, body: RunBody<T>): Promise<T | unknown> {
   const claim = await claimRun(eo, opts);
   if (claim.kind !== 'claimed') return notOurs(opts, claim);
   const run = claim.run;
@@ -161,7 +168,7 @@ async function runClaimedFirst<T>(eo: ExactlyOnce, opts: RunExactlyOnceOptions, 
   const lease = new RunLease(eo, opts);
   lease.keep(run);
   try {
-    const result = await body(new RunHandle(run, lease, opts));
+    const result = await body(new RunHandle(run, lease, opts), opts);
     lease.stop();
     if (lease.lost) throw lease.lost;
     const recorded = record(opts, run, result);
@@ -178,22 +185,18 @@ async function runClaimedFirst<T>(eo: ExactlyOnce, opts: RunExactlyOnceOptions, 
 const claimedAlready = () => Promise.resolve();
 
 /** A lazily claimed run (see LazyRun): the body starts at once; the claim rides with its first effect. */
-async function runLazily<T>(eo: ExactlyOnce, opts: RunExactlyOnceOptions, jobKey: string, body: (run: ExactlyOnceRun) => Promise<T>): Promise<T | unknown> {
+async function runLazily<T>(eo: ExactlyOnce, opts: RunExactlyOnceOptions, place: JobRecordPlace, body: RunBody<T>): Promise<T | unknown> {
   const lease = new RunLease(eo, opts);
-  const owner = newOwner(eo.liveness?.tag);
-  const lazy = new LazyRun(eo.ledger, opts.key, jobKey, opts.place?.queue, owner, () => claimRun(eo, opts, owner), (run, outcome) => {
-    if (outcome?.tookOver) tookOver(opts, outcome);
-    lease.keep(run);
-  }, opts);
+  const lazy = new LazyRun(eo, opts, place, newOwner(eo.liveness?.tag), lease);
   try {
-    const result = await body(new RunHandle(lazy, lease, opts, lazy));
+    const result = await body(new RunHandle(lazy, lease, opts, lazy), opts);
     if (lazy.claimInFlight) await lazy.settled();
     lease.stop();
     // A refusal the handler caught still ends the delivery: the run is not this delivery's.
     if (lazy.refused) return await refusedLazily(opts, lazy);
     if (lease.lost) throw lease.lost;
     const run = lazy.claimedRun;
-    const recorded = run ? record(opts, run, result) : recordUnclaimed(eo, opts, jobKey, owner, result, lazy.takeUnrecorded());
+    const recorded = run ? record(opts, run, result) : recordUnclaimed(eo, opts, place.jobKey, lazy.owner, result, lazy.takeUnrecorded());
     return recorded instanceof Promise ? await recorded : recorded; // as in runClaimedFirst
   } catch (err) {
     lease.stop();
@@ -270,11 +273,6 @@ function notOurs(opts: RunExactlyOnceOptions, claim: Exclude<ClaimOutcome, { kin
   return opts.defer(ms);
 }
 
-function tookOver(opts: RunExactlyOnceOptions, claim: ClaimOutcome & { kind: 'claimed' }): void {
-  leaseTakeovers.inc(opts.labels);
-  const holderDead = 'holderDead' in claim;
-  logOf(opts).warn({ idempotencyKey: opts.key, recordedSteps: claim.run.recordedStepCount, holderDead }, 'took over a run whose holder stopped renewing its lease');
-}
 
 /**
  * Records the result: written with or ahead of the job's acknowledgement when its connection is known (the
@@ -306,23 +304,4 @@ function outcomeOf(opts: RunExactlyOnceOptions): (reply: LedgerReply | Error) =>
 async function releaseAfter(err: unknown, run: LedgerRun, opts: RunExactlyOnceOptions): Promise<void> {
   if (err instanceof LeaseLostError || err instanceof RunClaimRefusedError) return;
   await run.release().catch((e: Error) => logOf(opts).warn({ err: { message: e.message } }, 'could not release the run'));
-}
-
-/**
- * Claims the run. Only when another delivery holds a live lease (rare: a duplicate, or a redelivery after
- * a crash) is the worker registry asked whether the holder's process is dead; if so the lease is taken
- * over at once, compare-and-set on that holder, instead of waiting for it to expire. The registry is a
- * different key than the run's record, so it is read here, not in the claim's script (Redis Cluster).
- */
-async function claimRun(
-  eo: ExactlyOnce,
-  opts: RunExactlyOnceOptions,
-  owner: string = newOwner(eo.liveness?.tag),
-): Promise<ClaimOutcome | (ClaimOutcome & { holderDead: true })> {
-  const claim = await eo.ledger.claim(opts.key, opts.place, owner);
-  if (claim.kind !== 'busy' || !eo.liveness) return claim;
-  // A failed check changes nothing: the delivery is deferred as if the holder were alive.
-  if (!(await eo.liveness.isDead(claim.holder).catch(() => false))) return claim;
-  const again = await eo.ledger.claim(opts.key, opts.place, owner, claim.holder);
-  return again.kind === 'claimed' ? { ...again, holderDead: true } : again;
 }

@@ -1,4 +1,4 @@
-import { foldAcks, jobRecordKey, runExactlyOnce, type RedisClient } from '@tickwork/runtime';
+import { foldAcks, jobRecordKey, runExactlyOnce, type RedisClient, type RunBody } from '@tickwork/runtime';
 import { stallResetOnProgress } from '../../stall-progress.js';
 import type { JobRun } from '../job-run.js';
 import type { Next, Stage } from '../stage.js';
@@ -43,11 +43,16 @@ function claimWith(run: JobRun, next: Next, ackConnection: RedisClient | undefin
   if (ackConnection && run.place.kind !== 'job') run.ackJobKey = jobRecordKey(run.deps.exactlyOnce.prefix, run.job.queueName, run.jobId, ackConnection.isCluster);
   run.onStepRecorded = onStepRecordedOf(run);
   run.lazy = claimsLazily(run);
-  return runExactlyOnce(run.deps.exactlyOnce, run, (eo) => {
-    run.exactlyOnce = eo;
-    return next(run);
-  });
+  run.next = next;
+  return runExactlyOnce(run.deps.exactlyOnce, run, framed);
 }
+
+/** The stages after claim, inside its frame: the options it is given are the run itself (no closure per job). */
+const framed: RunBody<unknown> = (eo, opts) => {
+  const run = opts as JobRun;
+  run.exactlyOnce = eo;
+  return (run.next as Next)(run);
+};
 
 /**
  * A first delivery (BullMQ counts starts in `attemptsStarted`: a redelivery after a stall, a take-back or

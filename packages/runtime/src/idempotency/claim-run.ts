@@ -1,0 +1,30 @@
+import { newOwner, type ClaimOutcome } from './ledger.js';
+import { leaseTakeovers } from './metrics.js';
+import type { ExactlyOnce, RunExactlyOnceOptions } from './run-exactly-once.js';
+import { logOf } from './run-lease.js';
+
+/**
+ * Claims the run. Only when another delivery holds a live lease (rare: a duplicate, or a redelivery after
+ * a crash) is the worker registry asked whether the holder's process is dead; if so the lease is taken
+ * over at once, compare-and-set on that holder, instead of waiting for it to expire. The registry is a
+ * different key than the run's record, so it is read here, not in the claim's script (Redis Cluster).
+ */
+export async function claimRun(
+  eo: ExactlyOnce,
+  opts: RunExactlyOnceOptions,
+  owner: string = newOwner(eo.liveness?.tag),
+): Promise<ClaimOutcome | (ClaimOutcome & { holderDead: true })> {
+  const claim = await eo.ledger.claim(opts.key, opts.place, owner);
+  if (claim.kind !== 'busy' || !eo.liveness) return claim;
+  // A failed check changes nothing: the delivery is deferred as if the holder were alive.
+  if (!(await eo.liveness.isDead(claim.holder).catch(() => false))) return claim;
+  const again = await eo.ledger.claim(opts.key, opts.place, owner, claim.holder);
+  return again.kind === 'claimed' ? { ...again, holderDead: true } : again;
+}
+
+/** A claim that took the run over from a holder that stopped renewing its lease: counted and logged. */
+export function tookOver(opts: RunExactlyOnceOptions, claim: ClaimOutcome & { kind: 'claimed' }): void {
+  leaseTakeovers.inc(opts.labels);
+  const holderDead = 'holderDead' in claim;
+  logOf(opts).warn({ idempotencyKey: opts.key, recordedSteps: claim.run.recordedStepCount, holderDead }, 'took over a run whose holder stopped renewing its lease');
+}
