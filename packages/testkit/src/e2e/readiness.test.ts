@@ -98,10 +98,12 @@ describe('health, readiness and metrics of the real apps', () => {
   });
 
   it('a worker draining after SIGTERM is live but not ready; it exits once its job is done', async () => {
-    const worker = await start('worker', { WORKER_CONCURRENCY: '1', DRAIN_TIMEOUT_MS: '20000' });
+    const worker = await start('worker', { WORKER_CONCURRENCY: '1', DRAIN_TIMEOUT_MS: '30000' });
     const queues = new QueueSet(server.client(), 'tickwork', createLogger('test', 'silent'));
     try {
-      await createEnqueue(catalog, queues)(catalog.require('fixture.work'), { n: 1, ms: 3000 });
+      // Long enough that the checks below end well before the job does, even on a loaded machine (with 3 s
+      // the worker once finished and exited while /healthz was being asked: ECONNRESET).
+      await createEnqueue(catalog, queues)(catalog.require('fixture.work'), { n: 1, ms: 10_000 });
       await waitFor(async () => (await queues.get('fixture').getActiveCount()) === 1, { what: 'job active' });
       worker.proc.kill('SIGTERM');
       const draining = await waitFor(async () => {
