@@ -147,12 +147,9 @@ function install(redis: RedisClient): boolean {
     acks = [];
     if (batch.length === 0) return;
     const only = batch.length === 1 ? batch[0] : undefined;
-    if (only && !only.completion) {
-      passThrough(move, only.args).then(only.resolve, only.reject); // BullMQ's own call: nothing to share it
-      return;
-    }
-    if (only?.completion && rideOf(only.args, only.completion) === RIDE_OP) {
-      ride(only, only.completion);
+    const sent = only && alone(only.args, only.completion);
+    if (only && sent) {
+      sent.then(only.resolve, only.reject);
       return;
     }
     fold(batch);
@@ -165,12 +162,20 @@ function install(redis: RedisClient): boolean {
     sendBatch(client, batch, writer, rideAllowed ? (refused) => fold(refused, false) : undefined);
   };
 
-  /** One acknowledgement with its record in BullMQ's own script (ack-ride.ts); through the fold if refused there. */
-  const ride = (ack: Ack, c: Waiting): void => {
-    rideAlone(ack.args, c).then(ack.resolve, ack.reject);
+  /**
+   * An acknowledgement going alone in its call, if it needs no fold: without a completion, BullMQ's own call
+   * (nothing to share it); with the record of a run never claimed, BullMQ's own script carrying it
+   * (rideAlone). Undefined for one that goes through the fold.
+   */
+  const alone = (args: unknown[], c: Waiting | undefined): Promise<unknown> | undefined => {
+    if (!c) return passThrough(move, args);
+    return rideOf(args, c) === RIDE_OP ? rideAlone(args, c) : undefined;
   };
 
-  /** The ride's reply, or the fold's when the ride was refused (nothing written); a failed call writes the record ahead. */
+  /**
+   * One acknowledgement with its record in BullMQ's own script (ack-ride.ts): the ride's reply, or the
+   * fold's when the ride was refused (nothing written); a failed call writes the record ahead.
+   */
   const rideAlone = (args: unknown[], c: Waiting): Promise<unknown> => {
     const call = client[RIDE_COMMAND] as NonNullable<BullClient[typeof RIDE_COMMAND]>;
     // completeUnclaimed's words: mode, owner, encoded result (recordUnclaimed, lazy-run.ts).
@@ -197,8 +202,8 @@ function install(redis: RedisClient): boolean {
     // Alone on an idle connection (a job finishing by itself, as at concurrency 1): it goes at once, as
     // `send` would send it, without an acknowledgement record and a promise of its own to wait in.
     if (acks.length === 0 && (client.commandQueue?.length ?? 0) === 0) {
-      if (!completion) return passThrough(move, args);
-      if (rideOf(args, completion) === RIDE_OP) return rideAlone(args, completion);
+      const sent = alone(args, completion);
+      if (sent) return sent;
     }
     return new Promise((resolve, reject) => {
       acks.push({ args, completion, resolve, reject });

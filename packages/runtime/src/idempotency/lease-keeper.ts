@@ -28,7 +28,7 @@ export class LeaseKeeper {
     this.tickMs = Math.max(Math.floor(leaseMs / 6), 5);
   }
 
-  /** Starts keeping `lease` (claimed just now); call the returned function when the run ends. */
+  /** Starts keeping `lease` (claimed just now); `release` it when the run ends. */
   keep(lease: KeptLease): void {
     lease.renewedAt = Date.now();
     lease.renewing = false;

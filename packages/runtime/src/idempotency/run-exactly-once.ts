@@ -273,7 +273,6 @@ function notOurs(opts: RunExactlyOnceOptions, claim: Exclude<ClaimOutcome, { kin
   return opts.defer(ms);
 }
 
-
 /**
  * Records the result: written with or ahead of the job's acknowledgement when its connection is known (the
  * result itself when it rides there: nothing to wait on), else awaited.
