@@ -7,4 +7,5 @@ export * from './dead-letter.js';
 export * from './thrown-value.js';
 export * from './recovery/recovery.js';
 export * from './running-jobs.js';
+export { startCancelListener, type CancelListener, type CancelListenerOptions } from './cancel-listener.js';
 export { soleDeliveryCheck, TickworkWorker, type SoleDeliveryOptions } from './recovery/sole-delivery.js';

@@ -10,6 +10,24 @@ export interface RunAborts {
 }
 
 /**
+ * What an attempt's end becomes, decided as it ends (the execute stage's outcome bookkeeping): called in the
+ * callback that settles the attempt, so the caller needs no promise of its own to wait on the handler.
+ */
+export interface AttemptEnds<C> {
+  /** The handler returned `value`: what the attempt resolves with (a value or a promise of one). A throw rejects it. */
+  succeeded(of: C, value: unknown): unknown;
+  /** The attempt failed with `err`: what it resolves with instead (a deferral, say), or a throw (usually `err`) that rejects it. */
+  failed(of: C, err: Error): unknown;
+}
+
+const asEnded: AttemptEnds<unknown> = {
+  succeeded: (_, value) => value,
+  failed: (_, err) => {
+    throw err;
+  },
+};
+
+/**
  * Runs the handler under its timeout. The handler's signal is aborted on timeout or worker shutdown;
  * a handler that ignores its signal and hangs still loses the race, so the attempt fails on time and a
  * drain deadline is really a deadline (WorkerShutdownError). An operator's cancel aborts the same signal
@@ -17,14 +35,18 @@ export interface RunAborts {
  *
  * The handler's signal is made when the handler first reads it (most short handlers never do): an abort
  * before that is kept and applied then. One promise settles the attempt, by whichever comes first (the
- * handler, its timeout, an abort from outside): no race of promises per job.
+ * handler, its timeout, an abort from outside): no race of promises per job. `ends`, given `of` (the
+ * caller's per-job state, passed to `makeContext` too, so the caller makes no closure per job), turns the
+ * handler's outcome into the attempt's as it settles; without it the attempt ends as the handler did.
  */
-export function runHandler<T>(
+export function runHandler<C>(
   job: AnyJob,
-  makeContext: (signalOf: () => AbortSignal) => JobContext<T>,
+  makeContext: (signalOf: () => AbortSignal, of: C) => JobContext<unknown>,
   aborts: RunAborts,
+  ends: AttemptEnds<C> = asEnded as AttemptEnds<C>,
+  of?: C,
 ): Promise<unknown> {
-  return new Promise((resolve, reject) => new HandlerRun(job, aborts, resolve, reject).start(makeContext));
+  return new Promise((resolve, reject) => new HandlerRun(job, aborts, ends, of as C, resolve, reject).start(makeContext));
 }
 
 /**
@@ -86,7 +108,7 @@ function deadlinesOf(ms: number): Deadlines {
 }
 
 /** One attempt's handler, timeout and abort listener (see runHandler). */
-class HandlerRun {
+class HandlerRun<C = unknown> {
   /** Its place in its timeout's Deadlines. */
   deadline = 0;
   prevInLine: HandlerRun | undefined;
@@ -102,11 +124,13 @@ class HandlerRun {
   constructor(
     private readonly job: AnyJob,
     private readonly aborts: RunAborts,
+    private readonly ends: AttemptEnds<C>,
+    private readonly of: C,
     private readonly resolve: (value: unknown) => void,
-    private readonly reject: (err: Error) => void,
+    private readonly reject: (err: unknown) => void,
   ) {}
 
-  start<T>(makeContext: (signalOf: () => AbortSignal) => JobContext<T>): void {
+  start(makeContext: (signalOf: () => AbortSignal, of: C) => JobContext<unknown>): void {
     const { job } = this;
     const timeoutMs = job.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.stopListening = this.aborts.onAbort((reason) => {
@@ -117,16 +141,21 @@ class HandlerRun {
     });
     if (this.settled) return; // aborted before it started
     this.deadlines = deadlinesOf(timeoutMs);
-    this.deadlines.add(this);
+    this.deadlines.add(this as unknown as HandlerRun);
     let result: Promise<unknown>;
     try {
-      result = job.handler(makeContext(this.signalOf));
+      result = job.handler(makeContext(this.signalOf, this.of));
     } catch (err) {
       return this.fail(err);
     }
     result.then(
       (value) => {
-        if (this.settle()) this.resolve(value);
+        if (!this.settle()) return;
+        try {
+          this.resolve(this.ends.succeeded(this.of, value));
+        } catch (err) {
+          this.reject(err);
+        }
       },
       (err: unknown) => this.fail(err),
     );
@@ -159,14 +188,18 @@ class HandlerRun {
   private fail(err: unknown): void {
     if (!this.settle()) return;
     const cancelled = this.outside ? JobCancelledError.fromAbortReason(this.outside.reason) : undefined;
-    this.reject(cancelled ?? asError(err));
+    try {
+      this.resolve(this.ends.failed(this.of, cancelled ?? asError(err)));
+    } catch (thrown) {
+      this.reject(thrown);
+    }
   }
 
   /** Marks the attempt ended (true the first time) and stops its timer and listener. */
   private settle(): boolean {
     if (this.settled) return false;
     this.settled = true;
-    this.deadlines?.remove(this);
+    this.deadlines?.remove(this as unknown as HandlerRun);
     this.stopListening?.();
     return true;
   }

@@ -229,6 +229,18 @@ describe('a lazily claimed run on a sole delivery', () => {
     expect(await redis.get(`lz:effects:${failingAtOnce.key}`)).toBe('1');
   });
 
+  it('fails the attempt when its result cannot be recorded, keeping the step run before the claim: a retry does not run it again', async () => {
+    const { key, place, opts } = await newRun();
+    const effect = `lz:effects:${key}`;
+    // JSON has no BigInt: the result cannot be encoded, so the run cannot be recorded done.
+    await expect(runExactlyOnce(eo, sole(opts), async (run) => (await run.step('effect', () => redis.incr(effect)), BigInt(10)))).rejects.toThrow(TypeError);
+    expect(await ledger.inspect(key, place)).toMatchObject({ state: 'idle', claims: 1, steps: { effect: 1 } });
+    let ranAgain = false;
+    expect(await runExactlyOnce(eo, { ...opts, lazy: false }, async (run) => run.step('effect', async () => ((ranAgain = true), 99)))).toBe(1);
+    expect(ranAgain).toBe(false);
+    expect(await redis.get(effect)).toBe('1');
+  });
+
   it('asks whether the delivery is sole as each step starts: no longer sole, the step claims first and does not run on a run another delivery holds', async () => {
     const { key, place, opts } = await newRun();
     let isSole = true;

@@ -6,7 +6,7 @@ import type { JobRun } from './job-run.js';
  * function). Effects that need the run to be this delivery's (`lock`, `enqueue`; steps claim by
  * themselves) wait for a lazily claimed run's claim first.
  */
-export function contextOf(run: JobRun, signalOf: () => AbortSignal): JobContext<unknown> {
+export function contextOf(signalOf: () => AbortSignal, run: JobRun): JobContext<unknown> {
   const ctx = new RunContext(run, signalOf);
   onStepRecordedFor(ctx, run.onStepRecorded); // pgStep's progress, recorded outside the ledger
   return ctx;

@@ -1,34 +1,9 @@
-import { jobDuration, jobsCompleted, jobsFailed, type AbortSource, type AnyJob, type Delivery, type ExactlyOnceRun, type Logger, type RunExactlyOnceOptions, type RunRecorder, type RunRecordPlace, type RedisClient } from '@tickwork/runtime';
+import { jobTally, type AbortSource, type JobTally, type AnyJob, type Delivery, type ExactlyOnceRun, type Logger, type RunExactlyOnceOptions, type RunRecorder, type RunRecordPlace, type RedisClient } from '@tickwork/runtime';
 import { DelayedError, type Job } from 'bullmq';
 import type { ProcessorDeps } from '../processor.js';
 import type { Next } from './stage.js';
 
 export type Labels = { queue: string; job: string };
-
-/**
- * A job's metrics, one set per queue and job name, reused by every run, so a run builds no labels object
- * for them. (prom-client 15 still validates and hashes the labels on each call of a child, about 0.3 µs and
- * a short string per call.)
- */
-export interface JobMetrics {
-  labels: Labels;
-  completed: ReturnType<typeof jobsCompleted.labels>;
-  failed: ReturnType<typeof jobsFailed.labels>;
-  duration: ReturnType<typeof jobDuration.labels>;
-}
-
-const metricsCache = new Map<string, Map<string, JobMetrics>>();
-
-function metricsOf(queue: string, job: string): JobMetrics {
-  let byJob = metricsCache.get(queue);
-  if (!byJob) metricsCache.set(queue, (byJob = new Map()));
-  let m = byJob.get(job);
-  if (!m) {
-    const labels = { queue, job };
-    byJob.set(job, (m = { labels, completed: jobsCompleted.labels(labels), failed: jobsFailed.labels(labels), duration: jobDuration.labels(labels) }));
-  }
-  return m;
-}
 
 /**
  * One delivery of a job on its way through the stages (pipeline/stages): what the job is, filled in by
@@ -39,7 +14,8 @@ function metricsOf(queue: string, job: string): JobMetrics {
  */
 export class JobRun implements AbortSource, RunExactlyOnceOptions {
   readonly attempt: number;
-  readonly metrics: JobMetrics;
+  /** Its job's metrics (completed, failed, duration), one tally per queue and job name, reused by every run. */
+  readonly metrics: JobTally;
   readonly labels: Labels;
   /** Set by validate. */
   def!: AnyJob;
@@ -57,6 +33,8 @@ export class JobRun implements AbortSource, RunExactlyOnceOptions {
   overlap: RunExactlyOnceOptions['overlap'];
   /** Set by claim, for execute. */
   exactlyOnce!: ExactlyOnceRun;
+  /** Set by execute: when the handler started (performance.now()), for its duration. */
+  startedAt = 0;
   /** Set by claim: the stages after it, which it runs inside its frame. */
   next: Next | undefined;
   /** Set by claim: the rest of its RunExactlyOnceOptions. */
@@ -80,7 +58,7 @@ export class JobRun implements AbortSource, RunExactlyOnceOptions {
   ) {
     this.signal = deps.running ? this : undefined;
     this.attempt = job.attemptsMade + 1;
-    this.metrics = metricsOf(job.queueName, job.name);
+    this.metrics = jobTally(job.queueName, job.name);
     this.labels = this.metrics.labels;
   }
 

@@ -1,6 +1,6 @@
 import type { RedisClient } from '../connection.js';
 import { ackFoldLua, HAS_RECORD, MOVE_TO_FINISHED_KEYS, RIDE_CLAIMED_OP, RIDE_OP } from './ledger-lua.js';
-import { ackRideLua, canRide, recordField, RIDE_FIELDS_INDEX, rideRefused, rideWords } from './ack-ride.js';
+import { ackRideLua, canRide, recordField, RIDE_FIELDS_INDEX, rideRefused, sendRide } from './ack-ride.js';
 import { completionWriter, LedgerCallError, OP_CODES, type AheadOp, type AheadOutcome, type LedgerReply } from './ledger-batch.js';
 
 /**
@@ -57,7 +57,7 @@ interface BullClient {
   /** ioredis: commands sent whose replies have not come yet (absent on a cluster client). */
   commandQueue?: { length: number };
   [FOLD_COMMAND]?: (words: unknown[]) => Promise<[LedgerReply | null, unknown][]>;
-  [RIDE_COMMAND]?: (words: unknown[]) => Promise<unknown>;
+  [RIDE_COMMAND]?: (numKeys: number, words: unknown[]) => Promise<unknown>;
 }
 
 interface Waiting {
@@ -111,6 +111,7 @@ function install(redis: RedisClient): boolean {
   const writeAheadLeft = (): void => {
     sweep = undefined;
     foldedInTurn = false;
+    if (waiting.size === 0) return; // the usual case: every completion of the turn rode in its acknowledgement
     for (const w of waiting.values()) void writer.ahead(w.key, w.args, w.outcome, w.op);
     waiting.clear();
   };
@@ -179,7 +180,7 @@ function install(redis: RedisClient): boolean {
   const rideAlone = (args: unknown[], c: Waiting): Promise<unknown> => {
     const call = client[RIDE_COMMAND] as NonNullable<BullClient[typeof RIDE_COMMAND]>;
     // completeUnclaimed's words: mode, owner, encoded result (recordUnclaimed, lazy-run.ts).
-    return call(rideWords(args, String(c.args[1]), String(c.args[2]))).then(
+    return sendRide(call, args, String(c.args[1]), String(c.args[2])).then(
       (reply) => {
         if (!rideRefused(reply)) {
           c.outcome(1);

@@ -42,12 +42,20 @@ export function canRide(args: readonly unknown[]): boolean {
   return args.length === FIELDS + 1 && args[TARGET] === 'completed' && args[FIELDS] === undefined;
 }
 
-/** The riding script's words: the KEYS count, then the acknowledgement's KEYS and ARGV with the record in ARGV[9]. */
-export function rideWords(args: readonly unknown[], owner: string, encodedResult: string): unknown[] {
-  const words: unknown[] = [MOVE_TO_FINISHED_KEYS];
-  for (const word of args) words.push(word);
-  words[FIELDS + 1] = recordField(args, owner, encodedResult);
-  return words;
+/**
+ * Sends an acknowledgement (BullMQ's KEYS then ARGV) with its record in ARGV[9] through the riding script
+ * `call` (an ioredis script command: the KEYS count, then the words). The record is set in BullMQ's own
+ * array for the call and taken out after it, rather than a copy of the array made per job: ioredis copies
+ * the words as it makes the command, and whoever gets `args` next (the fold, after a refused ride) gets
+ * them as BullMQ made them.
+ */
+export function sendRide<R>(call: (numKeys: number, words: unknown[]) => Promise<R>, args: unknown[], owner: string, encodedResult: string): Promise<R> {
+  args[FIELDS] = recordField(args, owner, encodedResult);
+  try {
+    return call(MOVE_TO_FINISHED_KEYS, args);
+  } finally {
+    args[FIELDS] = undefined;
+  }
 }
 
 /** ARGV[9] (its index in BullMQ's KEYS-then-ARGV array), where a record rides. */

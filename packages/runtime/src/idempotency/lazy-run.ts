@@ -1,14 +1,13 @@
 import { RunClaimRefusedError } from './errors.js';
 import { decodeValue, encodeValue, LedgerRun, type JobRecordPlace } from './ledger.js';
 import { claimRun, tookOver } from './claim-run.js';
-import { defineScript, runScript } from '../redis/scripts.js';
+import { defineScript } from '../redis/scripts.js';
 import { completionWriter, type LedgerReply } from './ledger-batch.js';
 import { duplicatesRanUnclaimed } from './metrics.js';
 import type { ExactlyOnce, RunExactlyOnceOptions } from './run-exactly-once.js';
 import { logOf, type RunLease } from './run-lease.js';
 import { CLAIM_TX_STEP_LUA } from './ledger-lua.js';
-import { pushCommands, txStepKeys } from './redis-tx.js';
-import { corkUntilTurnEnds } from '../redis/cork.js';
+import { runTxStepScript } from './redis-tx.js';
 import type { StepHost } from './steps.js';
 
 const CLAIM_TX_STEP_SCRIPT = defineScript(CLAIM_TX_STEP_LUA);
@@ -58,6 +57,11 @@ export class LazyRun implements StepHost {
 
   get idempotencyKey(): string {
     return this.opts.key;
+  }
+
+  /** The key of the job whose hash holds the run's record. */
+  get jobKey(): string {
+    return this.place.jobKey;
   }
 
   /** The claimed run, if the handler made an effect. */
@@ -177,11 +181,8 @@ export class LazyRun implements StepHost {
   private async claimWithTxStep(id: string, encoded: string, commands: readonly (string | number)[][]): Promise<LedgerRun | undefined> {
     const { ledger } = this.eo;
     const at = ledger.locate(this.idempotencyKey, this.place);
-    const keys = txStepKeys(ledger.redis, at.record, at.steps, commands);
-    const argv: (string | number)[] = [this.owner, ledger.leaseMs, id, encoded, ledger.unfinishedTtlMs];
-    pushCommands(argv, commands);
-    corkUntilTurnEnds(ledger.redis); // the first steps of the runs of this turn leave in one write
-    if ((await runScript(ledger.redis, CLAIM_TX_STEP_SCRIPT, keys, argv)) !== 1) return undefined;
+    const words = [this.owner, ledger.leaseMs, id, encoded, ledger.unfinishedTtlMs];
+    if ((await runTxStepScript(ledger.redis, CLAIM_TX_STEP_SCRIPT, at.record, at.steps, words, commands)) !== 1) return undefined;
     const run = new LedgerRun(ledger, this.idempotencyKey, at, this.owner, new Map<string, string>().set(id, encoded));
     this.run = run;
     this.lease.keep(run);
@@ -197,8 +198,11 @@ export class LazyRun implements StepHost {
  * Returns `result`, or a promise of it when there is a write to wait for; it never rejects (a failed write is
  * logged by `outcome`).
  */
-export function recordUnclaimed(eo: ExactlyOnce, opts: RunExactlyOnceOptions, jobKey: string, owner: string, result: unknown, stepsRun = 0): unknown {
-  const args = ['j', owner, encodeValue(result)];
+export function recordUnclaimed(eo: ExactlyOnce, opts: RunExactlyOnceOptions, lazy: LazyRun, result: unknown): unknown {
+  const args = ['j', lazy.owner, encodeValue(result)];
+  // Taken once the result is encoded: a result that cannot be leaves them to be recorded as the run is given back.
+  const stepsRun = lazy.takeUnrecorded();
+  const jobKey = lazy.jobKey;
   const outcome = (reply: LedgerReply | Error) => {
     if (reply instanceof Error) {
       logOf(opts).error({ idempotencyKey: opts.key, err: { message: reply.message } }, 'could not record the result; a redelivery may run it again');

@@ -1,14 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../connection.js';
 import { TickworkError } from '../errors.js';
-import { defineScript, runScript } from '../redis/scripts.js';
+import { defineScript } from '../redis/scripts.js';
 import { LedgerBatcher, type AheadOutcome, type CompletionWriter } from './ledger-batch.js';
 import { JOB_RECORD_FIELD, parseRecord, TX_STEP_LUA } from './ledger-lua.js';
 
 export { JOB_RECORD_FIELD };
-import { pushCommands, txStepKeys } from './redis-tx.js';
+import { runTxStepScript } from './redis-tx.js';
 import { jobKeyOf, keyspaceOn, queueKeyspace } from '../redis/keyspace.js';
-import { corkUntilTurnEnds } from '../redis/cork.js';
 
 const TX_STEP_SCRIPT = defineScript(TX_STEP_LUA);
 
@@ -251,11 +250,8 @@ export class LedgerRun {
    */
   async recordTxStep(id: string, value: unknown, commands: readonly (string | number)[][]): Promise<boolean> {
     const encoded = encodeValue(value);
-    const keys = txStepKeys(this.ledger.redis, this.key, this.at.steps, commands);
-    const argv: (string | number)[] = [this.at.mode, this.owner, id, encoded, this.ledger.unfinishedTtlMs];
-    pushCommands(argv, commands);
-    corkUntilTurnEnds(this.ledger.redis); // the steps of the runs of this turn leave in one write
-    const ok = (await runScript(this.ledger.redis, TX_STEP_SCRIPT, keys, argv)) === 1;
+    const words = [this.at.mode, this.owner, id, encoded, this.ledger.unfinishedTtlMs];
+    const ok = (await runTxStepScript(this.ledger.redis, TX_STEP_SCRIPT, this.key, this.at.steps, words, commands)) === 1;
     if (ok) (this.steps ??= new Map()).set(id, encoded);
     return ok;
   }

@@ -1,6 +1,8 @@
 import type { RedisClient } from '../connection.js';
 import { TickworkError } from '../errors.js';
 import { slotOf } from '../redis/by-slot.js';
+import { corkUntilTurnEnds } from '../redis/cork.js';
+import { runScript, type Script } from '../redis/scripts.js';
 
 /**
  * On Redis Cluster a Redis step wrote a key outside its run's slot: the step's script (its writes and its
@@ -15,7 +17,7 @@ export class RedisStepSlotError extends TickworkError {
  * cluster every key must hash to the record's slot, which is its queue's (redis/keyspace.ts): a key
  * carrying the queue's tag (`{billing}` for queue `billing` or `billing.dlq`) does.
  */
-export function txStepKeys(redis: RedisClient, record: string, steps: string, commands: readonly (string | number)[][]): string[] {
+function txStepKeys(redis: RedisClient, record: string, steps: string, commands: readonly (string | number)[][]): string[] {
   // Each key once, in the order first written (a loop, not a Set: a step writes a key or two).
   const keys = [record, steps];
   for (const c of commands) {
@@ -33,12 +35,19 @@ export function txStepKeys(redis: RedisClient, record: string, steps: string, co
   return keys;
 }
 
-/** A Redis step's commands as its script's ARGV takes them after its own words: each one's length, then its words. */
-export function pushCommands(argv: (string | number)[], commands: readonly (string | number)[][]): void {
+/**
+ * Runs the script that commits a Redis step (TX_STEP_LUA, or CLAIM_TX_STEP_LUA claiming the run with it):
+ * KEYS as txStepKeys makes them; ARGV the script's own `words`, then each command's length and words. The
+ * steps of the runs of one turn leave in one write (corkUntilTurnEnds).
+ */
+export function runTxStepScript(redis: RedisClient, script: Script, record: string, steps: string, words: (string | number)[], commands: readonly (string | number)[][]): Promise<unknown> {
+  const keys = txStepKeys(redis, record, steps, commands);
   for (const c of commands) {
-    argv.push(c.length);
-    for (const word of c) argv.push(word);
+    words.push(c.length);
+    for (const word of c) words.push(word);
   }
+  corkUntilTurnEnds(redis);
+  return runScript(redis, script, keys, words);
 }
 
 /**

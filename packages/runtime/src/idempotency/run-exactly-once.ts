@@ -184,29 +184,54 @@ async function runClaimedFirst<T>(eo: ExactlyOnce, opts: RunExactlyOnceOptions, 
 
 const claimedAlready = () => Promise.resolve();
 
-/** A lazily claimed run (see LazyRun): the body starts at once; the claim rides with its first effect. */
-async function runLazily<T>(eo: ExactlyOnce, opts: RunExactlyOnceOptions, place: JobRecordPlace, body: RunBody<T>): Promise<T | unknown> {
+/**
+ * A lazily claimed run (see LazyRun): the body starts at once; the claim rides with its first effect. Not an
+ * async function: the run's end (lazyEnded) is decided in the one callback the body's promise settles, so
+ * a run that records in its acknowledgement waits in no promise of the frame's own.
+ */
+function runLazily<T>(eo: ExactlyOnce, opts: RunExactlyOnceOptions, place: JobRecordPlace, body: RunBody<T>): Promise<T | unknown> {
   const lease = new RunLease(eo, opts);
   const lazy = new LazyRun(eo, opts, place, newOwner(eo.liveness?.tag), lease);
+  let ran: Promise<T>;
   try {
-    const result = await body(new RunHandle(lazy, lease, opts, lazy), opts);
-    if (lazy.claimInFlight) await lazy.settled();
-    lease.stop();
-    // A refusal the handler caught still ends the delivery: the run is not this delivery's.
-    if (lazy.refused) return await refusedLazily(opts, lazy);
-    if (lease.lost) throw lease.lost;
-    const run = lazy.claimedRun;
-    const recorded = run ? record(opts, run, result) : recordUnclaimed(eo, opts, place.jobKey, lazy.owner, result, lazy.takeUnrecorded());
-    return recorded instanceof Promise ? await recorded : recorded; // as in runClaimedFirst
+    ran = body(new RunHandle(lazy, lease, opts, lazy), opts);
   } catch (err) {
-    lease.stop();
-    // A step run before the claim is recorded (with the claim) before the run is given back: a retry resumes it.
-    await lazy.recordUnrecorded();
-    if (lazy.refused) return refusedLazily(opts, lazy);
-    const run = lazy.claimedRun;
-    if (run) await releaseAfter(err, run, opts);
-    throw err;
+    return lazyFailed(opts, lazy, lease, err);
   }
+  return ran.then(
+    // A claim still in flight (a step the handler did not await) is waited for, whatever its outcome.
+    (result) => (lazy.claimInFlight ? lazy.settled().then(() => lazyEnded(eo, opts, lazy, lease, result)) : lazyEnded(eo, opts, lazy, lease, result)),
+    (err: unknown) => lazyFailed(opts, lazy, lease, err),
+  );
+}
+
+/** The body of a lazily claimed run returned `result`: it is recorded, or the delivery ends as another's. */
+function lazyEnded(eo: ExactlyOnce, opts: RunExactlyOnceOptions, lazy: LazyRun, lease: RunLease, result: unknown): unknown {
+  lease.stop();
+  // A refusal the handler caught still ends the delivery: the run is not this delivery's.
+  if (lazy.refused) return refusedLazily(opts, lazy);
+  if (lease.lost) return lazyFailed(opts, lazy, lease, lease.lost);
+  const run = lazy.claimedRun;
+  let recorded: unknown;
+  try {
+    recorded = run ? record(opts, run, result) : recordUnclaimed(eo, opts, lazy, result);
+  } catch (err) {
+    return lazyFailed(opts, lazy, lease, err); // a result that cannot be encoded, say
+  }
+  // The result itself when its record rides in the acknowledgement: no promise and no turn per job. A
+  // record that could not be written gives the run back, as a failed body does.
+  return recorded instanceof Promise ? recorded.catch((err: unknown) => lazyFailed(opts, lazy, lease, err)) : recorded;
+}
+
+/** A lazily claimed run failed (or could not record): its steps run before the claim are recorded, then the run is given back. */
+async function lazyFailed(opts: RunExactlyOnceOptions, lazy: LazyRun, lease: RunLease, err: unknown): Promise<unknown> {
+  lease.stop();
+  // A step run before the claim is recorded (with the claim) before the run is given back: a retry resumes it.
+  await lazy.recordUnrecorded();
+  if (lazy.refused) return refusedLazily(opts, lazy);
+  const run = lazy.claimedRun;
+  if (run) await releaseAfter(err, run, opts);
+  throw err;
 }
 
 /** A lazy claim refused: another delivery completed or holds the run (notOurs). */

@@ -1,26 +1,35 @@
 import { RunClaimRefusedError } from '@tickwork/runtime';
 import { UnrecoverableError } from 'bullmq';
 import { JobCancelledError, WorkerShutdownError } from '../../errors.js';
-import { runHandler } from '../../run-handler.js';
+import { runHandler, type AttemptEnds } from '../../run-handler.js';
 import { contextOf } from '../context.js';
+import type { JobRun } from '../job-run.js';
 import type { Stage } from '../stage.js';
 import { cancelled } from './cancel-gate.js';
 
 /**
  * execute: runs the handler under its timeout and counts the outcome (metrics, and the schedule's history
- * for runs of scheduled jobs). The last stage.
+ * for runs of scheduled jobs). The last stage. The outcome is counted as the attempt settles (`ends`, in
+ * runHandler's own callback), so a job's way from its handler back to BullMQ waits in no promise of its own.
  */
-export const execute: Stage = async (run) => {
-  const { metrics } = run;
+export const execute: Stage = (run) => {
   // Not the histogram's startTimer: that makes two closures and a label object per job.
-  const started = performance.now();
-  try {
-    const result = await runHandler(run.def, (signalOf) => contextOf(run, signalOf), run.exactlyOnce);
-    metrics.completed.inc();
+  run.startedAt = performance.now();
+  return runHandler(run.def, contextOf, run.exactlyOnce, ends, run);
+};
+
+const ends: AttemptEnds<JobRun> = {
+  succeeded(run, result) {
+    const { metrics } = run;
+    metrics.observe((performance.now() - run.startedAt) / 1000);
+    metrics.completed();
     if (run.logs('info')) run.log.info('job completed');
-    if (run.history) await run.history.succeeded(); // not `await undefined`: that still costs a turn
-    return result;
-  } catch (err) {
+    return run.history ? run.history.succeeded().then(() => result) : result;
+  },
+
+  failed(run, err) {
+    const { metrics } = run;
+    metrics.observe((performance.now() - run.startedAt) / 1000);
     // Not an outcome of this run: another delivery completed or holds it (claim ends the delivery).
     if (err instanceof RunClaimRefusedError) throw err;
     if (err instanceof WorkerShutdownError) {
@@ -29,10 +38,10 @@ export const execute: Stage = async (run) => {
       return run.defer(0);
     }
     if (err instanceof JobCancelledError) return cancelled(run, err, 'while running');
-    metrics.failed.inc();
-    if (run.history) await run.history.failed(err, err instanceof UnrecoverableError || run.attempt >= (run.job.opts.attempts ?? 1));
-    throw err;
-  } finally {
-    metrics.duration.observe((performance.now() - started) / 1000);
-  }
+    metrics.failed();
+    if (!run.history) throw err;
+    return run.history.failed(err, err instanceof UnrecoverableError || run.attempt >= (run.job.opts.attempts ?? 1)).then(() => {
+      throw err;
+    });
+  },
 };
