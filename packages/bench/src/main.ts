@@ -4,8 +4,9 @@
  * - no-op jobs at concurrency 50 (BENCH_CONCURRENCY), in four modes: bare (a BullMQ Worker whose processor
  *   returns at once); floor (the same awaiting one PING per job: what any check made before running a job
  *   costs at least); ledger (runExactlyOnce with a key of its own per job: claim up front, result written
- *   ahead of the ack); tickwork (the worker's real processor: catalog lookup, payload validation, cancel
- *   gate, ledger, metrics; history for scheduled runs). Target 1: tickwork >= 0.90x bare. A fifth mode,
+ *   ahead of the ack); tickwork (the worker's real processor, with its running jobs and cancel listener as
+ *   the worker app has them: catalog lookup, payload validation, cancel gate, ledger, metrics; history for
+ *   scheduled runs). Target 1: tickwork >= 0.90x bare. A fifth mode,
  *   pg-boss (the peer, if PostgreSQL is reachable: pgboss.ts), drains the same number of no-op jobs in each
  *   round, so target 5 (tickwork >= 2x pg-boss) is a paired ratio too.
  * - no-op jobs at concurrency 1 (latency, not batching, shows): bare and tickwork. Target 1 again.
@@ -28,7 +29,7 @@
 import { createCatalog, createExactlyOnce, parseLedgerRecord, createRedis, defineJob, runExactlyOnce, scanKeys, type Enqueue, type ExactlyOnce } from '@tickwork/runtime';
 import type { RedisClient } from '@tickwork/runtime';
 import { startRedisServer } from '@tickwork/testkit';
-import { createProcessor, soleDeliveryCheck, TickworkWorker } from '@tickwork/worker';
+import { createProcessor, RunningJobs, soleDeliveryCheck, startCancelListener, TickworkWorker } from '@tickwork/worker';
 import type { Job, Processor, Worker, WorkerOptions } from 'bullmq';
 import { pino } from 'pino';
 import { z } from 'zod';
@@ -93,7 +94,12 @@ async function main(): Promise<void> {
   // As the worker app makes it (worker-pool.ts), without recovery: the bench has no reaper, so BullMQ's
   // lock (its default, 30 s) is all that could deliver a job again.
   const soleDelivery = soleDeliveryCheck({ lockDurationMs: 30_000 });
-  const tickwork: ProcessorFor = (ack) => createProcessor({ catalog, redis: command, enqueue, log: silent, exactlyOnce, soleDelivery, ackConnectionOf: ack });
+  // Its running jobs and its cancel listener, as the worker app has them: a cancel (and a shutdown) can
+  // reach every job, and each job start asks the cancel gate.
+  const running = new RunningJobs();
+  const cancels = startCancelListener({ redisTarget: url, redis: command, prefix: 'bench', log: silent, cancelRunning: (queue, jobId, reason) => running.cancel(queue, jobId, reason) });
+  await cancels.ready;
+  const tickwork: ProcessorFor = (ack) => createProcessor({ catalog, redis: command, enqueue, log: silent, exactlyOnce, soleDelivery, running, cancels, ackConnectionOf: ack });
   const bare: ProcessorFor = () => async () => null;
   const clearWritten = (jobs: number) => clearKeys(command, written('*'), jobs);
   const noopModes = (withLedger: boolean): Series['modes'] => ({
@@ -155,6 +161,7 @@ async function main(): Promise<void> {
     process.stdout.write(peerLine(c50, pgboss.settings));
     await pgboss.close();
   }
+  cancels.close();
   command.disconnect();
   await own?.stop();
   // BENCH_CLUSTER=0 leaves the cluster row out (one node against a 3-master cluster; about 2 minutes).
