@@ -6,7 +6,7 @@
  * with its counters reset) is not sole, so its step is not run again; a delivery stops counting as sole
  * once its lock's first half has passed or its process's liveness is in doubt.
  */
-import { createCatalog, createExactlyOnce, defineJob, jobRecordKey, type ExactlyOnce } from '@tickwork/runtime';
+import { createCatalog, createExactlyOnce, defineJob, JOB_RECORD_FIELD, jobRecordKey, type ExactlyOnce } from '@tickwork/runtime';
 import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import { Queue, type Job, type Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -30,7 +30,9 @@ const charge = defineJob({
   schema: z.object({}),
   handler: async (ctx) => ({ charged: await ctx.step('charge', () => ctx.redis.incr(effects(ctx.jobId))) }),
 });
-const catalog = createCatalog([charge]);
+/** No steps: its run is never claimed, its record goes with its acknowledgement. */
+const noop = defineJob({ name: 'sd.noop', queue: 'sd', schema: z.object({}), handler: async (ctx) => ({ ran: ctx.jobId }) });
+const catalog = createCatalog([charge, noop]);
 
 beforeAll(async () => {
   server = await startRedisServer();
@@ -78,6 +80,38 @@ describe('a sole delivery', () => {
       expect(seen.indexOf(scripts[0] as string[])).toBeGreaterThan(effectAt);
       expect(await redis.get(effects(id))).toBe('1');
       expect(await eo.ledger.inspect(`sd.charge#${id}`, { kind: 'job', jobKey })).toMatchObject({ state: 'done', claims: 1, result: { charged: 1 } });
+    }
+  });
+
+  it("records a run without steps in BullMQ's own acknowledgement script, with no check before it; a delivery not judged sole checks first", async () => {
+    const seen: { args: string[]; lua: boolean }[] = [];
+    const monitor = await server.client().monitor();
+    monitor.on('monitor', (_t: string, args: string[], source: string) => seen.push({ args, lua: source === 'lua' }));
+    const add = () => queue.addBulk(Array.from({ length: 5 }, () => ({ name: 'sd.noop', data: {} })));
+    let sole: Job[] = [];
+    let notSole: Job[] = [];
+    try {
+      sole = await add();
+      await drain(sole.length);
+      notSole = await add();
+      await drain(notSole.length, soleDeliveryCheck({ lockDurationMs: 0 })); // never within its lock's first half
+      await redis.ping(); // MONITOR lines arrive in order: this one's shows the drains' have all arrived
+      await waitFor(async () => seen.some((c) => !c.lua && c.args[0]?.toLowerCase() === 'ping'), { timeoutMs: 5_000, what: 'the last MONITOR line' });
+    } finally {
+      monitor.disconnect();
+    }
+    for (const [jobs, checks] of [[sole, false], [notSole, true]] as const) {
+      let rode = 0;
+      for (const job of jobs) {
+        const jobKey = jobRecordKey('tw', 'sd', String(job.id));
+        const onRecord = seen.filter((c) => c.lua && c.args[1] === jobKey && c.args[2] === JOB_RECORD_FIELD).map((c) => c.args[0]?.toLowerCase());
+        // BullMQ's HMSET of the job's fields carries the record (ack-ride.ts); only a delivery not judged sole checks first.
+        if (onRecord.includes('hmset')) rode++;
+        expect({ id: job.id, checked: onRecord.includes('hexists') }).toEqual({ id: job.id, checked: checks && onRecord.includes('hmset') });
+        expect(await eo.ledger.inspect(`sd.noop#${job.id}`, { kind: 'job', jobKey })).toMatchObject({ state: 'done', claims: 1, result: { ran: String(job.id) } });
+      }
+      // As in ack-fold.test.ts, a drain's first completion may be written ahead on a loaded machine.
+      expect(rode).toBeGreaterThanOrEqual(jobs.length - 1);
     }
   });
 

@@ -66,6 +66,8 @@ interface Waiting {
   op: AheadOp;
   args: (string | number)[];
   outcome: AheadOutcome;
+  /** The job's delivery is known to be its only one: a record riding alone needs no check (ack-ride.ts). */
+  sole: boolean;
 }
 
 /** An acknowledgement waiting for its script call. */
@@ -118,7 +120,7 @@ function install(redis: RedisClient): boolean {
   let foldedInTurn = false;
 
   writer.fold = {
-    take(jobKey, key, op, args, outcome) {
+    take(jobKey, key, op, args, outcome, sole) {
       // Every record in its job's own hash (recordedInJob) rides in its acknowledgement: a field BullMQ
       // sets, with no words (a run never claimed) or two (one claimed) of its own. Any other completion (a
       // run's own key), one per event-loop turn: a turn in which many jobs finish (high concurrency) writes
@@ -129,7 +131,7 @@ function install(redis: RedisClient): boolean {
       const rides = recordedInJob(key, jobKey, args);
       if (!rides && foldedInTurn) return false;
       if (!rides) foldedInTurn = true;
-      waiting.set(jobKey, { key, op, args, outcome });
+      waiting.set(jobKey, { key, op, args, outcome, sole });
       sweep ??= setImmediate(writeAheadLeft);
       return true;
     },
@@ -173,14 +175,17 @@ function install(redis: RedisClient): boolean {
     return rideOf(args, c) === RIDE_OP ? rideAlone(args, c) : undefined;
   };
 
+  /** An acknowledgement carrying its record: in BullMQ's own script (a sole delivery's), or in the riding script, which checks first (ack-ride.ts). */
+  const moveWith = (args: unknown[]): Promise<unknown> => passThrough(move, args);
+  const rideWith = (args: unknown[]): Promise<unknown> => (client[RIDE_COMMAND] as NonNullable<BullClient[typeof RIDE_COMMAND]>)(MOVE_TO_FINISHED_KEYS, args);
+
   /**
    * One acknowledgement with its record in BullMQ's own script (ack-ride.ts): the ride's reply, or the
    * fold's when the ride was refused (nothing written); a failed call writes the record ahead.
    */
   const rideAlone = (args: unknown[], c: Waiting): Promise<unknown> => {
-    const call = client[RIDE_COMMAND] as NonNullable<BullClient[typeof RIDE_COMMAND]>;
     // completeUnclaimed's words: mode, owner, encoded result (recordUnclaimed, lazy-run.ts).
-    return sendRide(call, args, String(c.args[1]), String(c.args[2])).then(
+    return sendRide(c.sole ? moveWith : rideWith, args, String(c.args[1]), String(c.args[2])).then(
       (reply) => {
         if (!rideRefused(reply)) {
           c.outcome(1);

@@ -9,6 +9,12 @@ import { HAS_RECORD, JOB_RECORD_FIELD, MOVE_TO_FINISHED_KEYS, REFUSED_UNWRITTEN,
  * one check: the job's hash holds no run record yet (another delivery's claim or result, which the fold's
  * HSETNX would keep).
  *
+ * A delivery known to be the only one of its job (the job's hash held no run record when it was delivered,
+ * and nothing can have delivered it again since: apps/worker sole-delivery.ts) needs no check: a record can
+ * only appear in its hash from another delivery, which would hold the job's lock, and BullMQ refuses an
+ * acknowledgement whose lock is not its own before it writes anything. Its record goes in BullMQ's own
+ * script, unchanged, as one of the job's fields.
+ *
  * Why: the fold's script (ledger-lua.ts, ackFoldLua) runs BullMQ's text as a function inside its own, with
  * the completion's Lua and a lock check around it. Counted with callgrind on the Redis server, a no-op job at
  * concurrency 1 cost Redis 528,000 instructions that way against a bare BullMQ worker's 464,000: the server
@@ -43,16 +49,15 @@ export function canRide(args: readonly unknown[]): boolean {
 }
 
 /**
- * Sends an acknowledgement (BullMQ's KEYS then ARGV) with its record in ARGV[9] through the riding script
- * `call` (an ioredis script command: the KEYS count, then the words). The record is set in BullMQ's own
- * array for the call and taken out after it, rather than a copy of the array made per job: ioredis copies
- * the words as it makes the command, and whoever gets `args` next (the fold, after a refused ride) gets
- * them as BullMQ made them.
+ * Sends an acknowledgement (BullMQ's KEYS then ARGV) with its record in ARGV[9], by `send` (the riding
+ * script, or BullMQ's own for a sole delivery). The record is set in BullMQ's own array for the call and
+ * taken out after it, rather than a copy of the array made per job: ioredis copies the words as it makes the
+ * command, and whoever gets `args` next (the fold, after a refused ride) gets them as BullMQ made them.
  */
-export function sendRide<R>(call: (numKeys: number, words: unknown[]) => Promise<R>, args: unknown[], owner: string, encodedResult: string): Promise<R> {
+export function sendRide<R>(send: (args: unknown[]) => Promise<R>, args: unknown[], owner: string, encodedResult: string): Promise<R> {
   args[FIELDS] = recordField(args, owner, encodedResult);
   try {
-    return call(MOVE_TO_FINISHED_KEYS, args);
+    return send(args);
   } finally {
     args[FIELDS] = undefined;
   }

@@ -203,15 +203,16 @@ export class CompletionWriter {
    * Set by foldAcks (ack-fold.ts) on a BullMQ worker's connection: a completion whose job is known (`jobKey`;
    * a record in the job's hash is its job's) rides in that job's acknowledgement instead.
    */
-  fold: { take(jobKey: string, key: string, op: AheadOp, args: (string | number)[], outcome: AheadOutcome): boolean } | undefined;
+  fold: { take(jobKey: string, key: string, op: AheadOp, args: (string | number)[], outcome: AheadOutcome, sole: boolean): boolean } | undefined;
 
   /**
-   * `jobKey`: the BullMQ job (its hash's key) whose acknowledgement follows, when it is known. Returns what
-   * to wait for before acknowledging: nothing (undefined) when the completion rides in the acknowledgement.
+   * `jobKey`: the BullMQ job (its hash's key) whose acknowledgement follows, when it is known; `sole`: that
+   * job's delivery is known to be its only one (ack-ride.ts). Returns what to wait for before acknowledging:
+   * nothing (undefined) when the completion rides in the acknowledgement.
    */
-  complete(key: string, args: (string | number)[], outcome: AheadOutcome, op: AheadOp = 'complete', jobKey?: string): Promise<void> | undefined {
+  complete(key: string, args: (string | number)[], outcome: AheadOutcome, op: AheadOp = 'complete', jobKey?: string, sole = false): Promise<void> | undefined {
     const job = jobKey ?? (args[0] === 'j' ? key : undefined);
-    if (this.fold && job !== undefined && this.fold.take(job, key, op, args, outcome)) return undefined;
+    if (this.fold && job !== undefined && this.fold.take(job, key, op, args, outcome, sole)) return undefined;
     return this.ahead(key, args, outcome, op);
   }
 
