@@ -217,7 +217,7 @@ export function recordUnclaimed(eo: ExactlyOnce, opts: RunExactlyOnceOptions, la
   if (opts.ackConnection) {
     // The result itself when the record rides in the acknowledgement: no promise to wait on (the common case).
     // A sole delivery's record rides without a check (ack-ride.ts).
-    const written = completionWriter(opts.ackConnection).complete(jobKey, args, outcome, 'completeUnclaimed', undefined, opts.deliveryIsSole?.() === true);
+    const written = completionWriter(opts.ackConnection).complete(jobKey, args, outcome, 'completeUnclaimed', jobKey, opts.deliveryIsSole?.() === true);
     return written ? written.then(() => result) : result;
   }
   return eo.ledger.batcher.call('completeUnclaimed', jobKey, args).then(outcome, outcome).then(() => result);

@@ -20,16 +20,14 @@ export const execute: Stage = (run) => {
 
 const ends: AttemptEnds<JobRun> = {
   succeeded(run, result) {
-    const { metrics } = run;
-    metrics.observe((performance.now() - run.startedAt) / 1000);
-    metrics.completed();
+    countDuration(run);
+    run.metrics.completed();
     if (run.logs('info')) run.log.info('job completed');
     return run.history ? run.history.succeeded().then(() => result) : result;
   },
 
   failed(run, err) {
-    const { metrics } = run;
-    metrics.observe((performance.now() - run.startedAt) / 1000);
+    countDuration(run);
     // Not an outcome of this run: another delivery completed or holds it (claim ends the delivery).
     if (err instanceof RunClaimRefusedError) throw err;
     if (err instanceof WorkerShutdownError) {
@@ -38,10 +36,15 @@ const ends: AttemptEnds<JobRun> = {
       return run.defer(0);
     }
     if (err instanceof JobCancelledError) return cancelled(run, err, 'while running');
-    metrics.failed();
+    run.metrics.failed();
     if (!run.history) throw err;
     return run.history.failed(err, err instanceof UnrecoverableError || run.attempt >= (run.job.opts.attempts ?? 1)).then(() => {
       throw err;
     });
   },
 };
+
+/** The handler's time, from execute's start to the attempt's end, in its job's tally (every attempt, however it ends). */
+function countDuration(run: JobRun): void {
+  run.metrics.observe((performance.now() - run.startedAt) / 1000);
+}
