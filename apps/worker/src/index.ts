@@ -8,4 +8,5 @@ export * from './thrown-value.js';
 export * from './recovery/recovery.js';
 export * from './running-jobs.js';
 export { startCancelListener, type CancelListener, type CancelListenerOptions } from './cancel-listener.js';
-export { soleDeliveryCheck, TickworkWorker, type SoleDeliveryOptions } from './recovery/sole-delivery.js';
+export { soleDeliveryCheck, type SoleDeliveryOptions } from './recovery/sole-delivery.js';
+export { TickworkWorker } from './tickwork-worker.js';

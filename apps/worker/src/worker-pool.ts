@@ -5,7 +5,8 @@ import type { DeadLetterRouting } from './dead-letter.js';
 import { createProcessor, type ProcessorDeps } from './processor.js';
 import { createRecovery } from './recovery/recovery.js';
 import { RunningJobs } from './running-jobs.js';
-import { soleDeliveryCheck, TickworkWorker } from './recovery/sole-delivery.js';
+import { soleDeliveryCheck } from './recovery/sole-delivery.js';
+import { TickworkWorker } from './tickwork-worker.js';
 
 export interface WorkerPoolOptions extends Omit<ProcessorDeps, 'redis' | 'exactlyOnce' | 'cancels'> {
   /** Where Redis is (REDIS_URL or the cluster), for the connections this opens. */
@@ -97,7 +98,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   const workers = queues.map((queue) => {
     const connection = createRedis(opts.redisTarget, 'blocking');
     opts.outage?.watch(connection);
-    // A TickworkWorker notes which jobs' hashes held no run record when delivered (sole-delivery.ts).
+    // A TickworkWorker notes sole deliveries and completes jobs on a short path (tickwork-worker.ts).
     const worker: Worker = new TickworkWorker(queue, processor, {
       connection,
       prefix: keyspaceOn(connection, opts.prefix, queue).bullPrefix,

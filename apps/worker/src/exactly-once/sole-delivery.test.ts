@@ -14,7 +14,8 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createProcessor } from '../processor.js';
-import { soleDeliveryCheck, TickworkWorker } from '../recovery/sole-delivery.js';
+import { soleDeliveryCheck } from '../recovery/sole-delivery.js';
+import { TickworkWorker } from '../tickwork-worker.js';
 import { ackConnectionOf } from '../worker-pool.js';
 
 let server: RedisServerHandle;

@@ -1,13 +1,28 @@
-import { JOB_RECORD_FIELD } from '@tickwork/runtime';
-import { Job, Worker, type JobJson, type JobProgress } from 'bullmq';
+import { Job, type JobProgress } from 'bullmq';
+
+/**
+ * A job delivered by a TickworkWorker, saying whether its hash held no run record then. A field of the job
+ * rather than a WeakSet of jobs: a WeakSet entry per delivery cost an insertion and GC work (its table is
+ * walked at every collection) for each job; one class keeps every delivered job one shape.
+ */
+export class DeliveredJob<D = unknown, R = unknown, N extends string = string, P extends JobProgress = JobProgress> extends Job<D, R, N, P> {
+  unrecordedAtDelivery = false;
+}
+
+export interface SoleDeliveryOptions {
+  /** BullMQ's lock duration for the Worker (its `lockDuration`). */
+  lockDurationMs: number;
+  /** Conditions 3 and 4 (recovery.ts); without recovery (no reaper, no lost-delivery check) they hold. */
+  recovery?: { certain(queue: string, deliveredAt: number): boolean } | undefined;
+}
 
 /**
  * Whether a job's delivery is provably the only one: the question a lazily claimed run's `ctx.step` asks
  * before it runs its function without claiming the run first (runtime lazy-run.ts; README, "When a run is
  * claimed"). Yes only when all of these hold:
  *
- * 1. the job's hash held no run record when BullMQ delivered it (`TickworkWorker` notes it from the hash
- *    the delivering script returns): no delivery had claimed the run, and this is not an operator's retry
+ * 1. the job's hash held no run record when BullMQ delivered it (`TickworkWorker`, tickwork-worker.ts, notes it
+ *    from the hash the delivering script returns): no delivery had claimed the run, and this is not an operator's retry
  *    (counters reset) of a run already made;
  * 2. the delivery's BullMQ lock is within the first half of its first term: BullMQ sets it for
  *    `lockDuration` when the job moves to active, at a moment no earlier than `processedOn` (the worker's
@@ -22,63 +37,9 @@ import { Job, Worker, type JobJson, type JobProgress } from 'bullmq';
  * granted: the claim can ride with the step's record instead of costing a round trip before the step. What
  * remains is the gap every claim has (a process frozen between its check and its effect), and Redis losing
  * acknowledged writes (a failover before replication), which the README's Failover section states.
+ *
+ * This is the check ProcessorDeps.soleDelivery asks.
  */
-export class TickworkWorker<D = unknown, R = unknown, N extends string = string> extends Worker<D, R, N> {
-  /** Ids of jobs just delivered whose hash held no run record, until their Job is made (createJob). */
-  private readonly unrecordedIds = new Set<string>();
-
-  constructor(...args: ConstructorParameters<typeof Worker<D, R, N>>) {
-    super(...args);
-    // BullMQ keeps only the fields it knows of the hash it reads when it delivers a job (rawToJobJson), so
-    // the hash is looked at in the reply of the two scripts that deliver one: moveToActive, and
-    // moveToFinished fetching the next job. Both go through the backend's execCommand; a BullMQ without it
-    // notes nothing, and then no delivery is judged sole.
-    const backend = this.getBackend() as unknown as { execCommand?: (client: unknown, name: string, args: unknown[]) => Promise<unknown> };
-    const exec = backend.execCommand;
-    if (typeof exec !== 'function') return;
-    backend.execCommand = (client, name, args) => {
-      const reply = exec.call(backend, client, name, args);
-      return name === 'moveToActive' || name === 'moveToFinished' ? reply.then((raw) => (this.note(raw), raw)) : reply;
-    };
-  }
-
-  /** A delivery's reply is `[hash as a flat array, job id, ...]`; the ledger keeps a run's record in its job's hash as JOB_RECORD_FIELD. */
-  private note(raw: unknown): void {
-    if (!Array.isArray(raw) || !Array.isArray(raw[0]) || raw[1] === undefined || raw[1] === null) return;
-    const hash = raw[0] as unknown[];
-    for (let i = 0; i < hash.length; i += 2) if (hash[i] === JOB_RECORD_FIELD) return;
-    this.unrecordedIds.add(String(raw[1]));
-  }
-
-  /** Its jobs are DeliveredJobs (BullMQ makes them with `this.Job.fromJSON`). */
-  protected override get Job(): typeof Job {
-    return DeliveredJob;
-  }
-
-  protected override createJob(data: JobJson, jobId: string): Job<D, R, N> {
-    const job = super.createJob(data, jobId);
-    if (this.unrecordedIds.delete(String(job.id ?? jobId)) && job instanceof DeliveredJob) job.unrecordedAtDelivery = true;
-    return job;
-  }
-}
-
-/**
- * A job delivered by a TickworkWorker, saying whether its hash held no run record then. A field of the job
- * rather than a WeakSet of jobs: a WeakSet entry per delivery cost an insertion and GC work (its table is
- * walked at every collection) for each job; one class keeps every delivered job one shape.
- */
-class DeliveredJob<D = unknown, R = unknown, N extends string = string, P extends JobProgress = JobProgress> extends Job<D, R, N, P> {
-  unrecordedAtDelivery = false;
-}
-
-export interface SoleDeliveryOptions {
-  /** BullMQ's lock duration for the Worker (its `lockDuration`). */
-  lockDurationMs: number;
-  /** Conditions 3 and 4 (recovery.ts); without recovery (no reaper, no lost-delivery check) they hold. */
-  recovery?: { certain(queue: string, deliveredAt: number): boolean } | undefined;
-}
-
-/** The check ProcessorDeps.soleDelivery asks (see TickworkWorker). */
 export function soleDeliveryCheck(opts: SoleDeliveryOptions): (job: Job) => boolean {
   const firstHalf = opts.lockDurationMs / 2;
   return (job) =>

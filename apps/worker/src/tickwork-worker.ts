@@ -1,0 +1,117 @@
+import { JOB_RECORD_FIELD } from '@tickwork/runtime';
+import { Worker, type Job, type JobJson } from 'bullmq';
+import { DeliveredJob } from './recovery/sole-delivery.js';
+
+/** What a job's completion takes from BullMQ's Redis backend (all public on its RedisQueueBackend). */
+interface CompletingBackend {
+  closing: Promise<void> | undefined;
+  moveToFinishedKeys: unknown[];
+  moveToCompletedArgs(job: Job, returnvalue: unknown, removeOnComplete: Job['opts']['removeOnComplete'], token: string, fetchNext: boolean): unknown[];
+  moveToFinished(jobId: string | undefined, args: unknown[]): Promise<unknown>;
+}
+
+/** Worker members TypeScript calls private that the short completion path sets or calls as BullMQ's own does. */
+interface WorkerInternals {
+  drained: boolean;
+  updateDelays(rateLimitDelay?: number, delayUntil?: number): void;
+}
+
+/**
+ * The worker app's BullMQ Worker (worker-pool.ts). It does two things a plain Worker does not:
+ *
+ * - **Notes sole deliveries.** It notes which jobs' hashes held no run record when delivered, for the
+ *   sole-delivery check (recovery/sole-delivery.ts). BullMQ keeps only the fields it knows of the hash it
+ *   reads when it delivers a job (rawToJobJson), so the hash is looked at in the reply of the two scripts
+ *   that deliver one: moveToActive, and moveToFinished fetching the next job. Both go through the backend's
+ *   execCommand; a BullMQ without it notes nothing, and then no delivery is judged sole.
+ * - **Completes a job on a short path.** BullMQ's own way from a processor's result to its acknowledgement
+ *   passes through seven async functions (handleCompleted, Job.moveToCompleted, its telemetry wrapper and
+ *   that wrapper's callback, two waitUntilReady, the backend's moveToCompleted) before the backend's
+ *   moveToFinished, and through two more (retryIfFailed and its callback) for each next job it fetches: each a
+ *   promise and a turn of the microtask queue per job, a fifth of a no-op job's promises. Without telemetry
+ *   (whose spans those wrappers exist for) this worker calls what they call, in the same order with the same
+ *   arguments: the acknowledgement's arguments from the backend's moveToCompletedArgs, its call through the
+ *   backend's moveToFinished (which checks BullMQ's reply codes as always), the job's fields and the
+ *   `completed` and `active` events as BullMQ sets and emits them. A next job with a `repeatJobKey` (a BullMQ
+ *   job scheduler's) and everything else (failures, telemetry) go BullMQ's own way. If BullMQ's backend lacks
+ *   what the short path calls (a version whose internals moved), every completion goes BullMQ's own way.
+ */
+export class TickworkWorker<D = unknown, R = unknown, N extends string = string> extends Worker<D, R, N> {
+  /** Ids of jobs just delivered whose hash held no run record, until their Job is made (createJob). */
+  private readonly unrecordedIds = new Set<string>();
+  /** BullMQ's backend, if the short completion path can use it (see the class comment). */
+  private readonly completing: CompletingBackend | undefined;
+
+  constructor(...args: ConstructorParameters<typeof Worker<D, R, N>>) {
+    super(...args);
+    this.completing = this.opts.telemetry ? undefined : completingBackendOf(this.backend, this as unknown as Partial<WorkerInternals>);
+    const backend = this.backend as unknown as { execCommand?: (client: unknown, name: string, args: unknown[]) => Promise<unknown> };
+    const exec = backend.execCommand;
+    if (typeof exec !== 'function') return;
+    backend.execCommand = (client, name, args) => {
+      const reply = exec.call(backend, client, name, args);
+      return name === 'moveToActive' || name === 'moveToFinished' ? reply.then((raw) => (this.note(raw), raw)) : reply;
+    };
+  }
+
+  /** A delivery's reply is `[hash as a flat array, job id, ...]`; the ledger keeps a run's record in its job's hash as JOB_RECORD_FIELD. */
+  private note(raw: unknown): void {
+    if (!Array.isArray(raw) || !Array.isArray(raw[0]) || raw[1] === undefined || raw[1] === null) return;
+    const hash = raw[0] as unknown[];
+    for (let i = 0; i < hash.length; i += 2) if (hash[i] === JOB_RECORD_FIELD) return;
+    this.unrecordedIds.add(String(raw[1]));
+  }
+
+  /** Its jobs are DeliveredJobs (BullMQ makes them with `this.Job.fromJSON`). */
+  protected override get Job(): typeof Job {
+    return DeliveredJob;
+  }
+
+  protected override createJob(data: JobJson, jobId: string): Job<D, R, N> {
+    const job = super.createJob(data, jobId);
+    if (this.unrecordedIds.delete(String(job.id ?? jobId)) && job instanceof DeliveredJob) job.unrecordedAtDelivery = true;
+    return job;
+  }
+
+  /** BullMQ's handleCompleted without its wrappers (see the class comment); with telemetry (a span), BullMQ's own. */
+  protected override handleCompleted(result: R, job: Job<D, R, N>, token: string, fetchNextCallback: () => boolean = () => true, span?: Parameters<Worker['handleCompleted']>[4]): Promise<Job<D, R, N>> {
+    const backend = this.completing;
+    if (!backend || span) return super.handleCompleted(result, job, token, fetchNextCallback, span);
+    // From here on, what BullMQ's handleCompleted, Job.moveToCompleted and the backend's moveToCompleted do.
+    if (backend.closing) return Promise.resolve(undefined as unknown as Job<D, R, N>);
+    const fetchNext = fetchNextCallback() && !(this.closing || this.paused);
+    job.returnvalue = (result || undefined) as R;
+    // A result JSON cannot encode throws here, as it throws there (the attempt fails).
+    const args = backend.moveToCompletedArgs(job, JSON.stringify(result), job.opts.removeOnComplete, token, fetchNext);
+    return backend.moveToFinished(job.id, args).then((completed) => {
+      job.finishedOn = args[backend.moveToFinishedKeys.length + 1] as number;
+      job.attemptsMade += 1;
+      this.emit('completed', job, result, 'active');
+      if (!Array.isArray(completed)) return undefined as unknown as Job<D, R, N>;
+      const [jobData, jobId, rateLimitDelay, delayUntil] = completed as [JobJson | undefined, string | undefined, number, number];
+      (this as unknown as WorkerInternals).updateDelays(rateLimitDelay, delayUntil);
+      return this.nextJobFromJobData(jobData, jobId, token);
+    });
+  }
+
+  /**
+   * A job fetched with an acknowledgement (or by moveToActive), made and announced as BullMQ's own does it;
+   * BullMQ's own for none (its `drained`) and for a job scheduler's job, whose next job BullMQ adds here.
+   */
+  protected override nextJobFromJobData(jobData?: JobJson, jobId?: string, token?: string): Promise<Job<D, R, N>> {
+    if (!this.completing || !jobData || jobData.repeatJobKey || jobId === undefined) return super.nextJobFromJobData(jobData, jobId, token);
+    (this as unknown as WorkerInternals).drained = false;
+    const job = this.createJob(jobData, jobId);
+    job.token = token;
+    this.emit('active', job, 'waiting');
+    return Promise.resolve(job);
+  }
+}
+
+/** The backend, if it has every member the short completion path calls, and the Worker those it sets. */
+function completingBackendOf(backend: unknown, worker: Partial<WorkerInternals>): CompletingBackend | undefined {
+  const b = backend as Partial<CompletingBackend>;
+  const complete =
+    typeof b.moveToCompletedArgs === 'function' && typeof b.moveToFinished === 'function' && Array.isArray(b.moveToFinishedKeys) && typeof worker.updateDelays === 'function' && typeof worker.drained === 'boolean';
+  return complete ? (b as CompletingBackend) : undefined;
+}
