@@ -123,6 +123,31 @@ describe('TickworkWorker completing jobs', () => {
     expect(ours).toEqual(await outcome(Worker));
   });
 
+  it("reports an acknowledgement BullMQ refuses (the job's lock gone) with BullMQ's error, as a plain Worker does", async () => {
+    const outcome = async (cls: WorkerClass) => {
+      const name = `tw-${queueNo++}`;
+      const queue = new Queue(name, { connection: server.client(), prefix: 'tw' });
+      const job = await queue.add('j', {});
+      const redis = server.client();
+      const errors: string[] = [];
+      let ran = false;
+      const worker = new cls(name, async (j) => ((await redis.del(`tw:${name}:${j.id}:lock`)), (ran = true), 'done'), { connection: server.client(), prefix: 'tw', concurrency: 1 });
+      worker.on('error', (err) => errors.push(err.message.replace(String(job.id), '<id>')));
+      try {
+        await waitFor(async () => ran && errors.length > 0, { timeoutMs: 15_000, what: 'the refused acknowledgement reported' });
+      } finally {
+        await worker.close();
+      }
+      const state = await job.getState();
+      await queue.close();
+      redis.disconnect();
+      return { errors, state };
+    };
+    const ours = await outcome(TickworkWorker as unknown as WorkerClass);
+    expect(ours.errors[0]).toMatch(/Missing lock for job <id>\. moveToFinished/);
+    expect(ours).toEqual(await outcome(Worker));
+  });
+
   it("keeps a BullMQ job scheduler's jobs repeating (their next job is added as BullMQ's own worker adds it)", async () => {
     const name = `tw-${queueNo++}`;
     const queue = new Queue(name, { connection: server.client(), prefix: 'tw' });

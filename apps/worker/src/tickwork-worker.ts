@@ -1,13 +1,16 @@
 import { JOB_RECORD_FIELD } from '@tickwork/runtime';
-import { Worker, type Job, type JobJson } from 'bullmq';
+import { raw2NextJobData, Worker, type Job, type JobJson } from 'bullmq';
 import { DeliveredJob } from './recovery/sole-delivery.js';
 
 /** What a job's completion takes from BullMQ's Redis backend (all public on its RedisQueueBackend). */
 interface CompletingBackend {
   closing: Promise<void> | undefined;
+  /** The connection its scripts go on (the Worker's own, where acknowledgements fold: runtime ack-fold.ts). */
+  client: Promise<unknown>;
   moveToFinishedKeys: unknown[];
   moveToCompletedArgs(job: Job, returnvalue: unknown, removeOnComplete: Job['opts']['removeOnComplete'], token: string, fetchNext: boolean): unknown[];
-  moveToFinished(jobId: string | undefined, args: unknown[]): Promise<unknown>;
+  execCommand(client: unknown, name: string, args: unknown[]): Promise<unknown>;
+  finishedErrors(failure: { code: number; jobId?: string; command: string; state?: string }): Error;
 }
 
 /** Worker members TypeScript calls private that the short completion path sets or calls as BullMQ's own does. */
@@ -25,33 +28,40 @@ interface WorkerInternals {
  *   that deliver one: moveToActive, and moveToFinished fetching the next job. Both go through the backend's
  *   execCommand; a BullMQ without it notes nothing, and then no delivery is judged sole.
  * - **Completes a job on a short path.** BullMQ's own way from a processor's result to its acknowledgement
- *   passes through seven async functions (handleCompleted, Job.moveToCompleted, its telemetry wrapper and
- *   that wrapper's callback, two waitUntilReady, the backend's moveToCompleted) before the backend's
- *   moveToFinished, and through two more (retryIfFailed and its callback) for each next job it fetches: each a
- *   promise and a turn of the microtask queue per job, a fifth of a no-op job's promises. Without telemetry
- *   (whose spans those wrappers exist for) this worker calls what they call, in the same order with the same
- *   arguments: the acknowledgement's arguments from the backend's moveToCompletedArgs, its call through the
- *   backend's moveToFinished (which checks BullMQ's reply codes as always), the job's fields and the
- *   `completed` and `active` events as BullMQ sets and emits them. A next job with a `repeatJobKey` (a BullMQ
- *   job scheduler's) and everything else (failures, telemetry) go BullMQ's own way. If BullMQ's backend lacks
- *   what the short path calls (a version whose internals moved), every completion goes BullMQ's own way.
+ *   passes through nine async functions (handleCompleted, Job.moveToCompleted, its telemetry wrapper and
+ *   that wrapper's callback, two waitUntilReady, the backend's moveToCompleted and moveToFinished, and the
+ *   reply's note above), and through two more (retryIfFailed and its callback) for each next job it fetches:
+ *   each a promise and a turn of the microtask queue per job, a fifth of a no-op job's promises. Without
+ *   telemetry (whose spans those wrappers exist for) this worker does what they do, in the same order with
+ *   the same arguments: the acknowledgement's arguments from the backend's moveToCompletedArgs, the script
+ *   called through the backend's execCommand on its connection, a refusal (a negative reply) thrown as the
+ *   backend's finishedErrors makes it, the next job's reply decoded by BullMQ's raw2NextJobData, the job's
+ *   fields set and the `completed` and `active` events emitted as BullMQ does. A next job with a
+ *   `repeatJobKey` (a BullMQ job scheduler's) and everything else (failures, telemetry) go BullMQ's own way.
+ *   If BullMQ lacks what the short path calls (a version whose internals moved), every completion goes
+ *   BullMQ's own way. tickwork-worker.test.ts holds the two ways to the same events, fields and Redis state.
  */
 export class TickworkWorker<D = unknown, R = unknown, N extends string = string> extends Worker<D, R, N> {
   /** Ids of jobs just delivered whose hash held no run record, until their Job is made (createJob). */
   private readonly unrecordedIds = new Set<string>();
   /** BullMQ's backend, if the short completion path can use it (see the class comment). */
   private readonly completing: CompletingBackend | undefined;
+  /** The backend's execCommand as BullMQ made it, and its connection once resolved (finish). */
+  private readonly exec: CompletingBackend['execCommand'] | undefined;
+  private connection: unknown;
 
   constructor(...args: ConstructorParameters<typeof Worker<D, R, N>>) {
     super(...args);
-    this.completing = this.opts.telemetry ? undefined : completingBackendOf(this.backend, this as unknown as Partial<WorkerInternals>);
-    const backend = this.backend as unknown as { execCommand?: (client: unknown, name: string, args: unknown[]) => Promise<unknown> };
+    const backend = this.backend as unknown as { execCommand?: CompletingBackend['execCommand'] };
     const exec = backend.execCommand;
-    if (typeof exec !== 'function') return;
-    backend.execCommand = (client, name, args) => {
-      const reply = exec.call(backend, client, name, args);
-      return name === 'moveToActive' || name === 'moveToFinished' ? reply.then((raw) => (this.note(raw), raw)) : reply;
-    };
+    if (typeof exec === 'function') {
+      this.exec = (client, name, args) => exec.call(backend, client, name, args);
+      backend.execCommand = (client, name, args) => {
+        const reply = exec.call(backend, client, name, args);
+        return name === 'moveToActive' || name === 'moveToFinished' ? reply.then((raw) => (this.note(raw), raw)) : reply;
+      };
+    }
+    this.completing = this.opts.telemetry || !this.exec ? undefined : completingBackendOf(this.backend, this as unknown as Partial<WorkerInternals>);
   }
 
   /** A delivery's reply is `[hash as a flat array, job id, ...]`; the ledger keeps a run's record in its job's hash as JOB_RECORD_FIELD. */
@@ -83,7 +93,7 @@ export class TickworkWorker<D = unknown, R = unknown, N extends string = string>
     job.returnvalue = (result || undefined) as R;
     // A result JSON cannot encode throws here, as it throws there (the attempt fails).
     const args = backend.moveToCompletedArgs(job, JSON.stringify(result), job.opts.removeOnComplete, token, fetchNext);
-    return backend.moveToFinished(job.id, args).then((completed) => {
+    return this.finish(backend, job, args).then((completed) => {
       job.finishedOn = args[backend.moveToFinishedKeys.length + 1] as number;
       job.attemptsMade += 1;
       this.emit('completed', job, result, 'active');
@@ -91,6 +101,21 @@ export class TickworkWorker<D = unknown, R = unknown, N extends string = string>
       const [jobData, jobId, rateLimitDelay, delayUntil] = completed as [JobJson | undefined, string | undefined, number, number];
       (this as unknown as WorkerInternals).updateDelays(rateLimitDelay, delayUntil);
       return this.nextJobFromJobData(jobData, jobId, token);
+    });
+  }
+
+  /**
+   * The backend's moveToFinished: the script called on the backend's connection, a negative reply thrown as
+   * BullMQ's error for it, a next job's reply made into its data. Its reply is noted here (a sole delivery's
+   * check), in the one callback, rather than in a second one on execCommand's.
+   */
+  private finish(backend: CompletingBackend, job: Job<D, R, N>, args: unknown[]): Promise<unknown> {
+    const exec = this.exec as CompletingBackend['execCommand']; // set whenever `completing` is
+    if (this.connection === undefined) return backend.client.then((c) => ((this.connection = c), this.finish(backend, job, args)));
+    return exec(this.connection, 'moveToFinished', args).then((raw) => {
+      this.note(raw);
+      if (typeof raw === 'number' && raw < 0) throw backend.finishedErrors({ code: raw, jobId: job.id, command: 'moveToFinished', state: 'active' });
+      return raw === undefined ? undefined : raw2NextJobData(raw as unknown[]);
     });
   }
 
@@ -112,6 +137,13 @@ export class TickworkWorker<D = unknown, R = unknown, N extends string = string>
 function completingBackendOf(backend: unknown, worker: Partial<WorkerInternals>): CompletingBackend | undefined {
   const b = backend as Partial<CompletingBackend>;
   const complete =
-    typeof b.moveToCompletedArgs === 'function' && typeof b.moveToFinished === 'function' && Array.isArray(b.moveToFinishedKeys) && typeof worker.updateDelays === 'function' && typeof worker.drained === 'boolean';
+    typeof b.moveToCompletedArgs === 'function' &&
+    typeof b.execCommand === 'function' &&
+    typeof b.finishedErrors === 'function' &&
+    b.client instanceof Promise &&
+    Array.isArray(b.moveToFinishedKeys) &&
+    typeof raw2NextJobData === 'function' &&
+    typeof worker.updateDelays === 'function' &&
+    typeof worker.drained === 'boolean';
   return complete ? (b as CompletingBackend) : undefined;
 }
