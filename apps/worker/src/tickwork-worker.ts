@@ -28,11 +28,11 @@ interface WorkerInternals {
  *   that deliver one: moveToActive, and moveToFinished fetching the next job. Both go through the backend's
  *   execCommand; a BullMQ without it notes nothing, and then no delivery is judged sole.
  * - **Completes a job on a short path.** BullMQ's own way from a processor's result to its acknowledgement
- *   passes through nine async functions (handleCompleted, Job.moveToCompleted, its telemetry wrapper and
- *   that wrapper's callback, two waitUntilReady, the backend's moveToCompleted and moveToFinished, and the
- *   reply's note above), and through two more (retryIfFailed and its callback) for each next job it fetches:
- *   each a promise and a turn of the microtask queue per job, a fifth of a no-op job's promises. Without
- *   telemetry (whose spans those wrappers exist for) this worker does what they do, in the same order with
+ *   passes through eight async functions (handleCompleted, Job.moveToCompleted, its telemetry wrapper and
+ *   that wrapper's callback, two waitUntilReady, the backend's moveToCompleted and moveToFinished), and
+ *   through two more (retryIfFailed and its callback) for each next job it fetches: each a promise and a
+ *   turn of the microtask queue per job, a fifth of a no-op job's promises. Without telemetry (whose spans
+ *   the wrappers exist for) this worker does what those functions do, in the same order with
  *   the same arguments: the acknowledgement's arguments from the backend's moveToCompletedArgs, the script
  *   called through the backend's execCommand on its connection, a refusal (a negative reply) thrown as the
  *   backend's finishedErrors makes it, the next job's reply decoded by BullMQ's raw2NextJobData, the job's
