@@ -2,6 +2,9 @@ import { JOB_RECORD_FIELD } from '@tickwork/runtime';
 import { raw2NextJobData, Worker, type Job, type JobJson } from 'bullmq';
 import { DeliveredJob } from './recovery/sole-delivery.js';
 
+/** BullMQ's backend's execCommand: a script by name, on a connection (ioredis-client.js's runCommand). */
+type ExecCommand = (client: unknown, name: string, args: unknown[]) => Promise<unknown>;
+
 /** What a job's completion takes from BullMQ's Redis backend (all public on its RedisQueueBackend). */
 interface CompletingBackend {
   closing: Promise<void> | undefined;
@@ -9,7 +12,6 @@ interface CompletingBackend {
   client: Promise<unknown>;
   moveToFinishedKeys: unknown[];
   moveToCompletedArgs(job: Job, returnvalue: unknown, removeOnComplete: Job['opts']['removeOnComplete'], token: string, fetchNext: boolean): unknown[];
-  execCommand(client: unknown, name: string, args: unknown[]): Promise<unknown>;
   finishedErrors(failure: { code: number; jobId?: string; command: string; state?: string }): Error;
 }
 
@@ -47,17 +49,18 @@ export class TickworkWorker<D = unknown, R = unknown, N extends string = string>
   /** BullMQ's backend, if the short completion path can use it (see the class comment). */
   private readonly completing: CompletingBackend | undefined;
   /** The backend's execCommand as BullMQ made it, and its connection once resolved (finish). */
-  private readonly exec: CompletingBackend['execCommand'] | undefined;
+  private readonly exec: ExecCommand | undefined;
   private connection: unknown;
 
   constructor(...args: ConstructorParameters<typeof Worker<D, R, N>>) {
     super(...args);
-    const backend = this.backend as unknown as { execCommand?: CompletingBackend['execCommand'] };
-    const exec = backend.execCommand;
-    if (typeof exec === 'function') {
-      this.exec = (client, name, args) => exec.call(backend, client, name, args);
+    const backend = this.backend as unknown as { execCommand?: ExecCommand };
+    const bullExec = backend.execCommand;
+    if (typeof bullExec === 'function') {
+      const exec: ExecCommand = (client, name, args) => bullExec.call(backend, client, name, args);
+      this.exec = exec;
       backend.execCommand = (client, name, args) => {
-        const reply = exec.call(backend, client, name, args);
+        const reply = exec(client, name, args);
         return name === 'moveToActive' || name === 'moveToFinished' ? reply.then((raw) => (this.note(raw), raw)) : reply;
       };
     }
@@ -110,7 +113,7 @@ export class TickworkWorker<D = unknown, R = unknown, N extends string = string>
    * check), in the one callback, rather than in a second one on execCommand's.
    */
   private finish(backend: CompletingBackend, job: Job<D, R, N>, args: unknown[]): Promise<unknown> {
-    const exec = this.exec as CompletingBackend['execCommand']; // set whenever `completing` is
+    const exec = this.exec as ExecCommand; // set whenever `completing` is
     if (this.connection === undefined) return backend.client.then((c) => ((this.connection = c), this.finish(backend, job, args)));
     return exec(this.connection, 'moveToFinished', args).then((raw) => {
       this.note(raw);
@@ -133,12 +136,11 @@ export class TickworkWorker<D = unknown, R = unknown, N extends string = string>
   }
 }
 
-/** The backend, if it has every member the short completion path calls, and the Worker those it sets. */
+/** The backend, if it has every member the short completion path calls besides execCommand (checked by the constructor), and the Worker those it sets. */
 function completingBackendOf(backend: unknown, worker: Partial<WorkerInternals>): CompletingBackend | undefined {
   const b = backend as Partial<CompletingBackend>;
   const complete =
     typeof b.moveToCompletedArgs === 'function' &&
-    typeof b.execCommand === 'function' &&
     typeof b.finishedErrors === 'function' &&
     b.client instanceof Promise &&
     Array.isArray(b.moveToFinishedKeys) &&
