@@ -44,3 +44,15 @@ describe('capacity settings', () => {
     expect(() => loadSchedulerEnv({ CAPACITY_CHECK_INTERVAL_MS: '-5' })).toThrow(/CAPACITY_CHECK_INTERVAL_MS is invalid/);
   });
 });
+
+describe('SCHEDULE_HEAD_START_MS', () => {
+  it('takes 0 to 1000 ms (default 50) and refuses anything else, saying what is expected', () => {
+    expect(loadSchedulerEnv({}).SCHEDULE_HEAD_START_MS).toBe(50);
+    expect(loadSchedulerEnv({ SCHEDULE_HEAD_START_MS: '0' }).SCHEDULE_HEAD_START_MS).toBe(0);
+    expect(loadSchedulerEnv({ SCHEDULE_HEAD_START_MS: '1000' }).SCHEDULE_HEAD_START_MS).toBe(1000);
+    expect(() => loadSchedulerEnv({ SCHEDULE_HEAD_START_MS: '1001' })).toThrow(/SCHEDULE_HEAD_START_MS is invalid: must be at most 1000 ms: a worker holds an early occurrence at most that long/);
+    for (const bad of ['-1', '2.5', 'soon']) {
+      expect(() => loadSchedulerEnv({ SCHEDULE_HEAD_START_MS: bad })).toThrow(/SCHEDULE_HEAD_START_MS is invalid: must be a whole number of ms from 0 to 1000/);
+    }
+  });
+});

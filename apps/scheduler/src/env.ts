@@ -1,4 +1,4 @@
-import { alertWebhookUrl, logLevel, metricsToken, nodeEnv, parseEnv, port, positiveInt, queuePrefix, redisStartupTimeoutMs, redisEnv } from '@tickwork/runtime';
+import { alertWebhookUrl, DEFAULT_HEAD_START_MS, MAX_HEAD_START_MS, logLevel, metricsToken, nodeEnv, parseEnv, port, positiveInt, queuePrefix, redisStartupTimeoutMs, redisEnv } from '@tickwork/runtime';
 import { z } from 'zod';
 import { parseSpeedup } from './speedup.js';
 
@@ -19,6 +19,16 @@ const schema = z
     SCHEDULE_TICK_MS: positiveInt(250),
     /** Occurrences due within this window are claimed ahead and added to their queue at their exact time. */
     SCHEDULE_LOOKAHEAD_MS: z.coerce.number().int().min(0).default(1000),
+    /**
+     * How long before its time an on-time occurrence is added to its queue; the worker holds it until its time
+     * (0: added at its time). Within the look-ahead: an occurrence is claimed at most that far ahead.
+     */
+    SCHEDULE_HEAD_START_MS: z.coerce
+      .number({ error: `must be a whole number of ms from 0 to ${MAX_HEAD_START_MS}` })
+      .int(`must be a whole number of ms from 0 to ${MAX_HEAD_START_MS}`)
+      .min(0, `must be a whole number of ms from 0 to ${MAX_HEAD_START_MS}`)
+      .max(MAX_HEAD_START_MS, `must be at most ${MAX_HEAD_START_MS} ms: a worker holds an early occurrence at most that long`)
+      .default(DEFAULT_HEAD_START_MS),
     /** How long a dispatcher's claim is held; a replica that dies mid-tick leaves its claims to another after this. */
     SCHEDULE_LEASE_MS: positiveInt(10_000),
     /** An occurrence noticed later than this after its time counts as missed (missed-run policy applies). */

@@ -2,7 +2,8 @@
  * The scheduled lane: an on-time occurrence is added at its time at the head of the wait list, so the next
  * job a worker takes is the occurrence, not the backlog; a catch-up run queues behind the backlog.
  */
-import { scheduledRunOf, type QueueSet } from '@tickwork/runtime';
+import { scheduledRunOf, shardKeys, shardOf, type QueueSet } from '@tickwork/runtime';
+import { waitFor } from '@tickwork/testkit';
 import { describe, expect, it } from 'vitest';
 import { useRedisPerFile } from './testing/redis-per-file.js';
 import { KINDS, scheduleOf } from './testing/store-fixture.js';
@@ -39,6 +40,39 @@ describe.each(KINDS)('%s schedules', (kind) => {
     expect(job?.opts.delay ?? 0).toBe(0);
     expect(job?.opts.lifo).toBe(true);
     expect(job!.timestamp).toBeGreaterThanOrEqual(run!.nominal);
+    expect(await s.queues.get('q').getDelayedCount()).toBe(0);
+  });
+
+  it('with a head start, an on-time occurrence is held and added that long before its time, not delayed, at the head of the backlog', async () => {
+    const now = Date.now();
+    const headStartMs = 300;
+    const s = await scheduleOf(t.redis, kind, { every: { seconds: 1 }, tz: 'UTC' }, now - 60_000, { lookaheadMs: 1000, leaseMs: 10_000, headStartMs });
+    queueSets.push(s.queues);
+    await s.dispatcher().tick(now - 1); // the catch-up pass of a new schedule, and what it adds
+    await s.queues.get('q').obliterate({ force: true });
+    await backlog(s.queues, 2000);
+    // Tick while the next occurrence is within the look-ahead but its add time (its head start before it)
+    // still ahead, so the dispatcher holds it.
+    const due = Number(await t.redis.zscore(shardKeys(s.prefix, shardOf(s.id)).due, s.id));
+    const tickAt = await waitFor(
+      () => {
+        const at = Date.now();
+        return due - at <= 1000 && due - at > headStartMs + 100 ? at : undefined;
+      },
+      { intervalMs: 5, timeoutMs: 5000, what: 'a tick time that holds the next occurrence' },
+    );
+    const result = await s.dispatcher().tick(tickAt);
+    expect(result.enqueued).toBe(1);
+    const next = await nextWaiting(s.prefix);
+    const job = next === null ? undefined : await s.queues.get('q').getJob(next);
+    const run = job && scheduledRunOf(job.opts);
+    expect(run?.schedule).toBe(s.id);
+    expect(run?.nominal).toBe(due);
+    expect(job?.opts.delay ?? 0).toBe(0);
+    expect(job?.opts.lifo).toBe(true);
+    // Added its head start before its time: neither at its time nor as soon as it was claimed.
+    expect(job!.timestamp).toBeGreaterThanOrEqual(due - headStartMs);
+    expect(job!.timestamp).toBeLessThan(due);
     expect(await s.queues.get('q').getDelayedCount()).toBe(0);
   });
 

@@ -36,6 +36,7 @@ async function main(): Promise<void> {
     log,
     graceMs: env.SCHEDULE_GRACE_MS,
     lookaheadMs: env.SCHEDULE_LOOKAHEAD_MS,
+    headStartMs: env.SCHEDULE_HEAD_START_MS,
     leaseMs: env.SCHEDULE_LEASE_MS,
   });
   // The first tick right at start is the catch-up pass: overdue entries are the lowest due scores.

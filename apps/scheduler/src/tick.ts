@@ -19,6 +19,8 @@ export interface TickDeps {
   log: Logger;
   graceMs: number;
   lookaheadMs: number;
+  /** SCHEDULE_HEAD_START_MS: how long before its time an on-time occurrence is added. */
+  headStartMs?: number | undefined;
   leaseMs?: number | undefined;
 }
 
@@ -37,6 +39,7 @@ export function createTicker(deps: TickDeps) {
     // The loop ticks on while held occurrences wait for their time; shutdown awaits them (idle).
     waitHeld: false,
     ...(deps.leaseMs !== undefined && { leaseMs: deps.leaseMs }),
+    ...(deps.headStartMs !== undefined && { headStartMs: deps.headStartMs }),
   });
   return {
     async tick(now = Date.now()): Promise<DispatchResult> {

@@ -9,7 +9,7 @@ import { identify, validate } from './pipeline/stages/admit.js';
 import { cancelGate } from './pipeline/stages/cancel-gate.js';
 import { claim } from './pipeline/stages/claim.js';
 import { execute } from './pipeline/stages/execute.js';
-import { judgeLate, overlapPolicy, scheduleGate } from './pipeline/stages/scheduled.js';
+import { judgeLate, onTime, overlapPolicy, scheduleGate } from './pipeline/stages/scheduled.js';
 
 export interface ProcessorDeps {
   catalog: Catalog;
@@ -47,13 +47,13 @@ export interface MissedRunResult {
 /**
  * A job's way through the worker, stage by stage (pipeline/stages):
  *
- *   validate → identify → cancelGate → [judgeLate → overlapPolicy →] claim → [scheduleGate →] execute
+ *   validate → identify → cancelGate → [judgeLate → overlapPolicy → onTime →] claim → [scheduleGate →] execute
  *
  * The bracketed stages are for runs of scheduled jobs only; every other job skips them entirely. claim
  * frames the stages after it: it records their result (or gives the run back) when they end.
  */
 const onDemand = compose([cancelGate, claim, execute]);
-const scheduled = compose([cancelGate, judgeLate, overlapPolicy, claim, scheduleGate, execute]);
+const scheduled = compose([cancelGate, judgeLate, overlapPolicy, onTime, claim, scheduleGate, execute]);
 
 /**
  * The BullMQ processor. It takes two parameters, not BullMQ's third (a signal): BullMQ makes an

@@ -1,13 +1,14 @@
 /**
  * The scheduled-lane section of `pnpm bench` (issue 13, target 3): an every-second schedule on a queue
  * that always has at least 20,000 no-op jobs waiting. tickwork: a runtime schedule fired by the stock
- * scheduler into the stock worker (concurrency 50); BullMQ: a job scheduler (`every: 1000`) into a bare
+ * scheduler (each occurrence added its head start, 50 ms by default or BENCH_LANE_HEAD_START_MS, before its
+ * time and held by the worker until then) into the stock worker (concurrency 50); BullMQ: a job scheduler (`every: 1000`) into a bare
  * Worker (concurrency 50), each on its own private Redis. For each, BENCH_LANE_SECONDS (default 45) with
  * the queue idle, then as long with a producer keeping the backlog at 20,000 or more; the lag of each
  * occurrence (handler start - nominal time) is recorded in the worker's memory (schedules/lag-recorder.ts).
  * Targets: tickwork p99 <= 100 ms behind the backlog, <= 20 ms idle.
  */
-import { createLogger, createRedis, createSchedules, QueueSet } from '@tickwork/runtime';
+import { createLogger, createRedis, createSchedules, DEFAULT_HEAD_START_MS, QueueSet } from '@tickwork/runtime';
 import { Queue } from 'bullmq';
 import { fileURLToPath } from 'node:url';
 import type { RedisClient } from '@tickwork/runtime';
@@ -16,6 +17,8 @@ import { cleanupAll, msUntilOk, percentile, privateRedis, sleep, startChild, typ
 import type { LagReply } from './schedules/lag-recorder.js';
 
 const SECONDS = Number(process.env.BENCH_LANE_SECONDS ?? 45);
+/** The stock scheduler's SCHEDULE_HEAD_START_MS (BENCH_LANE_HEAD_START_MS; its default unless set). */
+const HEAD_START_MS = process.env.BENCH_LANE_HEAD_START_MS ?? String(DEFAULT_HEAD_START_MS);
 const BACKLOG = 20_000;
 const IDLE_P99_MS = 20;
 const BACKLOG_P99_MS = 100;
@@ -96,7 +99,7 @@ async function tickworkSide(): Promise<{ idle: Lags; backlog: Lags }> {
     const worker = await startChild('worker', { ...env, WORKER_CONCURRENCY: '50' }, { lagPort: true });
     await msUntilOk(worker, '/readyz', 60_000);
     await createSchedules({ redis: command, queues, catalog }).upsert('lane:tick', { job: benchTick, every: { seconds: 1 }, tz: 'UTC', data: { i: 0 } });
-    const scheduler = await startChild('scheduler', env);
+    const scheduler = await startChild('scheduler', { ...env, SCHEDULE_HEAD_START_MS: HEAD_START_MS });
     await msUntilOk(scheduler, '/readyz', 60_000);
     await sleep(3000);
     const idle = await window(worker, SECONDS);
@@ -132,7 +135,7 @@ const fmt = (l: Lags) =>
 
 /** Runs both sides and prints the section with its verdicts. */
 export async function laneSection(out: (s: string) => void): Promise<void> {
-  out(`\nscheduled lane: an every-second schedule, ${SECONDS} s idle then ${SECONDS} s behind >= ${BACKLOG} waiting no-op jobs (worker concurrency 50)\n`);
+  out(`\nscheduled lane: an every-second schedule, ${SECONDS} s idle then ${SECONDS} s behind >= ${BACKLOG} waiting no-op jobs (worker concurrency 50; tickwork's head start ${HEAD_START_MS} ms)\n`);
   try {
     const tw = await tickworkSide();
     await cleanupAll();

@@ -12,7 +12,7 @@ export const KINDS: ScheduleKind[] = ['catalog', 'runtime'];
 const log = createLogger('test', 'silent');
 let n = 0;
 
-export async function scheduleOf(redis: Redis, kind: ScheduleKind, spec: ScheduleSpec, createdAt: number, opts: { graceMs?: number; lookaheadMs?: number; leaseMs?: number } = {}) {
+export async function scheduleOf(redis: Redis, kind: ScheduleKind, spec: ScheduleSpec, createdAt: number, opts: { graceMs?: number; lookaheadMs?: number; leaseMs?: number; headStartMs?: number } = {}) {
   const prefix = `k${++n}${kind[0]}`;
   const queues = new QueueSet(redis, prefix, log);
   const handler = async () => undefined;
@@ -26,6 +26,6 @@ export async function scheduleOf(redis: Redis, kind: ScheduleKind, spec: Schedul
   if (kind === 'catalog') await createCatalogSource({ redis, queues, catalog, log, now: () => createdAt }).put(job);
   // A history cap large enough for these tests' outages (the runtime default keeps 5).
   else await store.upsert(id, { job: 'minutely', history: 50, ...spec } as Parameters<typeof store.upsert>[1]);
-  const dispatcher = () => createDispatcher({ redis, queues, catalog, log, graceMs: opts.graceMs ?? 10_000, lookaheadMs: opts.lookaheadMs ?? 0, ...(opts.leaseMs && { leaseMs: opts.leaseMs }) });
+  const dispatcher = () => createDispatcher({ redis, queues, catalog, log, graceMs: opts.graceMs ?? 10_000, lookaheadMs: opts.lookaheadMs ?? 0, ...(opts.leaseMs && { leaseMs: opts.leaseMs }), ...(opts.headStartMs && { headStartMs: opts.headStartMs }) });
   return { prefix, queues, catalog, id, store, dispatcher, storeAt: (now: number) => createSchedules({ redis, queues, catalog, log, now: () => now }) };
 }

@@ -12,7 +12,7 @@ import { historyCapOf, parseDef, policiesOfCore, ruleOfCore } from './definition
 import { historyKeysOf, SCHEDULE_SHARDS, shardKeys } from './keys.js';
 import { CLAIM, COMMIT } from './lua.js';
 import { addOccurrenceJobs, type OccurrenceJob } from './occurrence-jobs.js';
-import { createFireLane, type Claimed } from './fire-lane.js';
+import { createFireLane, MAX_HEAD_START_MS, type Claimed } from './fire-lane.js';
 import { intervalAfter } from './resume.js';
 
 export interface DispatcherOptions {
@@ -22,8 +22,13 @@ export interface DispatcherOptions {
   log: Logger;
   /** An occurrence noticed later than this after its time is judged by its schedule's missed policy. */
   graceMs: number;
-  /** Occurrences due within this are claimed ahead and added at their exact time (fire-lane.ts). */
+  /** Occurrences due within this are claimed ahead and added at their exact time, less the head start (fire-lane.ts). */
   lookaheadMs: number;
+  /**
+   * How long before its time an on-time occurrence is added (fire-lane.ts; at most MAX_HEAD_START_MS).
+   * Default 0: added at its exact time. The scheduler's SCHEDULE_HEAD_START_MS.
+   */
+  headStartMs?: number;
   /** How long a claim is held before another replica may take it over (this one died mid-way). */
   leaseMs?: number;
   /** Entries claimed per shard per round. */
@@ -89,6 +94,7 @@ export function createDispatcher(opts: DispatcherOptions) {
   const batch = opts.batch ?? DEFAULT_CLAIM_BATCH;
   const maxRounds = opts.maxRounds ?? 8;
   const stuckShardMs = opts.stuckShardMs ?? DEFAULT_STUCK_SHARD_MS;
+  const headStartMs = Math.min(Math.max(opts.headStartMs ?? 0, 0), MAX_HEAD_START_MS);
   const replica = randomBytes(4).toString('hex');
   let seq = 0;
 
@@ -139,7 +145,7 @@ export function createDispatcher(opts: DispatcherOptions) {
 
   /** Adds a group's runs, then commits its claims (only where this round's lease still holds). */
   async function fire(group: readonly Claimed[], token: string): Promise<number> {
-    await addOccurrenceJobs(queues, catalog, group.flatMap((c) => c.runs), Date.now());
+    await addOccurrenceJobs(queues, catalog, group.flatMap((c) => c.runs), Date.now(), headStartMs);
     const byShard = new Map<number, Commit[]>();
     for (const c of group) {
       let list = byShard.get(c.shard);
@@ -150,7 +156,7 @@ export function createDispatcher(opts: DispatcherOptions) {
     for (const n of await runScriptMany(redis, COMMIT, [...byShard].map(([shard, list]) => commitCall(shard, token, list)))) committed += Number(n);
     return committed;
   }
-  const lane = createFireLane({ fire, log, waitHeld: opts.waitHeld ?? true, maxHoldMs: leaseMs / 2 });
+  const lane = createFireLane({ fire, log, waitHeld: opts.waitHeld ?? true, maxHoldMs: leaseMs / 2, headStartMs });
 
   function plan(id: string, nominal: number, raw: string, now: number, runs: OccurrenceJob[], result: DispatchResult): Commit {
     const def = parseDef(raw);

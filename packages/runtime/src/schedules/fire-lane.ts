@@ -13,12 +13,26 @@ export interface Claimed {
 export const FIRE_NOW_MS = 2;
 
 /**
+ * The longest head start an occurrence may have (the scheduler's SCHEDULE_HEAD_START_MS), and the longest
+ * a worker holds an early occurrence before running it (its clock may be behind the scheduler's).
+ */
+export const MAX_HEAD_START_MS = 1000;
+
+/** The scheduler's default head start: longer than the worker's usual stalls (GC, a busy core), short beside a slot's time. */
+export const DEFAULT_HEAD_START_MS = 50;
+
+/**
  * The scheduled lane: occurrences are added to their queue at their exact time, at the head of the wait
  * list (BullMQ's `lifo`), instead of ahead of time through BullMQ's delayed set. A delayed job, once due,
  * goes to the back of the wait list, so an occurrence behind a backlog of 20,000 jobs would start only
  * when they are done; added at the head, it is the next job a worker takes.
  *
- * The dispatcher claims occurrences up to the look-ahead; those due later than FIRE_NOW_MS are held here
+ * Each is added its head start (`headStartMs`) before its time, so that it is fetched and handed to the
+ * handler's stages before it is due: the worker holds it until its time before claiming it (the worker's
+ * onTime stage), so nothing of the run happens early, and its start no longer waits for the add, the fetch
+ * and the delivery, nor for a stall of the worker process within the head start.
+ *
+ * The dispatcher claims occurrences up to the look-ahead; those to add later than FIRE_NOW_MS are held here
  * (one timer per distinct time) and their claims committed only after their runs are added, so a
  * scheduler that dies while holding them leaves its lease to expire and another replica adds them (a
  * little late, still within the grace period). The look-ahead must stay well below the claim lease.
@@ -33,6 +47,8 @@ export function createFireLane(opts: {
    * held near its lease (a look-ahead longer than half the lease, as some tests use to plan a day ahead).
    */
   maxHoldMs: number;
+  /** How long before its time an on-time occurrence is added (at most MAX_HEAD_START_MS). */
+  headStartMs: number;
 }) {
   const pending = new Set<Promise<void>>();
 
@@ -67,7 +83,7 @@ export function createFireLane(opts: {
       const ready: Claimed[] = [];
       const held = new Map<number, Claimed[]>();
       for (const c of claimed) {
-        const at = c.runs.reduce((latest, r) => (r.catchUp ? latest : Math.max(latest, r.nominal)), now);
+        const at = c.runs.reduce((latest, r) => (r.catchUp ? latest : Math.max(latest, r.nominal - opts.headStartMs)), now);
         if (at - now <= FIRE_NOW_MS || at - now > opts.maxHoldMs) ready.push(c);
         else {
           let group = held.get(at);

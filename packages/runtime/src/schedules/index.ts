@@ -9,3 +9,4 @@ export { createDispatcher, dueBacklog, DEFAULT_CLAIM_LEASE_MS, DEFAULT_CLAIM_BAT
 export { CLAIM, COMMIT, SET_DEF, DELETE_DEF, START_RUN, MERGE_RECORD } from './lua.js';
 export { readState, ensureShards, type ScheduleState as StoredScheduleState } from './store-keys.js';
 export { createCatalogSource, catalogCore, type CatalogPutResult } from './catalog-source.js';
+export { DEFAULT_HEAD_START_MS, MAX_HEAD_START_MS } from './fire-lane.js';

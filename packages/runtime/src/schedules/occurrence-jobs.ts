@@ -43,11 +43,12 @@ export function scheduledRunFor(o: OccurrenceJob): ScheduledRun {
  * Adds the runs, one `addBulk` per queue (deterministic job ids: adding one that exists is a no-op, so a
  * replica re-planning a claim it took over adds nothing twice). The dispatcher adds an on-time occurrence
  * at its time (fire-lane.ts): it goes to the head of the wait list (`lifo`), ahead of any backlog, as does
- * a manual run; a catch-up run queues behind the backlog like any late work. A run still in the future
- * (a caller with its own clock) is delayed to its nominal time.
+ * a manual run; a catch-up run queues behind the backlog like any late work. An on-time occurrence is
+ * added up to its head start before its time (the worker holds it until then); one due later than that (a
+ * caller with its own clock) is delayed until its head start before its time.
  * Returns the ids of runs whose job is unknown to this catalog (not added).
  */
-export async function addOccurrenceJobs(queues: QueueSet, catalog: Catalog, runs: readonly OccurrenceJob[], now = Date.now()): Promise<string[]> {
+export async function addOccurrenceJobs(queues: QueueSet, catalog: Catalog, runs: readonly OccurrenceJob[], now = Date.now(), headStartMs = 0): Promise<string[]> {
   const byQueue = new Map<string, { name: string; data: unknown; opts: JobsOptions }[]>();
   const unknown: string[] = [];
   for (const r of runs) {
@@ -56,7 +57,8 @@ export async function addOccurrenceJobs(queues: QueueSet, catalog: Catalog, runs
       unknown.push(r.id);
       continue;
     }
-    const delay = r.nominal - now > FIRE_NOW_MS ? r.nominal - now : 0;
+    const early = r.nominal - headStartMs - now;
+    const delay = early > FIRE_NOW_MS ? early : 0;
     const opts = {
       ...jobOptions(job),
       jobId: r.manual?.jobId ?? occurrenceJobId(r.id, new Date(r.nominal)),

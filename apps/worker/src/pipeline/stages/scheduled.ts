@@ -1,4 +1,4 @@
-import { DEFAULT_OVERLAP_POLICY } from '@tickwork/runtime';
+import { DEFAULT_OVERLAP_POLICY, MAX_HEAD_START_MS } from '@tickwork/runtime';
 import { judgeLateOccurrence } from '../../late-occurrence.js';
 import type { MissedRunResult } from '../../processor.js';
 import type { Stage } from '../stage.js';
@@ -42,6 +42,20 @@ export const overlapPolicy: Stage = (run, next) => {
   const policy = scheduled?.v !== undefined ? (scheduled.o ?? DEFAULT_OVERLAP_POLICY) : (run.def.schedule?.overlap ?? DEFAULT_OVERLAP_POLICY);
   if (schedule && policy !== 'allow') run.overlap = { schedule, policy, nominalTime: run.nominalTime };
   return next(run);
+};
+
+/**
+ * onTime: an on-time occurrence arrives its head start before its time (the scheduler's
+ * SCHEDULE_HEAD_START_MS; fire-lane.ts), so that the add, the fetch and the delivery are behind it when it is
+ * due. It waits here until its time, before anything of the run happens: its claim, its overlap entry, its
+ * start's record and gate, its handler all come after. A worker whose clock is behind the scheduler's holds it
+ * at most MAX_HEAD_START_MS. Costs one timer per early occurrence; nothing for any other job.
+ */
+export const onTime: Stage = (run, next) => {
+  const nominal = run.delivery.scheduled?.nominal;
+  const early = nominal === undefined ? 0 : nominal - Date.now();
+  if (early <= 0) return next(run);
+  return new Promise<void>((resolve) => setTimeout(resolve, Math.min(early, MAX_HEAD_START_MS))).then(() => next(run));
 };
 
 /**

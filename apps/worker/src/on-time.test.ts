@@ -1,0 +1,114 @@
+/**
+ * The head start of on-time occurrences, against real scheduler and worker processes: the scheduler adds an
+ * occurrence SCHEDULE_HEAD_START_MS before its time, the worker takes it then and holds it until its time,
+ * so its handler (and its start's record) is never early; a worker whose clock is behind holds one at most
+ * MAX_HEAD_START_MS; a held occurrence can be cancelled and never runs.
+ */
+import { fileURLToPath } from 'node:url';
+import { createLogger, createSchedules, MAX_HEAD_START_MS, QueueSet, readHistory, requestCancel, SCHEDULED_RUN_OPTION, type ScheduledRun } from '@tickwork/runtime';
+import { appEntry, freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
+import type { JobsOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { catalog, fxOnTime, ON_TIME_RUNS } from './testing/on-time-fixtures.js';
+
+const JOBS_MODULE = fileURLToPath(new URL('../dist/testing/on-time-fixtures.js', import.meta.url));
+const PREFIX = 'tickwork';
+const HEAD_START_MS = 200;
+
+interface Run {
+  jobId: string;
+  nominal: number | undefined;
+  startedAt: number;
+}
+
+let server: RedisServerHandle;
+let redis: Redis;
+let queues: QueueSet;
+let apps: AppProcess[] = [];
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  redis = server.client();
+  queues = new QueueSet(redis, PREFIX, createLogger('test', 'silent'));
+});
+afterAll(async () => {
+  await queues.close();
+  await server.stop();
+});
+afterEach(async () => {
+  await Promise.all(apps.map((a) => a.stop('SIGKILL')));
+  apps = [];
+  await redis.flushall();
+});
+
+async function start(app: 'worker' | 'scheduler', env: Record<string, string> = {}): Promise<AppProcess> {
+  const p = startApp(appEntry(app), { REDIS_URL: server.url, JOBS_MODULE, PORT: String(await freePort()), ...env });
+  apps.push(p);
+  await p.waitForLog((l) => l.msg === `${app} ready`, `${app} ready`, 30_000);
+  return p;
+}
+
+const runs = async () => (await redis.lrange(ON_TIME_RUNS, 0, -1)).map((r) => JSON.parse(r) as Run);
+const queue = () => queues.get(fxOnTime.queue);
+
+it('an occurrence is added and delivered its head start before its time, and its handler starts at its time, never before', async () => {
+  await start('worker');
+  await createSchedules({ redis, queues, catalog }).upsert('on-time', { job: fxOnTime, every: { seconds: 1 }, tz: 'UTC' });
+  await start('scheduler', { SCHEDULE_HEAD_START_MS: String(HEAD_START_MS), SCHEDULE_TICK_MS: '100' });
+  // Occurrences due while the scheduler started are late, as they would be without a head start: the
+  // ones after its first second are the ones it claims ahead.
+  const inTime = Date.now() + 1000;
+  const onTime = async () => (await runs()).filter((r) => (r.nominal ?? 0) >= inTime);
+  await waitFor(async () => (await onTime()).length >= 3, { timeoutMs: 30_000, what: 'three runs of the every-second schedule' });
+
+  const ran = await onTime();
+  // Each run's history record once it has its outcome (the handler's list entry comes first).
+  const history = await waitFor(async () => {
+    const h = new Map((await readHistory(redis, PREFIX, 'on-time', 50)).map((r) => [r.jobId, r]));
+    return ran.every((r) => h.get(r.jobId)?.outcome) ? h : undefined;
+  }, { what: 'the outcome of each run in its history' });
+  for (const run of ran) {
+    const nominal = run.nominal as number;
+    const job = await queue().getJob(run.jobId);
+    // Added and taken by the worker ahead of its time (no more than the head start, less timer slack)...
+    expect(job?.timestamp, run.jobId).toBeLessThan(nominal);
+    expect(job?.timestamp, run.jobId).toBeGreaterThanOrEqual(nominal - HEAD_START_MS - 50);
+    expect(job?.processedOn, run.jobId).toBeLessThan(nominal);
+    // ...but nothing of the run happened before its time: its start's record, its handler.
+    expect(run.startedAt, run.jobId).toBeGreaterThanOrEqual(nominal);
+    expect(Date.parse(history.get(run.jobId)?.startedAt ?? ''), run.jobId).toBeGreaterThanOrEqual(nominal);
+    expect(history.get(run.jobId)?.outcome, run.jobId).toBe('completed');
+  }
+}, 60_000);
+
+it('a worker whose clock is behind the scheduler holds an early occurrence at most MAX_HEAD_START_MS', async () => {
+  await start('worker');
+  // An occurrence 10 s ahead of this machine's clock: the worker does not hold it for 10 s.
+  const addedAt = Date.now();
+  const nominal = addedAt + 10_000;
+  const meta: ScheduledRun = { schedule: 'ahead', nominal, catchUp: false };
+  await queue().add(fxOnTime.name, {}, { jobId: 'ahead', [SCHEDULED_RUN_OPTION]: meta } as JobsOptions);
+  const [run] = await waitFor(async () => {
+    const r = await runs();
+    return r.length > 0 ? r : undefined;
+  }, { timeoutMs: 9000, what: 'the run, before its nominal time' });
+  expect(run?.startedAt).toBeGreaterThanOrEqual(addedAt + MAX_HEAD_START_MS - 5);
+  expect(run?.startedAt).toBeLessThan(nominal);
+}, 30_000);
+
+it('an occurrence cancelled while held for its time never runs', async () => {
+  await start('worker');
+  const meta: ScheduledRun = { schedule: 'held', nominal: Date.now() + MAX_HEAD_START_MS, catchUp: false };
+  await queue().add(fxOnTime.name, {}, { jobId: 'held', [SCHEDULED_RUN_OPTION]: meta } as JobsOptions);
+  await waitFor(async () => (await queue().getJob('held'))?.processedOn !== undefined, { timeoutMs: 5000, what: 'the worker to take the occurrence' });
+  await requestCancel({ queues, queue: fxOnTime.queue, jobId: 'held', by: 'alice', reason: 'not today' });
+  const job = await waitFor(async () => {
+    const j = await queue().getJob('held');
+    return j?.finishedOn ? j : undefined;
+  }, { timeoutMs: 10_000, what: 'the held occurrence to end' });
+  expect(await job.getState()).toBe('failed');
+  expect(job.failedReason).toContain('cancelled by alice');
+  expect(job.attemptsMade).toBe(1);
+  expect(await runs()).toEqual([]);
+}, 30_000);
