@@ -14,7 +14,7 @@ import { catalog, fxOnTime, ON_TIME_RUNS } from './testing/on-time-fixtures.js';
 
 const JOBS_MODULE = fileURLToPath(new URL('../dist/testing/on-time-fixtures.js', import.meta.url));
 const PREFIX = 'tickwork';
-const HEAD_START_MS = 200;
+const HEAD_START_MS = 500;
 
 interface Run {
   jobId: string;
@@ -101,7 +101,7 @@ it('an occurrence cancelled while held for its time never runs', async () => {
   await start('worker');
   const meta: ScheduledRun = { schedule: 'held', nominal: Date.now() + MAX_HEAD_START_MS, catchUp: false };
   await queue().add(fxOnTime.name, {}, { jobId: 'held', [SCHEDULED_RUN_OPTION]: meta } as JobsOptions);
-  await waitFor(async () => (await queue().getJob('held'))?.processedOn !== undefined, { timeoutMs: 5000, what: 'the worker to take the occurrence' });
+  await waitFor(async () => (await queue().getJob('held'))?.processedOn !== undefined, { timeoutMs: 5000, intervalMs: 10, what: 'the worker to take the occurrence' });
   await requestCancel({ queues, queue: fxOnTime.queue, jobId: 'held', by: 'alice', reason: 'not today' });
   const job = await waitFor(async () => {
     const j = await queue().getJob('held');
