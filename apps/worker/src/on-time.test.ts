@@ -2,10 +2,10 @@
  * The head start of on-time occurrences, against real scheduler and worker processes: the scheduler adds an
  * occurrence SCHEDULE_HEAD_START_MS before its time, the worker takes it then and holds it until its time,
  * so its handler (and its start's record) is never early; a worker whose clock is behind holds one at most
- * MAX_HEAD_START_MS; a held occurrence can be cancelled and never runs.
+ * MAX_HEAD_START_MS; a held occurrence whose schedule is paused meanwhile, or which is cancelled, never runs.
  */
 import { fileURLToPath } from 'node:url';
-import { createLogger, createSchedules, MAX_HEAD_START_MS, QueueSet, readHistory, requestCancel, SCHEDULED_RUN_OPTION, type ScheduledRun } from '@tickwork/runtime';
+import { createLogger, createSchedules, MAX_HEAD_START_MS, QueueSet, readHistory, requestCancel, SCHEDULED_RUN_OPTION, scheduledRunOf, type ScheduledRun } from '@tickwork/runtime';
 import { appEntry, freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
 import type { JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -80,6 +80,29 @@ it('an occurrence is added and delivered its head start before its time, and its
     expect(Date.parse(history.get(run.jobId)?.startedAt ?? ''), run.jobId).toBeGreaterThanOrEqual(nominal);
     expect(history.get(run.jobId)?.outcome, run.jobId).toBe('completed');
   }
+}, 60_000);
+
+it('a schedule paused while its occurrence is held is not run: the hold comes before the start\'s gate', async () => {
+  await start('worker');
+  const schedules = createSchedules({ redis, queues, catalog });
+  await schedules.upsert('paused-while-held', { job: fxOnTime, every: { seconds: 1 }, tz: 'UTC' });
+  await start('scheduler', { SCHEDULE_HEAD_START_MS: String(HEAD_START_MS), SCHEDULE_TICK_MS: '100' });
+  // An occurrence the worker has taken ahead of its time, and holds.
+  const held = await waitFor(async () => {
+    for (const job of await queue().getActive()) {
+      const nominal = scheduledRunOf(job.opts)?.nominal;
+      if (nominal !== undefined && nominal > Date.now() + 300) return { jobId: String(job.id), nominal };
+    }
+    return undefined;
+  }, { timeoutMs: 15_000, intervalMs: 10, what: 'an occurrence held by the worker before its time' });
+  // Paused well into the hold (on the clock, not on work): long after what the worker does on taking it.
+  await waitFor(() => Date.now() >= held.nominal - 200, { timeoutMs: 5000, intervalMs: 5, what: 'the middle of the hold' });
+  expect(await schedules.pause('paused-while-held', 'maintenance')).toBe(true);
+  const record = await waitFor(async () => (await readHistory(redis, PREFIX, 'paused-while-held', 50)).find((h) => h.jobId === held.jobId && h.outcome), {
+    what: 'the held occurrence to end',
+  });
+  expect(record.outcome).toBe('skipped-paused');
+  expect((await runs()).map((r) => r.jobId)).not.toContain(held.jobId);
 }, 60_000);
 
 it('a worker whose clock is behind the scheduler holds an early occurrence at most MAX_HEAD_START_MS', async () => {

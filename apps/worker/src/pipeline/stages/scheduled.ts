@@ -55,8 +55,20 @@ export const onTime: Stage = (run, next) => {
   const nominal = run.delivery.scheduled?.nominal;
   const early = nominal === undefined ? 0 : nominal - Date.now();
   if (early <= 0) return next(run);
-  return new Promise<void>((resolve) => setTimeout(resolve, Math.min(early, MAX_HEAD_START_MS))).then(() => next(run));
+  return until(Date.now() + Math.min(early, MAX_HEAD_START_MS)).then(() => next(run));
 };
+
+/** Resolves once Date.now() reaches `at`: a timer may fire a millisecond before its time by that clock. */
+function until(at: number): Promise<void> {
+  return new Promise((resolve) => {
+    const check = (): void => {
+      const left = at - Date.now();
+      if (left <= 0) resolve();
+      else setTimeout(check, left);
+    };
+    check();
+  });
+}
 
 /**
  * scheduleGate: the start's history write also checks the schedule (same script): a run enqueued before its
