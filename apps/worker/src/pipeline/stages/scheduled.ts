@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { DEFAULT_OVERLAP_POLICY, MAX_HEAD_START_MS } from '@tickwork/runtime';
 import { judgeLateOccurrence } from '../../late-occurrence.js';
 import type { MissedRunResult } from '../../processor.js';
@@ -53,21 +54,14 @@ export const overlapPolicy: Stage = (run, next) => {
  */
 export const onTime: Stage = (run, next) => {
   const nominal = run.delivery.scheduled?.nominal;
-  const early = nominal === undefined ? 0 : nominal - Date.now();
-  if (early <= 0) return next(run);
-  return until(Date.now() + Math.min(early, MAX_HEAD_START_MS)).then(() => next(run));
+  const now = Date.now();
+  if (nominal === undefined || nominal <= now) return next(run);
+  return until(Math.min(nominal, now + MAX_HEAD_START_MS)).then(() => next(run));
 };
 
 /** Resolves once Date.now() reaches `at`: a timer may fire a millisecond before its time by that clock. */
-function until(at: number): Promise<void> {
-  return new Promise((resolve) => {
-    const check = (): void => {
-      const left = at - Date.now();
-      if (left <= 0) resolve();
-      else setTimeout(check, left);
-    };
-    check();
-  });
+async function until(at: number): Promise<void> {
+  for (let left = at - Date.now(); left > 0; left = at - Date.now()) await sleep(left);
 }
 
 /**
