@@ -17,6 +17,13 @@ async function nextWaiting(prefix: string): Promise<string | null> {
   return t.redis.lindex(`${prefix}:q:wait`, -1);
 }
 
+/** The job a worker takes next, and its occurrence option. */
+async function headOfQueue(prefix: string, queues: QueueSet) {
+  const next = await nextWaiting(prefix);
+  const job = next === null ? undefined : await queues.get('q').getJob(next);
+  return { job, run: job && scheduledRunOf(job.opts) };
+}
+
 async function backlog(queues: QueueSet, n: number): Promise<void> {
   await queues.get('q').addBulk(Array.from({ length: n }, (_, i) => ({ name: 'minutely', data: {}, opts: { jobId: `backlog-${i}` } })));
 }
@@ -31,9 +38,7 @@ describe.each(KINDS)('%s schedules', (kind) => {
     const tickAt = Date.now();
     const result = await s.dispatcher().tick(tickAt);
     expect(result.enqueued).toBeGreaterThanOrEqual(1);
-    const next = await nextWaiting(s.prefix);
-    const job = next === null ? undefined : await s.queues.get('q').getJob(next);
-    const run = job && scheduledRunOf(job.opts);
+    const { job, run } = await headOfQueue(s.prefix, s.queues);
     expect(run?.schedule).toBe(s.id);
     expect(run?.catchUp).toBe(false);
     // Added at its nominal time (the tick waited for it), not ahead of it through the delayed set.
@@ -63,9 +68,7 @@ describe.each(KINDS)('%s schedules', (kind) => {
     );
     const result = await s.dispatcher().tick(tickAt);
     expect(result.enqueued).toBe(1);
-    const next = await nextWaiting(s.prefix);
-    const job = next === null ? undefined : await s.queues.get('q').getJob(next);
-    const run = job && scheduledRunOf(job.opts);
+    const { job, run } = await headOfQueue(s.prefix, s.queues);
     expect(run?.schedule).toBe(s.id);
     expect(run?.nominal).toBe(due);
     expect(job?.opts.delay ?? 0).toBe(0);
