@@ -7,5 +7,6 @@ export * from './kubernetes.js';
 export * from './postgres-server.js';
 export * from './dlq-fill.js';
 export * from './redis-cluster.js';
+export * from './redis-monitor.js';
 export * from './test-redis.js';
 export * from './cluster-queues.js';

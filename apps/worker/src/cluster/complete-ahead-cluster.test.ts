@@ -6,7 +6,7 @@
  * with MONITOR.
  */
 import { createExactlyOnce, createRedis, jobRecordKey, RedisStepSlotError, runExactlyOnce, type RedisClient, type RunRecordPlace } from '@tickwork/runtime';
-import { startRedisCluster, waitFor, type RedisClusterHandle } from '@tickwork/testkit';
+import { monitorRedis, startRedisCluster, waitFor, type RedisClusterHandle } from '@tickwork/testkit';
 import { Queue, Worker } from 'bullmq';
 import { pino } from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -40,11 +40,9 @@ it.each([
   const monitors = await Promise.all(
     QUEUES.map(async (q) => {
       const master = await cluster.masterOf(`{${q}}`);
-      const monitor = await master.client().monitor();
       const list: Seen[] = [];
       seen.set(q, list);
-      monitor.on('monitor', (_time: string, args: string[], source: string) => list.push({ args, source }));
-      return monitor;
+      return monitorRedis(master, ({ args, source }) => list.push({ args, source }));
     }),
   );
   const eo = createExactlyOnce(ledgerRedis, { prefix });
@@ -86,7 +84,7 @@ it.each([
   await waitFor(async () => done === 40, { timeoutMs: 20_000, what: 'all 40 jobs completed' });
   await Promise.all(workers.map((w) => w.close()));
   await Promise.all(queues.map((q) => q.close()));
-  for (const m of monitors) m.disconnect();
+  for (const m of monitors) m.stop();
   connection.disconnect();
   producer.disconnect();
 

@@ -5,7 +5,7 @@
  * completion BullMQ never acknowledges is written anyway.
  */
 import { completionWriter, CompletionWriter, createCatalog, createExactlyOnce, defineJob, duplicatesRanUnclaimed, foldAcks, jobRecordKey, type ExactlyOnce } from '@tickwork/runtime';
-import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
+import { monitorRedis, startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
@@ -124,15 +124,14 @@ async function drain(count: number, concurrency = 1, errors: Error[] = []): Prom
  */
 async function drainWatched(name: string, count: number, opts: { dataOf?: (i: number) => object; concurrency?: number; completing?: number; errors?: Error[] } = {}) {
   const seen: string[][] = [];
-  const monitor = await server.client().monitor();
-  monitor.on('monitor', (_t: string, args: string[], source: string) => source !== 'lua' && seen.push(args));
+  const monitor = await monitorRedis(server, ({ args, source }) => source !== 'lua' && seen.push(args));
   const queue = new Queue('af', { connection: server.client(), prefix: 'tw' });
   try {
     const jobs = await queue.addBulk(Array.from({ length: count }, (_, i) => ({ name, data: opts.dataOf?.(i) ?? { i } })));
     await drain(opts.completing ?? jobs.length, opts.concurrency, opts.errors);
     return { jobs, scripts: seen.filter((a) => /^eval(sha)?$/i.test(a[0] ?? '')) };
   } finally {
-    monitor.disconnect();
+    monitor.stop();
     await queue.close();
   }
 }
@@ -164,8 +163,7 @@ describe('a result recorded in its job\'s hash', () => {
 
   it('of a run never claimed is written, when its acknowledgement goes alone, by BullMQ\'s own script with the job\'s fields', async () => {
     const lua: string[][] = [];
-    const monitor = await server.client().monitor();
-    monitor.on('monitor', (_t: string, args: string[], source: string) => source === 'lua' && lua.push(args));
+    const monitor = await monitorRedis(server, ({ args, source }) => source === 'lua' && lua.push(args));
     const queue = new Queue('af', { connection: server.client(), prefix: 'tw' });
     try {
       const jobs = await queue.addBulk(Array.from({ length: 10 }, (_, i) => ({ name: 'af.noop', data: { i } })));
@@ -184,7 +182,7 @@ describe('a result recorded in its job\'s hash', () => {
       // As in the test above, the first job's completion may be written ahead on a loaded machine.
       expect(rode).toBeGreaterThanOrEqual(jobs.length - 1);
     } finally {
-      monitor.disconnect();
+      monitor.stop();
       await queue.close();
     }
   });
@@ -273,8 +271,7 @@ describe('a result recorded in its job\'s hash', () => {
     gatherAgain();
     const lua: string[][] = [];
     const calls: string[][] = [];
-    const monitor = await server.client().monitor();
-    monitor.on('monitor', (_t: string, args: string[], source: string) => (source === 'lua' ? lua : calls).push(args));
+    const monitor = await monitorRedis(server, ({ args, source }) => (source === 'lua' ? lua : calls).push(args));
     const queue = new Queue('af', { connection: server.client(), prefix: 'tw' });
     try {
       const jobs = await queue.addBulk(Array.from({ length: TOGETHER }, (_, i) => ({ name: 'af.together', data: { i, bad: false } })));
@@ -300,7 +297,7 @@ describe('a result recorded in its job\'s hash', () => {
       }
       await waitFor(async () => (await unclaimed('af.together')) === before + 1, { timeoutMs: 5_000, what: 'the refused completion counted' });
     } finally {
-      monitor.disconnect();
+      monitor.stop();
       await queue.close();
     }
   });
@@ -308,8 +305,7 @@ describe('a result recorded in its job\'s hash', () => {
   it('of a run claimed once rides in its acknowledgement too, its steps deleted; one claimed twice goes again and is recorded', async () => {
     gatherAgain();
     const lua: string[][] = [];
-    const monitor = await server.client().monitor();
-    monitor.on('monitor', (_t: string, args: string[], source: string) => source === 'lua' && lua.push(args));
+    const monitor = await monitorRedis(server, ({ args, source }) => source === 'lua' && lua.push(args));
     const queue = new Queue('af', { connection: server.client(), prefix: 'tw' });
     try {
       const jobs = await queue.addBulk(Array.from({ length: TOGETHER }, (_, i) => ({ name: 'af.step-together', data: { i } })));
@@ -331,7 +327,7 @@ describe('a result recorded in its job\'s hash', () => {
       expect((await redis.hget(retriedKey, 'tw')) ?? '').toMatch(/^d\|[^|]+\|\d+\|2\|.*"second"/);
       expect(await redis.exists(eo.ledger.stepsKeyOf(`af.step-retried#${retried.id}`))).toBe(0);
     } finally {
-      monitor.disconnect();
+      monitor.stop();
       await queue.close();
     }
   });

@@ -4,7 +4,7 @@
  * safe: Redis sees the record before the acknowledgement, on one connection; a refused record (the lease
  * was lost) is logged and counted; a record resent after a reconnect is accepted.
  */
-import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
+import { monitorRedis, startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import {
   CompletionWriter,
   IdempotencyLedger,
@@ -49,8 +49,7 @@ const PLACES = [
 describe('results written ahead of the acknowledgement', () => {
   it.each(PLACES)("reach Redis before BullMQ's moveToFinished of the same job, on the same connection (record in $place)", async ({ queueName, customIds }) => {
     const seen: Seen[] = [];
-    const monitor = await server.client().monitor();
-    monitor.on('monitor', (_time: string, args: string[], source: string) => seen.push({ args, source }));
+    const monitor = await monitorRedis(server, ({ args, source }) => seen.push({ args, source }));
 
     const eo = createExactlyOnce(redis, { prefix: 'tw' });
     const queue = new Queue(queueName, { connection: server.client(), prefix: 'tw' });
@@ -80,7 +79,7 @@ describe('results written ahead of the acknowledgement', () => {
     await waitFor(async () => done === ids.length, { timeoutMs: 10_000, what: 'all jobs completed' });
     await worker.close();
     await queue.close();
-    monitor.disconnect();
+    monitor.stop();
 
     // Scripts sent by clients (MONITOR also lists the commands scripts run, from source "lua").
     const scripts = seen.filter((c) => c.source !== 'lua' && /^eval(sha)?$/i.test(c.args[0] ?? ''));

@@ -17,7 +17,7 @@ import {
   type ExactlyOnce,
   type RunExactlyOnceOptions,
 } from '@tickwork/runtime';
-import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
+import { monitorRedis, startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import { Queue, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
@@ -164,15 +164,14 @@ describe('a lazily claimed run on a sole delivery', () => {
   /** Runs `body` watching Redis with MONITOR; returns the commands clients sent (not those scripts ran). */
   async function watched<T>(body: () => Promise<T>): Promise<{ value: T; commands: string[][] }> {
     const commands: string[][] = [];
-    const monitor = await server.client().monitor();
-    monitor.on('monitor', (_t: string, args: string[], source: string) => source !== 'lua' && commands.push(args));
+    const monitor = await monitorRedis(server, ({ args, source }) => source !== 'lua' && commands.push(args));
     try {
       const value = await body();
       await redis.ping(); // MONITOR lines arrive in order: this one's shows the run's have all arrived
       await waitFor(async () => commands.some((c) => c[0]?.toLowerCase() === 'ping'), { timeoutMs: 5_000, what: 'the last MONITOR line' });
       return { value, commands };
     } finally {
-      monitor.disconnect();
+      monitor.stop();
     }
   }
 

@@ -7,7 +7,7 @@
  * once its lock's first half has passed or its process's liveness is in doubt.
  */
 import { createCatalog, createExactlyOnce, defineJob, JOB_RECORD_FIELD, jobRecordKey, type ExactlyOnce } from '@tickwork/runtime';
-import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
+import { monitorRedis, startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import { Queue, type Job, type Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
@@ -63,13 +63,12 @@ async function drain(count: number, soleDelivery = soleDeliveryCheck({ lockDurat
 describe('a sole delivery', () => {
   it("runs its step before any ledger write, and its claim, record and result ride in the job's acknowledgement", async () => {
     const seen: string[][] = [];
-    const monitor = await server.client().monitor();
-    monitor.on('monitor', (_t: string, args: string[], source: string) => source !== 'lua' && seen.push(args));
+    const monitor = await monitorRedis(server, ({ args, source }) => source !== 'lua' && seen.push(args));
     const jobs = await queue.addBulk(Array.from({ length: 10 }, () => ({ name: 'sd.charge', data: {} })));
     try {
       await drain(jobs.length);
     } finally {
-      monitor.disconnect();
+      monitor.stop();
     }
     for (const job of jobs) {
       const id = String(job.id);
@@ -86,8 +85,7 @@ describe('a sole delivery', () => {
 
   it("records a run without steps in BullMQ's own acknowledgement script, with no check before it; a delivery not judged sole checks first", async () => {
     const seen: { args: string[]; lua: boolean }[] = [];
-    const monitor = await server.client().monitor();
-    monitor.on('monitor', (_t: string, args: string[], source: string) => seen.push({ args, lua: source === 'lua' }));
+    const monitor = await monitorRedis(server, ({ args, source }) => seen.push({ args, lua: source === 'lua' }));
     const add = () => queue.addBulk(Array.from({ length: 5 }, () => ({ name: 'sd.noop', data: {} })));
     let sole: Job[] = [];
     let notSole: Job[] = [];
@@ -99,7 +97,7 @@ describe('a sole delivery', () => {
       await redis.ping(); // MONITOR lines arrive in order: this one's shows the drains' have all arrived
       await waitFor(async () => seen.some((c) => !c.lua && c.args[0]?.toLowerCase() === 'ping'), { timeoutMs: 5_000, what: 'the last MONITOR line' });
     } finally {
-      monitor.disconnect();
+      monitor.stop();
     }
     for (const [jobs, checks] of [[sole, false], [notSole, true]] as const) {
       let rode = 0;
