@@ -1,5 +1,6 @@
 import {
   createAlerter,
+  createHeadStart,
   createLogger,
   exitOnStartupError,
   openAppContext,
@@ -29,6 +30,10 @@ async function main(): Promise<void> {
   }
 
   const reconcile = () => reconcileSchedules({ catalog, queues, redis, log, speedupMs: env.SCHEDULE_SPEEDUP });
+  // The head start only while every registered worker holds early occurrences (head-start.ts).
+  const headStart = createHeadStart({ redis, prefix: env.QUEUE_PREFIX, configuredMs: env.SCHEDULE_HEAD_START_MS, log });
+  await headStart.refresh();
+  headStart.start();
   const ticker = createTicker({
     queues,
     redis,
@@ -36,7 +41,7 @@ async function main(): Promise<void> {
     log,
     graceMs: env.SCHEDULE_GRACE_MS,
     lookaheadMs: env.SCHEDULE_LOOKAHEAD_MS,
-    headStartMs: env.SCHEDULE_HEAD_START_MS,
+    headStartMs: headStart.current,
     leaseMs: env.SCHEDULE_LEASE_MS,
   });
   // The first tick right at start is the catch-up pass: overdue entries are the lowest due scores.
@@ -119,6 +124,7 @@ async function main(): Promise<void> {
     clearInterval(reconcileTimer);
     clearInterval(watchdogTimer);
     clearInterval(capacityTimer);
+    headStart.stop();
     await ticking;
     await ticker.idle(); // occurrences held for their exact time (at most SCHEDULE_LOOKAHEAD_MS)
     await watching;

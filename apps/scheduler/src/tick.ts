@@ -19,8 +19,8 @@ export interface TickDeps {
   log: Logger;
   graceMs: number;
   lookaheadMs: number;
-  /** SCHEDULE_HEAD_START_MS: how long before its time an on-time occurrence is added. */
-  headStartMs?: number | undefined;
+  /** How long before its time an on-time occurrence is added: SCHEDULE_HEAD_START_MS, while the workers allow it (head-start.ts). */
+  headStartMs?: number | (() => number) | undefined;
   leaseMs?: number | undefined;
 }
 

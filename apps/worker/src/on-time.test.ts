@@ -3,9 +3,11 @@
  * occurrence SCHEDULE_HEAD_START_MS before its time, the worker takes it then and holds it until its time,
  * so its handler (and its start's record) is never early; a worker whose clock is behind holds one at most
  * MAX_HEAD_START_MS; a held occurrence whose schedule is paused meanwhile, or which is cancelled, never runs.
+ * While a worker process of an earlier tickwork (one that does not hold early occurrences) is registered,
+ * the scheduler adds occurrences at their time.
  */
 import { fileURLToPath } from 'node:url';
-import { createLogger, createSchedules, MAX_HEAD_START_MS, QueueSet, readHistory, requestCancel, SCHEDULED_RUN_OPTION, scheduledRunOf, type ScheduledRun } from '@tickwork/runtime';
+import { createLogger, createSchedules, MAX_HEAD_START_MS, QueueSet, readHistory, requestCancel, SCHEDULED_RUN_OPTION, scheduledRunOf, WorkerRegistry, type ScheduledRun } from '@tickwork/runtime';
 import { appEntry, freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
 import type { JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -135,3 +137,29 @@ it('an occurrence cancelled while held for its time never runs', async () => {
   expect(job.attemptsMade).toBe(1);
   expect(await runs()).toEqual([]);
 }, 30_000);
+
+it('while a worker of an earlier tickwork is registered, occurrences are added at their time; once it leaves, ahead again', async () => {
+  await start('worker');
+  // What a worker process of an earlier tickwork registers: itself, without saying it holds early occurrences.
+  const earlier = new WorkerRegistry(redis, { prefix: PREFIX, heartbeatMs: 1000, deadAfterMs: 3000, forgetAfterMs: 60_000, log: createLogger('test', 'silent') });
+  await earlier.start();
+  try {
+    await createSchedules({ redis, queues, catalog }).upsert('mixed', { job: fxOnTime, every: { seconds: 1 }, tz: 'UTC' });
+    const scheduler = await start('scheduler', { SCHEDULE_HEAD_START_MS: String(HEAD_START_MS), SCHEDULE_TICK_MS: '100' });
+    const warned = await scheduler.waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('worker processes that do not hold early occurrences'), 'the warning', 5000);
+    expect(warned.processes).toEqual([earlier.tag]);
+    const addedAt = async (from: number, count: number) =>
+      waitFor(async () => {
+        const ran = (await runs()).filter((r) => (r.nominal ?? 0) >= from);
+        return ran.length >= count ? Promise.all(ran.map(async (r) => ({ nominal: r.nominal as number, added: (await queue().getJob(r.jobId))?.timestamp ?? NaN }))) : undefined;
+      }, { timeoutMs: 20_000, what: `${count} runs from ${new Date(from).toISOString()}` });
+    // At their time (the lane's timer may fire a millisecond or two early), not their head start ahead.
+    for (const r of await addedAt(Date.now() + 1000, 3)) expect(r.added).toBeGreaterThanOrEqual(r.nominal - 5);
+
+    await earlier.stop(true); // it stops cleanly, as an upgraded deployment's last earlier worker does
+    await scheduler.waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('on-time occurrences are added their head start ahead'), 'the head start back', 15_000);
+    for (const r of await addedAt(Date.now() + 1000, 2)) expect(r.added).toBeLessThan(r.nominal - HEAD_START_MS / 2);
+  } finally {
+    await earlier.stop(true);
+  }
+}, 60_000);

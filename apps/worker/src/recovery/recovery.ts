@@ -56,6 +56,8 @@ export function createRecovery(opts: RecoveryOptions): Recovery {
     forgetAfterMs: opts.leaseMs + deadAfterMs,
     log: opts.log,
     outage: opts.outage,
+    // The scheduled pipeline's onTime stage holds an early occurrence until its time (pipeline/stages/scheduled.ts).
+    holdsEarlyOccurrences: true,
   });
   const byQueue = new Map<string, Worker>();
   const lost = new Map<string, LostDeliveryCheck>();

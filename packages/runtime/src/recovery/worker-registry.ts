@@ -13,7 +13,9 @@ import type { Logger } from '../logger.js';
  *   (`<tag>.<random>`, ledger.ts newOwner), so a delivery that finds a run held can ask whether the holder
  *   is alive (isDead) instead of waiting out the lease;
  * - `w:<BullMQ worker id>:<queue>`: one BullMQ Worker. Its id prefixes every lock token it writes
- *   (`<id>:<n>`), so a reaper can find the jobs a dead Worker held (apps/worker recovery/reaper.ts).
+ *   (`<id>:<n>`), so a reaper can find the jobs a dead Worker held (apps/worker recovery/reaper.ts);
+ * - `h:<tag>`: the process `p:<tag>` holds an occurrence added ahead of its time until its time (the
+ *   worker's onTime stage), so the scheduler may add occurrences ahead (schedules/head-start.ts).
  *
  * Every process beats all its members in one script call every `heartbeatMs`; the same call returns the
  * members silent for `deadAfterMs` or more (usually none) and drops members silent for `forgetAfterMs`.
@@ -23,6 +25,10 @@ import type { Logger } from '../logger.js';
 export function workersKey(prefix: string): string {
   return `${prefix}:meta:workers`;
 }
+
+/** The members naming a worker process and saying that it holds early occurrences (see above). */
+export const PROCESS_MEMBER = 'p:';
+export const HOLDS_EARLY_MEMBER = 'h:';
 
 /** A short random tag naming this process in owner tokens: 8 characters, never `.` nor `|`. */
 export function newProcessTag(): string {
@@ -55,6 +61,8 @@ export interface WorkerRegistryOptions {
   log: Logger;
   /** The process's outage log: while Redis is known to be down, a failed beat is its to report, not ours. */
   outage?: { readonly down: boolean } | undefined;
+  /** The process holds occurrences added ahead of their time until their time (registers `h:<tag>`). */
+  holdsEarlyOccurrences?: boolean;
 }
 
 /** KEYS[1] registry. ARGV: deadAfterMs, forgetAfterMs, members... Replies {now, dead member, its score, ...}. */
@@ -101,7 +109,7 @@ export class WorkerRegistry implements OwnerLiveness {
       throw new TickworkError(`dead-after ${opts.deadAfterMs} ms must be at least 3 heartbeats (${3 * opts.heartbeatMs} ms): a late beat must not look like a death`);
     }
     this.key = workersKey(opts.prefix);
-    this.members = [`p:${this.tag}`];
+    this.members = [PROCESS_MEMBER + this.tag, ...(opts.holdsEarlyOccurrences ? [HOLDS_EARLY_MEMBER + this.tag] : [])];
   }
 
   /** Registers a BullMQ Worker (before start, or at any time: the next beat carries it). */

@@ -25,10 +25,11 @@ export interface DispatcherOptions {
   /** Occurrences due within this are claimed ahead and added at their exact time, less the head start (fire-lane.ts). */
   lookaheadMs: number;
   /**
-   * How long before its time an on-time occurrence is added (fire-lane.ts; at most MAX_HEAD_START_MS).
-   * Default 0: added at its exact time. The scheduler's SCHEDULE_HEAD_START_MS.
+   * How long before its time an on-time occurrence is added (fire-lane.ts; at most MAX_HEAD_START_MS), or
+   * a function read at each claim round (the scheduler's HeadStart: SCHEDULE_HEAD_START_MS while every
+   * worker holds early occurrences, head-start.ts). Default 0: added at its exact time.
    */
-  headStartMs?: number;
+  headStartMs?: number | (() => number);
   /** How long a claim is held before another replica may take it over (this one died mid-way). */
   leaseMs?: number;
   /** Entries claimed per shard per round. */
@@ -94,7 +95,8 @@ export function createDispatcher(opts: DispatcherOptions) {
   const batch = opts.batch ?? DEFAULT_CLAIM_BATCH;
   const maxRounds = opts.maxRounds ?? 8;
   const stuckShardMs = opts.stuckShardMs ?? DEFAULT_STUCK_SHARD_MS;
-  const headStartMs = Math.min(Math.max(opts.headStartMs ?? 0, 0), MAX_HEAD_START_MS);
+  const headStart = opts.headStartMs ?? 0;
+  const headStartNow = (): number => Math.min(Math.max(typeof headStart === 'function' ? headStart() : headStart, 0), MAX_HEAD_START_MS);
   const replica = randomBytes(4).toString('hex');
   let seq = 0;
 
@@ -139,12 +141,12 @@ export function createDispatcher(opts: DispatcherOptions) {
       }
     });
     if (claimed.length === 0) return false;
-    await lane.fire(claimed, now, startedAt, token, result);
+    await lane.fire(claimed, now, startedAt, token, result, headStartNow());
     return full;
   }
 
   /** Adds a group's runs, then commits its claims (only where this round's lease still holds). */
-  async function fire(group: readonly Claimed[], token: string): Promise<number> {
+  async function fire(group: readonly Claimed[], token: string, headStartMs: number): Promise<number> {
     await addOccurrenceJobs(queues, catalog, group.flatMap((c) => c.runs), Date.now(), headStartMs);
     const byShard = new Map<number, Commit[]>();
     for (const c of group) {
@@ -156,7 +158,7 @@ export function createDispatcher(opts: DispatcherOptions) {
     for (const n of await runScriptMany(redis, COMMIT, [...byShard].map(([shard, list]) => commitCall(shard, token, list)))) committed += Number(n);
     return committed;
   }
-  const lane = createFireLane({ fire, log, waitHeld: opts.waitHeld ?? true, maxHoldMs: leaseMs / 2, headStartMs });
+  const lane = createFireLane({ fire, log, waitHeld: opts.waitHeld ?? true, maxHoldMs: leaseMs / 2 });
 
   function plan(id: string, nominal: number, raw: string, now: number, runs: OccurrenceJob[], result: DispatchResult): Commit {
     const def = parseDef(raw);

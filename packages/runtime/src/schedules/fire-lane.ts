@@ -38,7 +38,8 @@ export const DEFAULT_HEAD_START_MS = 50;
  * little late, still within the grace period). The look-ahead must stay well below the claim lease.
  */
 export function createFireLane(opts: {
-  fire: (group: readonly Claimed[], token: string) => Promise<number>;
+  /** Adds a group's runs with the head start it was held for, then commits its claims. */
+  fire: (group: readonly Claimed[], token: string, headStartMs: number) => Promise<number>;
   log: Logger;
   /** Whether `fire` resolves only once the held groups are added (tests) or at once (the scheduler's loop). */
   waitHeld: boolean;
@@ -47,16 +48,14 @@ export function createFireLane(opts: {
    * held near its lease (a look-ahead longer than half the lease, as some tests use to plan a day ahead).
    */
   maxHoldMs: number;
-  /** How long before its time an on-time occurrence is added (at most MAX_HEAD_START_MS). */
-  headStartMs: number;
 }) {
   const pending = new Set<Promise<void>>();
 
-  function hold(at: number, delayMs: number, group: Claimed[], token: string, result: DispatchResult): Promise<void> {
+  function hold(at: number, delayMs: number, group: Claimed[], token: string, headStartMs: number, result: DispatchResult): Promise<void> {
     const done = new Promise<void>((resolve) => {
       setTimeout(() => {
         opts
-          .fire(group, token)
+          .fire(group, token, headStartMs)
           .then((n) => {
             result.committed += n;
           })
@@ -77,13 +76,14 @@ export function createFireLane(opts: {
      * Adds and commits what is due now, holds the rest until its time. `now` is the tick's clock (the one
      * the plan was made with) and `startedAt` the wall clock when the tick began: the hold is measured from
      * `now`, less all the tick has taken since (its claim round trips too, which once made every held run
-     * a few ms late).
+     * a few ms late). `headStartMs`: how long before its time an on-time occurrence is added (at most
+     * MAX_HEAD_START_MS); a held group is added with the head start it was held for.
      */
-    async fire(claimed: readonly Claimed[], now: number, startedAt: number, token: string, result: DispatchResult): Promise<void> {
+    async fire(claimed: readonly Claimed[], now: number, startedAt: number, token: string, result: DispatchResult, headStartMs: number): Promise<void> {
       const ready: Claimed[] = [];
       const held = new Map<number, Claimed[]>();
       for (const c of claimed) {
-        const at = c.runs.reduce((latest, r) => (r.catchUp ? latest : Math.max(latest, r.nominal - opts.headStartMs)), now);
+        const at = c.runs.reduce((latest, r) => (r.catchUp ? latest : Math.max(latest, r.nominal - headStartMs)), now);
         if (at - now <= FIRE_NOW_MS || at - now > opts.maxHoldMs) ready.push(c);
         else {
           let group = held.get(at);
@@ -91,10 +91,10 @@ export function createFireLane(opts: {
           group.push(c);
         }
       }
-      if (ready.length > 0) result.committed += await opts.fire(ready, token);
+      if (ready.length > 0) result.committed += await opts.fire(ready, token, headStartMs);
       const waits: Promise<void>[] = [];
       for (const [at, group] of held) {
-        waits.push(hold(at, Math.max(0, at - now - (Date.now() - startedAt)), group, token, result));
+        waits.push(hold(at, Math.max(0, at - now - (Date.now() - startedAt)), group, token, headStartMs, result));
       }
       if (opts.waitHeld) await Promise.all(waits);
     },

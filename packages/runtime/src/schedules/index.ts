@@ -10,3 +10,4 @@ export { CLAIM, COMMIT, SET_DEF, DELETE_DEF, START_RUN, MERGE_RECORD } from './l
 export { readState, ensureShards, type ScheduleState as StoredScheduleState } from './store-keys.js';
 export { createCatalogSource, catalogCore, type CatalogPutResult } from './catalog-source.js';
 export { DEFAULT_HEAD_START_MS, MAX_HEAD_START_MS } from './fire-lane.js';
+export { createHeadStart, HEAD_START_CHECK_MS, type HeadStart } from './head-start.js';
