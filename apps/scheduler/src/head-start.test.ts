@@ -3,7 +3,7 @@
  * worker process holds early occurrences (or none is registered), none while a process of an earlier
  * tickwork (registered without `h:`) is; a read that fails keeps the last answer.
  */
-import { createHeadStart, createLogger, WorkerRegistry, workersKey } from '@tickwork/runtime';
+import { createHeadStart, createLogger, headStartGauge, WorkerRegistry, workersKey } from '@tickwork/runtime';
 import { afterEach, expect, it } from 'vitest';
 import { useRedisPerFile } from './testing/redis-per-file.js';
 
@@ -11,6 +11,8 @@ const t = useRedisPerFile();
 const log = createLogger('test', 'silent');
 const PREFIX = 'hs';
 const registries: WorkerRegistry[] = [];
+/** What /metrics says (tickwork_schedule_head_start_seconds). */
+const gauge = async () => (await headStartGauge.get()).values[0]?.value;
 afterEach(async () => {
   await Promise.all(registries.splice(0).map((r) => r.stop(true)));
   await t.redis.flushall();
@@ -41,9 +43,11 @@ it('is none while a worker process of an earlier tickwork is registered, and com
   const hs = createHeadStart({ redis: t.redis, prefix: PREFIX, configuredMs: 50, log });
   await hs.refresh();
   expect(hs.current()).toBe(0);
+  expect(await gauge()).toBe(0);
   await earlier.stop(true);
   await hs.refresh();
   expect(hs.current()).toBe(50);
+  expect(await gauge()).toBe(0.05);
 });
 
 it('keeps the last answer when the registry cannot be read', async () => {

@@ -53,3 +53,9 @@ export const dueLagGauge = new Gauge({
   help: 'now minus the oldest due score (0 when nothing is overdue): how far behind the dispatchers are',
   registers: [metricsRegistry],
 });
+
+export const headStartGauge = new Gauge({
+  name: 'tickwork_schedule_head_start_seconds',
+  help: 'How long before its time this scheduler adds an on-time occurrence: SCHEDULE_HEAD_START_MS, or 0 while a worker that does not hold early occurrences is registered',
+  registers: [metricsRegistry],
+});

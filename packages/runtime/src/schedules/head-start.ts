@@ -1,6 +1,7 @@
 import type { RedisClient } from '../connection.js';
 import type { Logger } from '../logger.js';
 import { HOLDS_EARLY_MEMBER, PROCESS_MEMBER, workersKey } from '../recovery/worker-registry.js';
+import { headStartGauge } from '../schedule/health-metrics.js';
 
 /** How often the scheduler reads the worker registry to see whether every worker holds early occurrences. */
 export const HEAD_START_CHECK_MS = 5_000;
@@ -52,6 +53,7 @@ export function createHeadStart(opts: { redis: RedisClient; prefix: string; conf
     const now = lacking.length === 0;
     if (now === allowed) return;
     allowed = now;
+    headStartGauge.set(allowed ? opts.configuredMs / 1000 : 0);
     if (allowed) opts.log.info({ headStartMs: opts.configuredMs }, 'on-time occurrences are added their head start ahead of their time: every registered worker holds them until then');
     else
       opts.log.warn(
