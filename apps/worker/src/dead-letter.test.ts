@@ -460,7 +460,11 @@ describe('alerts', () => {
       expect(d.entry.originalJobId).toBe(occurrenceJobId('t.nightly', new Date(d.entry.nominalTime ?? '')));
       expect(d.dlqJobId).not.toContain(':');
     }
-    await waitFor(() => hookBodies.filter((b) => b.type === 'dead_letter' && b.queue === EQ).length >= 5, { what: 'per-run webhooks' });
+    // A run's escalation is decided after its dead-letter alert and two round trips (the count's INCR and
+    // PEXPIRE), so later runs' webhooks can come first: wait for every run's webhook and every run counted.
+    const counter = 'tw:meta:consecutive-failures:dlqt-sched:t.nightly';
+    await waitFor(() => hookBodies.filter((b) => b.type === 'dead_letter' && b.queue === EQ).length >= 5 && hookBodies.some((b) => b.type === 'escalation'), { what: 'per-run webhooks and the escalation' });
+    await waitFor(async () => Number(await redis.get(counter)) >= 5, { what: 'every run counted' });
     const escalations = hookBodies.filter((b) => b.type === 'escalation');
     expect(escalations).toHaveLength(1);
     expect(escalations[0]).toMatchObject({ scheduleId: 't.nightly', consecutiveFailures: 3, lastReason: 'nightly export: bucket missing' });
@@ -473,7 +477,6 @@ describe('alerts', () => {
     await completed(EQ, o?.newJobId ?? '');
     const run = (await runs()).find((r) => r.jobId === o?.newJobId);
     expect(run).toEqual({ jobId: o?.newJobId, key: target.entry.idempotencyKey, nominal: target.entry.nominalTime });
-    const counter = 'tw:meta:consecutive-failures:dlqt-sched:t.nightly';
     expect(Number(await redis.get(counter))).toBeGreaterThanOrEqual(5);
     await occurrence(5);
     await waitFor(async () => (await redis.exists(counter)) === 0, { what: 'count reset by a successful run' });
