@@ -167,7 +167,7 @@ export class WorkerRegistry implements OwnerLiveness {
     const tag = ownerTagOf(owner);
     if (!tag || tag === this.tag || !this.seesContinuously()) return false;
     this.sent.checks++;
-    const silentMs = await runScript(this.redis, SILENCE_SCRIPT, [this.key], [`p:${tag}`]);
+    const silentMs = await runScript(this.redis, SILENCE_SCRIPT, [this.key], [PROCESS_MEMBER + tag]);
     // Not registered (-1): never was, or forgotten after its leases ran out; the lease decides then.
     return typeof silentMs === 'number' && silentMs >= this.opts.deadAfterMs;
   }

@@ -48,8 +48,9 @@ export function createHeadStart(opts: { redis: RedisClient; prefix: string; conf
       return;
     }
     failing = false;
-    const holders = new Set(members.filter((m) => m.startsWith(HOLDS_EARLY_MEMBER)).map((m) => m.slice(HOLDS_EARLY_MEMBER.length)));
-    const lacking = members.filter((m) => m.startsWith(PROCESS_MEMBER) && !holders.has(m.slice(PROCESS_MEMBER.length))).map((m) => m.slice(PROCESS_MEMBER.length));
+    const tagsOf = (kind: string) => members.filter((m) => m.startsWith(kind)).map((m) => m.slice(kind.length));
+    const holders = new Set(tagsOf(HOLDS_EARLY_MEMBER));
+    const lacking = tagsOf(PROCESS_MEMBER).filter((tag) => !holders.has(tag));
     const now = lacking.length === 0;
     if (now === allowed) return;
     allowed = now;
