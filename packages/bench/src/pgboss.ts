@@ -6,11 +6,12 @@
  * a worker waits out `pollingIntervalSeconds` (0.5 s at least) between fetches even when jobs are waiting,
  * so its throughput comes from fetching in batches (`batchSize`, the handler gets the whole batch and
  * pg-boss completes it in one statement) and from several workers (`work()` called once per worker).
- * BENCH_PGBOSS_WORKERS (default 5) and BENCH_PGBOSS_BATCH (default 2000) set them: the fastest
- * `pnpm bench:pgboss` (pgboss-sweep.ts) found for the bench's 10,000-job rounds, in two sweeps, where a round
- * is fetched in one poll. 10 x 1000 came second in both, within the noise (pg-boss's rate varies 2x to 4x
- * between rounds: a round ends one poll sooner or later); fewer jobs per poll (10 x 250, 10 x 500) leave it
- * waiting on its polling interval, and more workers (20 x 500) slow each other's fetches.
+ * BENCH_PGBOSS_WORKERS (default 20) and BENCH_PGBOSS_BATCH (default 500) set them: the fastest `pnpm
+ * bench:pgboss` (pgboss-sweep.ts) found for the bench's 10,000-job rounds, first in two sweeps (about 9,000
+ * jobs/s on this project's machine; its rounds vary 3x: a round ends one poll sooner or later), 10 x 500
+ * second. Fewer jobs per poll (10 x 100, 10 x 250) leave pg-boss waiting on its polling interval; bigger
+ * batches (10 x 1000, 5 x 2000) are fetched sooner but completed more slowly (a round ends when its jobs are
+ * completed, see measure).
  *
  * BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432/postgres). When PostgreSQL cannot be reached
  * the row is skipped with the reason printed.
@@ -19,8 +20,8 @@ import PgBoss from 'pg-boss';
 import pg from 'pg';
 
 const QUEUE = 'bench-noop';
-const WORKERS = Number(process.env.BENCH_PGBOSS_WORKERS ?? 5);
-const BATCH = Number(process.env.BENCH_PGBOSS_BATCH ?? 2000);
+const WORKERS = Number(process.env.BENCH_PGBOSS_WORKERS ?? 20);
+const BATCH = Number(process.env.BENCH_PGBOSS_BATCH ?? 500);
 /** Benches opened in this process, so each has a schema of its own (the sweep opens several). */
 let opened = 0;
 
@@ -49,6 +50,11 @@ export async function openPgBossBench(workers = WORKERS, batch = BATCH): Promise
   const boss = new PgBoss({ connectionString: url, schema, supervise: false, schedule: false, max: workers + 4 });
   boss.on('error', (err: Error) => process.stderr.write(`pg-boss: ${err.message}\n`));
   await boss.start();
+  // Reads how many of a round's jobs pg-boss has completed (see measure).
+  const watch = new pg.Client({ connectionString: url });
+  await watch.connect();
+  const completed = async (queue: string): Promise<number> =>
+    (await watch.query<{ n: number }>(`select count(*)::int as n from ${schema}.job where name = $1 and state = 'completed'`, [queue])).rows[0]?.n ?? 0;
   let round = 0;
   return {
     settings: `pg-boss 10.4.2, ${workers} workers x batchSize ${batch}, pollingIntervalSeconds 0.5`,
@@ -74,6 +80,15 @@ export async function openPgBossBench(workers = WORKERS, batch = BATCH): Promise
         });
       }
       await finished;
+      // A round ends when pg-boss has completed its jobs, as a BullMQ round ends on its jobs' `completed`
+      // events: pg-boss completes a batch in one statement after its handler returns, and a batch of
+      // thousands takes PostgreSQL a second or more of its own. Timed to the handlers' return, pg-boss was
+      // measured without it, and the next mode ran beside that work.
+      const deadline = Date.now() + 120_000;
+      while ((await completed(queue)) < jobs) {
+        if (Date.now() > deadline) throw new Error(`pg-boss completed fewer than ${jobs} jobs of ${queue} in 120 s`);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
       const seconds = (performance.now() - started) / 1000;
       const cpu = process.cpuUsage(cpu0);
       await boss.offWork(queue);
@@ -81,6 +96,7 @@ export async function openPgBossBench(workers = WORKERS, batch = BATCH): Promise
     },
     async close() {
       await boss.stop({ graceful: false, wait: true });
+      await watch.end();
       const admin = new pg.Client({ connectionString: url });
       await admin.connect();
       await admin.query(`drop schema if exists ${schema} cascade`);
