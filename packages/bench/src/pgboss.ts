@@ -7,9 +7,9 @@
  * so its throughput comes from fetching in batches (`batchSize`, the handler gets the whole batch and
  * pg-boss completes it in one statement) and from several workers (`work()` called once per worker).
  * BENCH_PGBOSS_WORKERS (default 20) and BENCH_PGBOSS_BATCH (default 500) set them: the fastest `pnpm
- * bench:pgboss` (pgboss-sweep.ts) found for the bench's 10,000-job rounds, first in two sweeps (about 9,000
- * jobs/s on this project's machine; its rounds vary 3x: a round ends one poll sooner or later), 10 x 500
- * second. Fewer jobs per poll (10 x 100, 10 x 250) leave pg-boss waiting on its polling interval; bigger
+ * bench:pgboss` (pgboss-sweep.ts) found for the bench's 10,000-job rounds, first in three sweeps (7,900 to
+ * 9,300 jobs/s, rounds back to back, on this project's machine; its rounds vary 3x: a round ends one poll
+ * sooner or later), 10 x 500 second. Fewer jobs per poll (10 x 100, 10 x 250) leave pg-boss waiting on its polling interval; bigger
  * batches (10 x 1000, 5 x 2000) are fetched sooner but completed more slowly (a round ends when its jobs are
  * completed, see measure).
  *
@@ -95,8 +95,8 @@ export async function openPgBossBench(workers = WORKERS, batch = BATCH): Promise
       await finished;
       // A round ends when pg-boss has completed its jobs, as a BullMQ round ends on its jobs' `completed`
       // events: pg-boss completes a batch in one statement after its handler returns, and a batch of
-      // thousands takes PostgreSQL a second or more of its own. Timed to the handlers' return, pg-boss was
-      // measured without it, and the next mode ran beside that work.
+      // thousands takes PostgreSQL a second or more of its own. Timed to the handlers' return, the row would
+      // measure pg-boss's fetches alone, and the next mode would run beside that work.
       const deadline = Date.now() + 120_000;
       while ((await completed(queue)) < jobs) {
         if (Date.now() > deadline) throw new Error(`pg-boss completed fewer than ${jobs} jobs of ${queue} in 120 s`);
