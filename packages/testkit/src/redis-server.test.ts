@@ -3,11 +3,12 @@
  * between the check and redis-server's bind. Such a start is retried on another port, at once, not after
  * the 10 s a silent server is waited for.
  */
-import { createServer, type Server } from 'node:net';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { connect, createServer, type Server } from 'node:net';
 import { afterEach, expect, it } from 'vitest';
 import { freePort } from './free-port.js';
 import { RedisServerExitedError, spawnOnFreePort, spawnRedisServer } from './redis-server.js';
-import type { ChildProcess } from 'node:child_process';
+import { waitFor } from './wait-for.js';
 
 const holders: Server[] = [];
 const children: ChildProcess[] = [];
@@ -45,3 +46,28 @@ it('a port taken between the pick and the bind is given up for another, where th
   expect(port).not.toBe(taken);
   expect(child.exitCode).toBeNull();
 });
+
+it('a process that exits without stopping its servers takes them with it', async () => {
+  // The built module, in a process of its own that starts a server, says its port, then exits as a failed
+  // bench does (process.exit, no stop()).
+  const built = new URL('../dist/redis-server.js', import.meta.url).href;
+  const script = `const { startRedisServer } = await import(${JSON.stringify(built)}); const r = await startRedisServer(); process.stdout.write(String(r.port) + '\\n'); process.exit(1);`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  expect(code).toBe(1);
+  const port = Number(out.trim());
+  expect(port).toBeGreaterThan(0);
+  // Gone: nothing accepts a connection on its port any more (SIGKILL lands at once; polled, not slept).
+  await waitFor(async () => !(await accepts(port)), { timeoutMs: 5_000, what: `redis-server on ${port} gone` });
+});
+
+/** Whether something accepts a TCP connection on 127.0.0.1:port. */
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => (socket.destroy(), resolve(true)));
+    socket.once('error', () => resolve(false));
+  });
+}

@@ -25,6 +25,23 @@ export class RedisServerExitedError extends Error {
   }
 }
 
+/**
+ * Servers this process started and that still run. A process that exits without stopping them (a bench or a
+ * script that failed half-way, then called process.exit) kills them as it goes, so none is left running on
+ * the machine with nobody to stop it. A process killed -9 cannot; nothing here runs then.
+ */
+const running = new Set<ChildProcess>();
+let killOnExit = false;
+function track(child: ChildProcess): void {
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  if (killOnExit) return;
+  killOnExit = true;
+  process.once('exit', () => {
+    for (const c of running) c.kill('SIGKILL');
+  });
+}
+
 /** How much of a server's output is kept for the error when it dies at start. */
 const OUTPUT_TAIL = 4096;
 
@@ -37,6 +54,7 @@ const OUTPUT_TAIL = 4096;
  */
 export async function spawnRedisServer(args: string[], port: number, auth: { password?: string } = {}): Promise<ChildProcess> {
   const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  track(child);
   let output = '';
   const keep = (chunk: Buffer) => {
     output = (output + chunk.toString('utf8')).slice(-OUTPUT_TAIL);
