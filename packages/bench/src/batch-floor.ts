@@ -1,0 +1,104 @@
+/**
+ * `pnpm bench:batch-floor`: what Redis and Node would pay per job if jobs were fetched and completed in
+ * batches by scripts of tickwork's own (the design issue 13's peer target needs; not built). Two Lua scripts
+ * on a private redis-server stand for such an engine's floor, doing per job what BullMQ's fetch and
+ * acknowledgement do for a no-op job removed on completion: fetch N moves up to N ids from the wait list to
+ * the active list, sets each one's lock, stamps its hash, adds an `active` event to the events stream and
+ * returns the hash; complete N deletes each lock, removes the id from the active list, adds a `completed`
+ * event and deletes the hash. Four loops (fetch N, then complete them) keep Redis busy as a worker's slots
+ * would. No handler, no Job objects: the figures are a floor, to set beside BullMQ's ~37 µs of Redis CPU per
+ * no-op job that `pnpm bench` prints. BENCH_JOBS (default 100000); batch sizes 1, 10, 50.
+ */
+import { startRedisServer } from '@tickwork/testkit';
+import { Redis } from 'ioredis';
+
+const JOBS = Number(process.env.BENCH_JOBS ?? 100_000);
+const KEYS = ['q:wait', 'q:active', 'q:events', 'q:'] as const;
+
+const FETCH_LUA = `
+local out = {}
+for i = 1, tonumber(ARGV[1]) do
+  local id = redis.call('RPOPLPUSH', KEYS[1], KEYS[2])
+  if not id then break end
+  local jk = KEYS[4] .. id
+  redis.call('SET', jk .. ':lock', ARGV[2], 'PX', 30000)
+  redis.call('HSET', jk, 'processedOn', ARGV[3], 'ats', 1)
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', 10000, '*', 'event', 'active', 'jobId', id, 'prev', 'waiting')
+  out[#out + 1] = {id, redis.call('HGETALL', jk)}
+end
+return out`;
+
+const COMPLETE_LUA = `
+for i = 1, #ARGV do
+  local id = ARGV[i]
+  local jk = KEYS[4] .. id
+  redis.call('DEL', jk .. ':lock')
+  redis.call('LREM', KEYS[2], -1, id)
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', 10000, '*', 'event', 'completed', 'jobId', id, 'returnvalue', 'null', 'prev', 'active')
+  redis.call('DEL', jk, jk .. ':logs')
+end
+return #ARGV`;
+
+type Batched = Redis & {
+  fetchN(...args: (string | number)[]): Promise<[string, string[]][]>;
+  completeN(...args: string[]): Promise<number>;
+};
+
+async function drain(r: Batched, batch: number): Promise<{ rate: number; redisUs: number; nodeUs: number }> {
+  for (let i = 0; i < JOBS; i += 1000) {
+    const p = r.pipeline();
+    for (let k = i; k < Math.min(i + 1000, JOBS); k++) {
+      p.hset(`q:${k}`, 'name', 'bench.noop', 'data', JSON.stringify({ i: k }), 'opts', '{"attempts":1}', 'timestamp', Date.now());
+      p.lpush('q:wait', String(k));
+    }
+    await p.exec();
+  }
+  const redis0 = await redisCpu(r);
+  const node0 = process.cpuUsage();
+  const started = performance.now();
+  let done = 0;
+  await Promise.all(
+    [0, 1, 2, 3].map(async () => {
+      for (;;) {
+        const got = await r.fetchN(...KEYS, batch, 'token', Date.now());
+        if (got.length === 0) return;
+        await r.completeN(...KEYS, ...got.map(([id]) => id));
+        done += got.length;
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  const node = process.cpuUsage(node0);
+  const redisSeconds = (await redisCpu(r)) - redis0;
+  if (done !== JOBS) throw new Error(`drained ${done} of ${JOBS} jobs`);
+  await r.del('q:events');
+  return { rate: done / seconds, redisUs: (redisSeconds * 1e6) / done, nodeUs: (node.user + node.system) / done };
+}
+
+async function redisCpu(r: Redis): Promise<number> {
+  const info = await r.info('cpu');
+  const get = (k: string) => Number(new RegExp(`${k}:([0-9.]+)`).exec(info)?.[1] ?? 0);
+  return get('used_cpu_user') + get('used_cpu_sys');
+}
+
+async function main(): Promise<void> {
+  const server = await startRedisServer();
+  const r = new Redis(server.url) as Batched;
+  r.defineCommand('fetchN', { numberOfKeys: KEYS.length, lua: FETCH_LUA });
+  r.defineCommand('completeN', { numberOfKeys: KEYS.length, lua: COMPLETE_LUA });
+  process.stdout.write(`batched fetch and completion, a floor (no handler, no Job objects): ${JOBS} no-op jobs per batch size, 4 loops\n`);
+  for (const batch of [1, 10, 50]) {
+    const m = await drain(r, batch);
+    process.stdout.write(`  batch ${String(batch).padStart(2)}: ${m.rate.toFixed(0).padStart(6)} jobs/s   cpu per job: redis ${m.redisUs.toFixed(1)} us, node ${m.nodeUs.toFixed(1)} us\n`);
+  }
+  r.disconnect();
+  await server.stop();
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`batch floor failed: ${(err as Error).stack ?? String(err)}\n`);
+    process.exit(1);
+  },
+);
