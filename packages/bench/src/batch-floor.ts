@@ -11,6 +11,7 @@
  */
 import { startRedisServer } from '@tickwork/testkit';
 import { Redis } from 'ioredis';
+import { redisCpu } from './redis-cpu.js';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 100_000);
 const KEYS = ['q:wait', 'q:active', 'q:events', 'q:'] as const;
@@ -75,11 +76,6 @@ async function drain(r: Batched, batch: number): Promise<{ rate: number; redisUs
   return { rate: done / seconds, redisUs: (redisSeconds * 1e6) / done, nodeUs: (node.user + node.system) / done };
 }
 
-async function redisCpu(r: Redis): Promise<number> {
-  const info = await r.info('cpu');
-  const get = (k: string) => Number(new RegExp(`${k}:([0-9.]+)`).exec(info)?.[1] ?? 0);
-  return get('used_cpu_user') + get('used_cpu_sys');
-}
 
 async function main(): Promise<void> {
   const server = await startRedisServer();

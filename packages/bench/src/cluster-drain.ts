@@ -5,6 +5,7 @@
  */
 import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { redisCpu } from './redis-cpu.js';
 
 /** Where a drain runs: one node or a cluster, with the Redis processes whose CPU counts (the masters). */
 export interface Side {
@@ -67,9 +68,3 @@ export async function timeDrain(side: Side, drain: Drain, jobs: number): Promise
   return { rate: jobs / seconds, nodeUs: (node.user + node.system) / jobs, redisUs: (redis * 1e6) / jobs, shares: cpu.map((c) => c / redis) };
 }
 
-/** CPU seconds one Redis process has used so far (user + system). */
-async function redisCpu(r: Redis): Promise<number> {
-  const info = await r.info('cpu');
-  const get = (k: string) => Number(new RegExp(`${k}:([0-9.]+)`).exec(info)?.[1] ?? 0);
-  return get('used_cpu_user') + get('used_cpu_sys');
-}

@@ -6,6 +6,7 @@ import { ackBatchesSent, completionWriter, createRedis, type RedisClient } from 
 import { ackConnectionOf } from '@tickwork/worker';
 import { Queue, Worker, type Processor, type WorkerOptions } from 'bullmq';
 import { Redis } from 'ioredis';
+import { redisCpu } from './redis-cpu.js';
 
 export const PREFIX = 'bench';
 
@@ -92,12 +93,6 @@ export async function measure(
   return { rate: jobs / seconds, nodeUs: (cpu.user + cpu.system) / jobs, redisUs: (redisSeconds * 1e6) / jobs, commandsPerJob: sent / jobs, completionsPerCall };
 }
 
-/** CPU seconds the Redis server has used so far (user + system). */
-async function redisCpu(r: RedisClient): Promise<number> {
-  const info = await r.info('cpu');
-  const get = (k: string) => Number(new RegExp(`${k}:([0-9.]+)`).exec(info)?.[1] ?? 0);
-  return get('used_cpu_user') + get('used_cpu_sys');
-}
 
 export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
