@@ -1,12 +1,13 @@
-import { JOB_RECORD_FIELD } from '@tickwork/runtime';
+import { acksFolded, JOB_RECORD_FIELD, type RedisClient } from '@tickwork/runtime';
 import { raw2NextJobData, Worker, type Job, type JobJson } from 'bullmq';
+import { completionArgs, type CompletionBackend } from './completion-args.js';
 import { DeliveredJob } from './recovery/sole-delivery.js';
 
 /** BullMQ's backend's execCommand: a script by name, on a connection (ioredis-client.js's runCommand). */
 type ExecCommand = (client: unknown, name: string, args: unknown[]) => Promise<unknown>;
 
 /** What a job's completion takes from BullMQ's Redis backend (all public on its RedisQueueBackend). */
-interface CompletingBackend {
+interface CompletingBackend extends CompletionBackend {
   closing: Promise<void> | undefined;
   /** The connection its scripts go on (the Worker's own, where acknowledgements fold: runtime ack-fold.ts). */
   client: Promise<unknown>;
@@ -35,7 +36,9 @@ interface WorkerInternals {
  *   through two more (retryIfFailed and its callback) for each next job it fetches: each a promise and a
  *   turn of the microtask queue per job, a fifth of a no-op job's promises. Without telemetry (whose spans
  *   the wrappers exist for) this worker does what those functions do, in the same order with
- *   the same arguments: the acknowledgement's arguments from the backend's moveToCompletedArgs, the script
+ *   the same arguments: the acknowledgement's arguments from the backend's moveToCompletedArgs (or, where
+ *   acknowledgements go through the fold, from completionArgs: the same, its options left unpacked for the
+ *   fold to send as JSON; completion-args.ts), the script
  *   called through the backend's execCommand on its connection, a refusal (a negative reply) thrown as the
  *   backend's finishedErrors makes it, the next job's reply decoded by BullMQ's raw2NextJobData, the job's
  *   fields set and the `completed` and `active` events emitted as BullMQ does. A next job with a
@@ -95,7 +98,12 @@ export class TickworkWorker<D = unknown, R = unknown, N extends string = string>
     const fetchNext = fetchNextCallback() && !(this.closing || this.paused);
     job.returnvalue = (result || undefined) as R;
     // A result JSON cannot encode throws here, as it throws there (the attempt fails).
-    const args = backend.moveToCompletedArgs(job, JSON.stringify(result), job.opts.removeOnComplete, token, fetchNext);
+    const value = JSON.stringify(result);
+    // Through the fold, its options go unpacked (completion-args.ts); else as BullMQ makes them.
+    const args =
+      this.connection !== undefined && acksFolded(this.connection as RedisClient)
+        ? completionArgs(backend, this, job, value, token, fetchNext)
+        : backend.moveToCompletedArgs(job, value, job.opts.removeOnComplete, token, fetchNext);
     return this.finish(backend, job, args).then((completed) => {
       job.finishedOn = args[backend.moveToFinishedKeys.length + 1] as number;
       job.attemptsMade += 1;
@@ -141,6 +149,7 @@ function completingBackendOf(backend: unknown, worker: Partial<WorkerInternals>)
   const b = backend as Partial<CompletingBackend>;
   const complete =
     typeof b.moveToCompletedArgs === 'function' &&
+    typeof b.getKeepJobs === 'function' &&
     typeof b.finishedErrors === 'function' &&
     b.client instanceof Promise &&
     Array.isArray(b.moveToFinishedKeys) &&

@@ -1,7 +1,9 @@
 import type { RedisClient } from '../connection.js';
-import { ackFoldLua, HAS_RECORD, MOVE_TO_FINISHED_KEYS, RIDE_CLAIMED_OP, RIDE_OP } from './ledger-lua.js';
-import { ackRideLua, canRide, recordField, RIDE_FIELDS_INDEX, rideRefused, sendRide } from './ack-ride.js';
-import { completionWriter, LedgerCallError, OP_CODES, type AheadOp, type AheadOutcome, type LedgerReply } from './ledger-batch.js';
+import { ackFoldLua, foldWords, type Ride } from './ack-fold-lua.js';
+import { HAS_RECORD, MOVE_TO_FINISHED_KEYS, RIDE_CLAIMED_OP, RIDE_OP } from './ledger-lua.js';
+import { packOptions } from './ack-options.js';
+import { ackRideLua, canRide, rideRefused, sendRide } from './ack-ride.js';
+import { completionWriter, LedgerCallError, type AheadOp, type AheadOutcome, type LedgerReply } from './ledger-batch.js';
 
 /**
  * A worker's acknowledgements, sent a few to a script call, each with its run's completion when it has one.
@@ -22,10 +24,12 @@ import { completionWriter, LedgerCallError, OP_CODES, type AheadOp, type AheadOu
  *
  * How: BullMQ sends every script through its client's `runCommand(name, args)` (ioredis-client.js, an
  * override it lets callers replace). foldAcks replaces it on a worker's connection: moveToFinished calls go
- * through one script (ledger-lua.ts, ackFoldLua) that runs, per acknowledgement, its completion's Lua and
+ * through one script (ack-fold-lua.ts, ackFoldLua) that runs, per acknowledgement, its completion's Lua and
  * then BullMQ's own moveToFinished (its text, read from the client it was defined on, so it is always the
- * installed version's) with that acknowledgement's KEYS and ARGV unchanged. Each caller gets its own
- * acknowledgement's reply, or its error: one failing does not fail the others. Anything else passes through.
+ * installed version's) with that acknowledgement's KEYS and ARGV unchanged (a completed job's sent compact,
+ * as text, and rebuilt there: ack-fold-lua.ts). Each caller gets its own acknowledgement's reply, or its
+ * error: one failing does not fail the others. Anything else passes through. Options the worker left
+ * unpacked (AckOptions, ack-options.ts) are packed before an acknowledgement goes to BullMQ's own script.
  *
  * What it keeps: a completion still runs before its acknowledgement and on its connection (in the same
  * script), so a job is never acknowledged without its result recorded, and a refused completion (lease
@@ -85,6 +89,14 @@ const batchesSent = new WeakMap<RedisClient, { calls: number; acks: number }>();
 /** Acknowledgements sent in shared script calls on `redis` so far (the bench counts each as a request of its job). */
 export function ackBatchesSent(redis: RedisClient): { calls: number; acks: number } | undefined {
   return batchesSent.get(redis);
+}
+
+/**
+ * Whether acknowledgements on `redis` go through the fold, which takes their options unpacked (AckOptions)
+ * wherever they go: the worker's short completion path leaves them unpacked only then.
+ */
+export function acksFolded(redis: RedisClient): boolean {
+  return folded.get(redis) === true;
 }
 
 /** Folds completions into acknowledgements on `redis`, a BullMQ worker's connection, and batches those. Idempotent. */
@@ -171,13 +183,13 @@ function install(redis: RedisClient): boolean {
    * (rideAlone). Undefined for one that goes through the fold.
    */
   const alone = (args: unknown[], c: Waiting | undefined): Promise<unknown> | undefined => {
-    if (!c) return passThrough(move, args);
+    if (!c) return passThrough(move, packOptions(args));
     return rideOf(args, c) === RIDE_OP ? rideAlone(args, c) : undefined;
   };
 
   /** An acknowledgement carrying its record: in BullMQ's own script (a sole delivery's), or in the riding script, which checks first (ack-ride.ts). */
-  const moveWith = (args: unknown[]): Promise<unknown> => passThrough(move, args);
-  const rideWith = (args: unknown[]): Promise<unknown> => (client[RIDE_COMMAND] as NonNullable<BullClient[typeof RIDE_COMMAND]>)(MOVE_TO_FINISHED_KEYS, args);
+  const moveWith = (args: unknown[]): Promise<unknown> => passThrough(move, packOptions(args));
+  const rideWith = (args: unknown[]): Promise<unknown> => (client[RIDE_COMMAND] as NonNullable<BullClient[typeof RIDE_COMMAND]>)(MOVE_TO_FINISHED_KEYS, packOptions(args));
 
   /**
    * One acknowledgement with its record in BullMQ's own script (ack-ride.ts): the ride's reply, or the
@@ -223,9 +235,6 @@ function install(redis: RedisClient): boolean {
   return true;
 }
 
-/** How an acknowledgement's record rides in its own ARGV[9] (ack-ride.ts), if it can: a run never claimed, or one claimed once. */
-type Ride = typeof RIDE_OP | typeof RIDE_CLAIMED_OP | undefined;
-
 /**
  * Whether a completion's record is a field of the acknowledged job's own hash: its key is the job's, and its
  * words (completeUnclaimed's and complete's alike) start with its mode, 'j'. Such a record rides.
@@ -241,44 +250,14 @@ function rideOf(args: unknown[], c: Waiting | undefined): Ride {
 }
 
 /**
- * One script call for `batch` (ledger-lua.ts, ackFoldLua, for the layout); each caller gets its own reply.
+ * One script call for `batch` (ack-fold-lua.ts, ackFoldLua, for the layout); each caller gets its own reply.
  * With `refold`, a record that can ride does (RIDE_OP, RIDE_CLAIMED_OP), and those refused there (a record
  * not as the ride expects, or BullMQ refusing before it writes) are handed to `refold`, which sends them
  * with the record's own Lua (as a refused lone ride goes).
  */
 function sendBatch(client: BullClient, batch: Ack[], writer: ReturnType<typeof completionWriter>, refold?: (refused: Ack[]) => void): void {
-  // One array (ioredis flattens it, and spreading every word costs more per job than these loops): numkeys,
-  // every acknowledgement's KEYS, then ARGV: the count, each one's two lengths, then each one's words.
   const rides = batch.map((ack) => (refold ? rideOf(ack.args, ack.completion) : undefined));
-  let numKeys = 0;
-  for (const ack of batch) numKeys += ack.completion ? MOVE_TO_FINISHED_KEYS + 1 : MOVE_TO_FINISHED_KEYS;
-  const words: unknown[] = [numKeys];
-  for (const ack of batch) {
-    for (let i = 0; i < MOVE_TO_FINISHED_KEYS; i++) words.push(ack.args[i]);
-    if (ack.completion) words.push(ack.completion.key);
-  }
-  words.push(batch.length);
-  for (let j = 0; j < batch.length; j++) {
-    const ack = batch[j] as Ack;
-    const ride = rides[j];
-    words.push(ack.args.length - MOVE_TO_FINISHED_KEYS, !ack.completion ? 0 : ride === RIDE_OP ? 1 : ride ? 3 : ack.completion.args.length + 1);
-  }
-  for (let j = 0; j < batch.length; j++) {
-    const ack = batch[j] as Ack;
-    const c = ack.completion;
-    const ride = rides[j];
-    // The completions' words: completeUnclaimed's mode, owner, encoded result (lazy-run.ts, recordUnclaimed);
-    // complete's mode, owner, encoded result, done TTL, steps key (ledger.ts, completeArgs).
-    const field = c && ride ? recordField(ack.args, String(c.args[1]), String(c.args[2])) : undefined;
-    for (let i = MOVE_TO_FINISHED_KEYS; i < ack.args.length; i++) words.push(i === RIDE_FIELDS_INDEX && field ? field : ack.args[i]);
-    if (!c) continue;
-    if (ride === RIDE_OP) words.push(RIDE_OP);
-    else if (ride) words.push(RIDE_CLAIMED_OP, c.args[1], c.args[4]);
-    else {
-      words.push(OP_CODES[c.op]);
-      for (const word of c.args) words.push(word);
-    }
-  }
+  const words = foldWords(batch, rides);
   const call = client[FOLD_COMMAND] as NonNullable<BullClient[typeof FOLD_COMMAND]>;
   call(words).then(
     (replies) => {

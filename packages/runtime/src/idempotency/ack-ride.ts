@@ -15,7 +15,7 @@ import { HAS_RECORD, JOB_RECORD_FIELD, MOVE_TO_FINISHED_KEYS, REFUSED_UNWRITTEN,
  * acknowledgement whose lock is not its own before it writes anything. Its record goes in BullMQ's own
  * script, unchanged, as one of the job's fields.
  *
- * Why: the fold's script (ledger-lua.ts, ackFoldLua) runs BullMQ's text as a function inside its own, with
+ * Why: the fold's script (ack-fold-lua.ts, ackFoldLua) runs BullMQ's text as a function inside its own, with
  * the completion's Lua and a lock check around it. Counted with callgrind on the Redis server, a no-op job at
  * concurrency 1 cost Redis 528,000 instructions that way against a bare BullMQ worker's 464,000: the server
  * clock (TIME) alone 13,000, the completion 14,500, the lock check 5,500, the frame the rest. Riding costs
@@ -72,6 +72,11 @@ export const RIDE_FIELDS_INDEX = FIELDS;
  */
 export function recordField(args: readonly unknown[], owner: string, encodedResult: string): Buffer {
   return packStringPair(JOB_RECORD_FIELD, unclaimedDoneRecord(owner, String(args[TIMESTAMP]), encodedResult));
+}
+
+/** recordField's pair as JSON, for a compact acknowledgement (ack-fold-lua.ts), whose fields BullMQ's script is handed decoded from JSON. */
+export function recordFieldJson(args: readonly unknown[], owner: string, encodedResult: string): string {
+  return JSON.stringify([JOB_RECORD_FIELD, unclaimedDoneRecord(owner, String(args[TIMESTAMP]), encodedResult)]);
 }
 
 /**

@@ -182,6 +182,9 @@ export const LEDGER_LUA = `${PRELUDE}local ops = {}\n${OPS}${OP_COMPLETE}${DISPA
  */
 export const COMPLETE_AHEAD_LUA = `${PRELUDE}local ops = {}\n${OP_COMPLETE}${DISPATCH}`;
 
+/** The prelude and the completion op (`ops.d`) without a dispatch: the acknowledgements' script builds on it (ack-fold-lua.ts). */
+export const COMPLETE_OP_LUA = `${PRELUDE}local ops = {}\n${OP_COMPLETE}`;
+
 /**
  * The tail both Redis-step scripts share: applies the step's writes (ARGV from 6 on: a count, then that
  * many command words, repeated), records the step (KEYS[2], field ARGV[3] = ARGV[4], TTL ARGV[5]), replies 1.
@@ -254,86 +257,3 @@ export const HAS_RECORD = 'tw:has-record';
 
 /** BullMQ's moveToFinished takes 14 KEYS (ack-fold.ts checks the installed script's count). */
 export const MOVE_TO_FINISHED_KEYS = 14;
-
-/**
- * A batch of BullMQ acknowledgements, each with the completion of its run if it has one (ack-fold.ts): per
- * acknowledgement, the completion runs first, as it would written ahead, then BullMQ's moveToFinished
- * script, unchanged, as a function called with that acknowledgement's own KEYS and ARGV.
- *
- * KEYS: per acknowledgement BullMQ's 14, then the record's key if it has a completion. ARGV[1]: the number
- * of acknowledgements; then per acknowledgement the length of its BullMQ ARGV and of its completion's words
- * (0: none); then, in order, each one's BullMQ ARGV followed by its completion's op code and arguments.
- * A completion of op RIDE_OP (no arguments) is a record riding in that acknowledgement's ARGV[9]
- * (ack-ride.ts): checked absent from the job's hash first, its reply HAS_RECORD (and BullMQ's script not
- * run) if there is one. One of op RIDE_CLAIMED_OP (owner, steps key) is a done record riding there too, of
- * a run claimed once by that owner: checked to be that owner's running record first (else HAS_RECORD), its
- * steps key deleted once BullMQ's script has written it. Replies, per acknowledgement, {completion's reply or nil, BullMQ's reply}. An error raised by one
- * acknowledgement's completion or script is that one's reply (`{'error', message}` for the completion, an
- * error for BullMQ's): the others go on. BullMQ's KEYS[2] (active list), KEYS[12] (the job's key),
- * ARGV[1] (job id), ARGV[5] (target) and ARGV[8] (its options, msgpack) are read for the lock below;
- * ack-fold.test.ts breaks if a BullMQ release moves them.
- */
-export function ackFoldLua(moveToFinished: string): string {
-  const n = MOVE_TO_FINISHED_KEYS;
-  return `${PRELUDE}local ops = {}
-${OP_COMPLETE}
-local function moveToFinished(KEYS, ARGV)
-${moveToFinished}
-end
-local function raised(e)
-  return type(e) == 'table' and tostring(e.err) or tostring(e)
-end
--- A job still active whose lock is gone (lost with a failed master, or expired while its worker was paused)
--- and that no one else has taken: this delivery's result is recorded, so it may be acknowledged now rather
--- than refused ('Missing lock') and redelivered by BullMQ's stall check a minute later. BullMQ's lock is
--- set to this delivery's token, and its script removes it as usual.
-local function relock(keys, argv)
-  local lock = keys[12] .. ':lock'
-  if redis.call('EXISTS', lock) == 0 and redis.call('LPOS', keys[2], argv[1]) then
-    local opts = cmsgpack.unpack(argv[8])
-    redis.call('SET', lock, opts['token'], 'PX', tonumber(opts['lockDuration']) or 30000)
-  end
-end
-local unwritten = {${REFUSED_UNWRITTEN.map((c) => `[${c}] = true`).join(', ')}}
-local acks = tonumber(ARGV[1])
-local out = {}
-local k, a = 0, 1 + 2 * acks
-for i = 1, acks do
-  local argc, own = tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
-  local keys = {unpack(KEYS, k + 1, k + ${n})}
-  local argv = {unpack(ARGV, a + 1, a + argc)}
-  local reply = false
-  local op = own > 0 and ARGV[a + argc + 1]
-  local stepsKey = false
-  if op == '${RIDE_OP}' then
-    -- A record riding in BullMQ's own fields (ARGV[9]; ack-ride.ts): none may be there yet. A check that
-    -- fails (a key of the wrong type) refuses the ride, and the record's own Lua judges it after the call.
-    local checked, has = pcall(redis.call, 'HEXISTS', KEYS[k + ${n} + 1], '${JOB_RECORD_FIELD}')
-    if not checked or has == 1 then reply = '${HAS_RECORD}' end
-    k = k + ${n} + 1
-  elseif op == '${RIDE_CLAIMED_OP}' then
-    -- The done record riding there replaces this delivery's running record, claimed once: anything else
-    -- (another holder, a run done, a run claimed again) goes again with op d. Its steps go once it is written.
-    local checked, record = pcall(redis.call, 'HGET', KEYS[k + ${n} + 1], '${JOB_RECORD_FIELD}')
-    local state, holder, _, claims = parse(checked and record or nil)
-    if state ~= 'r' or holder ~= ARGV[a + argc + 2] or claims ~= '1' then reply = '${HAS_RECORD}' else stepsKey = ARGV[a + argc + 3] end
-    k = k + ${n} + 1
-  elseif own > 0 then
-    local ok, r = pcall(ops[ARGV[a + argc + 1]], KEYS[k + ${n} + 1], unpack(ARGV, a + argc + 2, a + argc + own))
-    if not ok then reply = {'error', raised(r)} elseif r ~= nil then reply = r end
-    -- Should it fail (a key of the wrong type), BullMQ's own checks below judge the acknowledgement.
-    if reply == 1 and argv[5] == 'completed' then pcall(relock, keys, argv) end
-    k = k + ${n} + 1
-  else
-    k = k + ${n}
-  end
-  a = a + argc + own
-  local ok, result = false, false
-  if reply ~= '${HAS_RECORD}' then ok, result = pcall(moveToFinished, keys, argv) end
-  if ok and stepsKey and not unwritten[result] then redis.call('DEL', stepsKey) end
-  if not ok and result then result = redis.error_reply(raised(result)) elseif result == nil then result = false end
-  out[i] = {reply, result}
-end
-return out
-`;
-}

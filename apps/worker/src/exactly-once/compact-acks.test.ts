@@ -1,0 +1,109 @@
+/**
+ * Acknowledgements that go compact in the fold's call (@tickwork/runtime ack-fold-lua.ts: the queue's keys
+ * once per call, each job's options as JSON) do what BullMQ's own acknowledgements do. What a user relies
+ * on: the same jobs completed with the same return values, kept or removed as their removeOnComplete says,
+ * the same `completed` events in the queue's event stream (what QueueEvents and Bull Board read), the same
+ * metrics, and next jobs fetched by the acknowledgements as before. Three workers drain the same jobs: a
+ * plain BullMQ Worker (the reference), a plain Worker whose acknowledgements are folded (BullMQ's packed
+ * options), and a TickworkWorker with the fold (its options never packed: completion-args.ts).
+ */
+import { foldAcks } from '@tickwork/runtime';
+import { monitorRedis, startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
+import { Job, Queue, Worker, type JobsOptions, type Processor, type WorkerOptions } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TickworkWorker } from '../tickwork-worker.js';
+import { ackConnectionOf } from '../worker-pool.js';
+
+let server: RedisServerHandle;
+let queueNo = 0;
+beforeAll(async () => {
+  server = await startRedisServer();
+});
+afterAll(async () => {
+  await server.stop();
+});
+
+/** Jobs that finish together, a group at a time, so their acknowledgements share calls and fetch the next group. */
+const GROUP = 8;
+const RESULTS: unknown[] = [null, 'ünïcødé ☃', { nested: [1, null] }, '{"looks":"json"}', 42, 'x'.repeat(2000), undefined];
+const workerOptions: Partial<WorkerOptions> = { name: 'w1', metrics: { maxDataPoints: 10 }, limiter: { max: 100_000, duration: 1000 } };
+type Mode = 'bullmq' | 'folded' | 'tickwork';
+
+async function drain(mode: Mode, optsOf: (i: number) => JobsOptions, count = 2 * GROUP) {
+  const name = `ca-${queueNo++}`;
+  const queue = new Queue(name, { connection: server.client(), prefix: 'tw' });
+  await queue.addBulk(Array.from({ length: count }, (_, i) => ({ name: 'j', data: { i }, opts: optsOf(i) })));
+  const started = new Map<number, number>();
+  const release = new Map<number, () => void>();
+  const gates = new Map<number, Promise<void>>();
+  const gate = (g: number) => gates.get(g) ?? (gates.set(g, new Promise<void>((r) => release.set(g, r))), gates.get(g) as Promise<void>);
+  let worker!: Worker;
+  const processor: Processor = async (job) => {
+    if (mode !== 'bullmq') foldAcks(await (ackConnectionOf(worker) as NonNullable<ReturnType<typeof ackConnectionOf>>));
+    const i = (job.data as { i: number }).i;
+    const g = Math.floor(i / GROUP);
+    const waiting = gate(g);
+    started.set(g, (started.get(g) ?? 0) + 1);
+    if (started.get(g) === Math.min(GROUP, count - g * GROUP)) release.get(g)?.();
+    await waiting;
+    return RESULTS[i % RESULTS.length];
+  };
+  const calls: string[][] = [];
+  const monitor = await monitorRedis(server, ({ args, source }) => source !== 'lua' && /^evalsha$/i.test(args[0] ?? '') && calls.push(args));
+  const cls = mode === 'tickwork' ? (TickworkWorker as unknown as typeof Worker) : Worker;
+  worker = new cls(name, processor, { connection: server.client(), prefix: 'tw', concurrency: GROUP, ...workerOptions });
+  let done = 0;
+  const errors: string[] = [];
+  worker.on('completed', () => done++);
+  worker.on('error', (err) => errors.push(err.message));
+  try {
+    await waitFor(async () => done === count, { timeoutMs: 15_000, what: `${count} jobs completed (${mode})` });
+  } finally {
+    await worker.close();
+    monitor.stop();
+  }
+  const redis = server.client();
+  const jobs = await Promise.all(Array.from({ length: count }, (_, i) => Job.fromId(queue, String(i + 1))));
+  const events = (await redis.xrange(`tw:${name}:events`, '-', '+')).map(([, f]) => Object.fromEntries(f.flatMap((_, k) => (k % 2 ? [] : [[f[k], f[k + 1]]]))) as Record<string, string>);
+  const outcome = {
+    errors,
+    jobs: await Promise.all(jobs.map(async (j) => j && { i: (j.data as { i: number }).i, state: await j.getState(), returnvalue: j.returnvalue, attemptsMade: j.attemptsMade, finished: j.finishedOn !== undefined })),
+    completedCount: await redis.zcard(`tw:${name}:completed`),
+    completedEvents: events.filter((e) => e.event === 'completed').map((e) => `${e.jobId}:${e.returnvalue}:${e.prev}`).sort(),
+    activeEvents: events.filter((e) => e.event === 'active').length,
+    metricsCount: await redis.hget(`tw:${name}:metrics:completed`, 'count'),
+  };
+  redis.disconnect();
+  await queue.close();
+  // Compact acknowledgements carry their options as JSON (a plain Worker's unpacked from BullMQ's msgpack).
+  const compact = calls.filter((a) => a.some((w) => w.startsWith('{"token":'))).length;
+  return { outcome, compact };
+}
+
+describe('compact acknowledgements', () => {
+  it("complete jobs, keep or remove them, and announce them as BullMQ's own do", async () => {
+    const optsOf = (i: number): JobsOptions => [{}, { removeOnComplete: true }, { attempts: 3 }, { removeOnComplete: { age: 3600 } }, { removeOnComplete: false }][i % 5] as JobsOptions;
+    const bull = await drain('bullmq', optsOf);
+    expect(bull.outcome.errors).toEqual([]);
+    expect(bull.outcome.completedEvents).toHaveLength(2 * GROUP);
+    for (const mode of ['folded', 'tickwork'] as const) {
+      const ours = await drain(mode, optsOf);
+      expect(ours.outcome, mode).toEqual(bull.outcome);
+      expect(ours.compact, `${mode}: acknowledgements sent compact`).toBeGreaterThan(0);
+    }
+  });
+
+  it('trim the completed jobs to a removeOnComplete count, as BullMQ does', async () => {
+    const optsOf = (): JobsOptions => ({ removeOnComplete: { count: 3 } });
+    const bull = await drain('bullmq', optsOf);
+    expect(bull.outcome.completedCount).toBe(3);
+    for (const mode of ['folded', 'tickwork'] as const) {
+      const ours = await drain(mode, optsOf);
+      // Which three are kept follows the order acknowledgements ran in; how many, and what they hold, not.
+      const kept = (o: typeof bull.outcome) =>
+        o.jobs.flatMap((j) => (j ? [{ state: j.state, attemptsMade: j.attemptsMade, finished: j.finished, itsResult: JSON.stringify(j.returnvalue) === JSON.stringify(RESULTS[j.i % RESULTS.length] ?? null) }] : []));
+      expect({ ...ours.outcome, jobs: kept(ours.outcome) }, mode).toEqual({ ...bull.outcome, jobs: kept(bull.outcome) });
+      expect(ours.compact, `${mode}: acknowledgements sent compact`).toBeGreaterThan(0);
+    }
+  });
+});

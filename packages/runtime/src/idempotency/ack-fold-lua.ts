@@ -1,0 +1,229 @@
+import { unpack } from 'msgpackr';
+import { AckOptions, OPTIONS_INDEX } from './ack-options.js';
+import { recordField, recordFieldJson, RIDE_FIELDS_INDEX } from './ack-ride.js';
+import { COMPLETE_OP_LUA, HAS_RECORD, JOB_RECORD_FIELD, MOVE_TO_FINISHED_KEYS, REFUSED_UNWRITTEN, RIDE_CLAIMED_OP, RIDE_OP } from './ledger-lua.js';
+import { OP_CODES, type AheadOp } from './ledger-batch.js';
+
+/**
+ * The acknowledgements' script (ack-fold.ts sends it) and the words of one call of it.
+ *
+ * A batch of BullMQ acknowledgements, each with the completion of its run if it has one: per
+ * acknowledgement, the completion runs first, as it would written ahead, then BullMQ's moveToFinished
+ * script, unchanged, as a function called with that acknowledgement's own KEYS and ARGV.
+ *
+ * **Two shapes of acknowledgement.** A *verbose* one is BullMQ's KEYS and ARGV as BullMQ made them. A
+ * *compact* one (a job completed, the usual case) is the same acknowledgement in six words: BullMQ's
+ * KEYS but the job's are the same for every job of a queue, so the call carries them once (SHARED_KEYS)
+ * with the queue's key prefix, and each compact acknowledgement its job's key, timestamp, return value,
+ * whether to fetch the next job, and its options as JSON rather than msgpack. Why: BullMQ's options are a
+ * Buffer, and a Buffer anywhere in a command makes ioredis encode every word of it as a Buffer; a call of
+ * four acknowledgements, 100 words, cost about 10 µs of Node CPU per acknowledgement that way, 2.2 µs
+ * compact, all text (measured with ioredis's Command on this machine). The script rebuilds BullMQ's KEYS
+ * and ARGV from them, so BullMQ's text runs with the same values either way; its `cmsgpack.unpack` of
+ * ARGV[8] and ARGV[9] is given a stand-in that decodes JSON (which starts with `{` or `[`, never a
+ * msgpack map or array) and passes msgpack on.
+ *
+ * KEYS: if any acknowledgement is compact, first the SHARED_KEYS (BullMQ's KEYS 1–11, 13 and 14); then
+ * per verbose acknowledgement BullMQ's 14; then, for each acknowledgement with a completion, the record's
+ * key (in that order, acknowledgement by acknowledgement). ARGV[1]: the number of acknowledgements;
+ * ARGV[2]: the queue's key prefix (BullMQ's ARGV[7]) if any is compact, else ''; then per
+ * acknowledgement the count of its words (negative: compact) and of its completion's words (0: none);
+ * then, in order, each one's words followed by its completion's op code and arguments.
+ *
+ * A completion of op RIDE_OP (no arguments) is a record riding in that acknowledgement's ARGV[9]
+ * (ack-ride.ts): checked absent from the job's hash first, its reply HAS_RECORD (and BullMQ's script not
+ * run) if there is one. One of op RIDE_CLAIMED_OP (owner, steps key) is a done record riding there too, of
+ * a run claimed once by that owner: checked to be that owner's running record first (else HAS_RECORD), its
+ * steps key deleted once BullMQ's script has written it. Replies, per acknowledgement, {completion's reply
+ * or nil, BullMQ's reply}. An error raised by one acknowledgement's completion or script is that one's
+ * reply (`{'error', message}` for the completion, an error for BullMQ's): the others go on. BullMQ's
+ * KEYS[2] (active list), KEYS[12] (the job's key), ARGV[1] (job id), ARGV[5] (target) and ARGV[8] (its
+ * options) are read for the lock below; ack-fold.test.ts breaks if a BullMQ release moves them.
+ */
+export function ackFoldLua(moveToFinished: string): string {
+  const n = MOVE_TO_FINISHED_KEYS;
+  const shared = Array.from({ length: SHARED_KEYS.length }, (_, i) => `KEYS[${i + 1}]`);
+  // BullMQ's KEYS from the shared ones and the job's key (KEYS[12]).
+  const rebuilt = [...shared.slice(0, JOB_KEY_INDEX), 'jobKey', ...shared.slice(JOB_KEY_INDEX)].join(', ');
+  return `${COMPLETE_OP_LUA}
+local msgpack = cmsgpack
+local cmsgpack = {pack = msgpack.pack, unpack = function(v)
+  local first = type(v) == 'string' and string.byte(v, 1)
+  if first == 123 or first == 91 then return cjson.decode(v) end
+  return msgpack.unpack(v)
+end}
+local function moveToFinished(KEYS, ARGV)
+${moveToFinished}
+end
+local function raised(e)
+  return type(e) == 'table' and tostring(e.err) or tostring(e)
+end
+-- A job still active whose lock is gone (lost with a failed master, or expired while its worker was paused)
+-- and that no one else has taken: this delivery's result is recorded, so it may be acknowledged now rather
+-- than refused ('Missing lock') and redelivered by BullMQ's stall check a minute later. BullMQ's lock is
+-- set to this delivery's token, and its script removes it as usual.
+local function relock(keys, argv)
+  local lock = keys[12] .. ':lock'
+  if redis.call('EXISTS', lock) == 0 and redis.call('LPOS', keys[2], argv[1]) then
+    local opts = cmsgpack.unpack(argv[8])
+    redis.call('SET', lock, opts['token'], 'PX', tonumber(opts['lockDuration']) or 30000)
+  end
+end
+local unwritten = {${REFUSED_UNWRITTEN.map((c) => `[${c}] = true`).join(', ')}}
+local acks = tonumber(ARGV[1])
+local prefix = ARGV[2]
+local out = {}
+local k, a = 0, 2 + 2 * acks
+if prefix ~= '' then k = ${SHARED_KEYS.length} end
+for i = 1, acks do
+  local argc, own = tonumber(ARGV[1 + 2 * i]), tonumber(ARGV[2 + 2 * i])
+  local keys, argv
+  if argc < 0 then
+    argc = -argc
+    local jobKey = ARGV[a + 1]
+    keys = {${rebuilt}}
+    argv = {string.sub(jobKey, #prefix + 1), ARGV[a + 2], 'returnvalue', ARGV[a + 3], 'completed', ARGV[a + 4], prefix, ARGV[a + 5], argc == 6 and ARGV[a + 6] or ''}
+  else
+    keys = {unpack(KEYS, k + 1, k + ${n})}
+    argv = {unpack(ARGV, a + 1, a + argc)}
+    k = k + ${n}
+  end
+  local ckey = false
+  if own > 0 then
+    k = k + 1
+    ckey = KEYS[k]
+  end
+  local reply = false
+  local op = own > 0 and ARGV[a + argc + 1]
+  local stepsKey = false
+  if op == '${RIDE_OP}' then
+    -- A record riding in BullMQ's own fields (ARGV[9]; ack-ride.ts): none may be there yet. A check that
+    -- fails (a key of the wrong type) refuses the ride, and the record's own Lua judges it after the call.
+    local checked, has = pcall(redis.call, 'HEXISTS', ckey, '${JOB_RECORD_FIELD}')
+    if not checked or has == 1 then reply = '${HAS_RECORD}' end
+  elseif op == '${RIDE_CLAIMED_OP}' then
+    -- The done record riding there replaces this delivery's running record, claimed once: anything else
+    -- (another holder, a run done, a run claimed again) goes again with op d. Its steps go once it is written.
+    local checked, record = pcall(redis.call, 'HGET', ckey, '${JOB_RECORD_FIELD}')
+    local state, holder, _, claims = parse(checked and record or nil)
+    if state ~= 'r' or holder ~= ARGV[a + argc + 2] or claims ~= '1' then reply = '${HAS_RECORD}' else stepsKey = ARGV[a + argc + 3] end
+  elseif own > 0 then
+    local ok, r = pcall(ops[op], ckey, unpack(ARGV, a + argc + 2, a + argc + own))
+    if not ok then reply = {'error', raised(r)} elseif r ~= nil then reply = r end
+    -- Should it fail (a key of the wrong type), BullMQ's own checks below judge the acknowledgement.
+    if reply == 1 and argv[5] == 'completed' then pcall(relock, keys, argv) end
+  end
+  a = a + argc + own
+  local ok, result = false, false
+  if reply ~= '${HAS_RECORD}' then ok, result = pcall(moveToFinished, keys, argv) end
+  if ok and stepsKey and not unwritten[result] then redis.call('DEL', stepsKey) end
+  if not ok and result then result = redis.error_reply(raised(result)) elseif result == nil then result = false end
+  out[i] = {reply, result}
+end
+return out
+`;
+}
+
+/** BullMQ's KEYS (0-based) shared by every job's completion in a queue: all but KEYS[12], the job's key. */
+const JOB_KEY_INDEX = 11;
+const SHARED_KEYS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13];
+/** BullMQ's ARGV, as indexes of its KEYS-then-ARGV array. */
+const JOB_ID = MOVE_TO_FINISHED_KEYS;
+const TIMESTAMP = MOVE_TO_FINISHED_KEYS + 1;
+const PROPERTY = MOVE_TO_FINISHED_KEYS + 2;
+const VALUE = MOVE_TO_FINISHED_KEYS + 3;
+const TARGET = MOVE_TO_FINISHED_KEYS + 4;
+const FETCH_NEXT = MOVE_TO_FINISHED_KEYS + 5;
+const PREFIX = MOVE_TO_FINISHED_KEYS + 6;
+const OPTIONS = OPTIONS_INDEX;
+
+/** One acknowledgement of a call: BullMQ's KEYS then ARGV, and its completion's record key, op and words (ack-fold.ts). */
+export interface FoldedAck {
+  args: unknown[];
+  completion: { key: string; op: AheadOp; args: readonly (string | number)[] } | undefined;
+}
+
+/** How an acknowledgement's record rides in its own ARGV[9] (ack-ride.ts), if it does. */
+export type Ride = typeof RIDE_OP | typeof RIDE_CLAIMED_OP | undefined;
+
+/**
+ * The words of one call of the script for `batch`, each acknowledgement's record riding as `rides` says,
+ * in one array (ioredis flattens it, and spreading every word costs more per job than these loops):
+ * numkeys, KEYS, then ARGV (see ackFoldLua for the layout).
+ */
+export function foldWords(batch: readonly FoldedAck[], rides: readonly Ride[]): unknown[] {
+  const base = batch.find((ack) => compactable(ack.args))?.args;
+  const compact = batch.map((ack) => base !== undefined && compactable(ack.args) && sharesKeys(ack.args, base));
+  const keys: unknown[] = base ? SHARED_KEYS.map((i) => base[i]) : [];
+  for (let j = 0; j < batch.length; j++) {
+    const ack = batch[j] as FoldedAck;
+    if (!compact[j]) for (let i = 0; i < MOVE_TO_FINISHED_KEYS; i++) keys.push(ack.args[i]);
+    if (ack.completion) keys.push(ack.completion.key);
+  }
+  const words: unknown[] = [keys.length, ...keys, batch.length, base ? base[PREFIX] : ''];
+  for (let j = 0; j < batch.length; j++) {
+    const ack = batch[j] as FoldedAck;
+    const c = ack.completion;
+    const argc = compact[j] ? -(c && rides[j] ? 6 : 5) : ack.args.length - MOVE_TO_FINISHED_KEYS;
+    const ride = rides[j];
+    words.push(argc, !c ? 0 : ride === RIDE_OP ? 1 : ride ? 3 : c.args.length + 1);
+  }
+  for (let j = 0; j < batch.length; j++) {
+    const ack = batch[j] as FoldedAck;
+    const { args, completion: c } = ack;
+    const ride = rides[j];
+    // The completions' words: completeUnclaimed's mode, owner, encoded result (lazy-run.ts, recordUnclaimed);
+    // complete's mode, owner, encoded result, done TTL, steps key (ledger.ts, completeArgs).
+    if (compact[j]) {
+      words.push(args[JOB_KEY_INDEX], args[TIMESTAMP], args[VALUE], args[FETCH_NEXT], optionsJson(args[OPTIONS] as AckOptions | Uint8Array));
+      if (c && ride) words.push(recordFieldJson(args, String(c.args[1]), String(c.args[2])));
+    } else {
+      const field = c && ride ? recordField(args, String(c.args[1]), String(c.args[2])) : undefined;
+      for (let i = MOVE_TO_FINISHED_KEYS; i < args.length; i++) {
+        const word = args[i];
+        words.push(i === RIDE_FIELDS_INDEX && field ? field : word instanceof AckOptions ? word.packed() : word);
+      }
+    }
+    if (!c) continue;
+    if (ride === RIDE_OP) words.push(RIDE_OP);
+    else if (ride) words.push(RIDE_CLAIMED_OP, c.args[1], c.args[4]);
+    else {
+      words.push(OP_CODES[c.op]);
+      for (const word of c.args) words.push(word);
+    }
+  }
+  return words;
+}
+
+/**
+ * Whether BullMQ's acknowledgement can go compact: a completion that sets no job fields of its own, its
+ * options packed, its job's key the queue's prefix and its id (as BullMQ makes it: queue.toKey(id)).
+ */
+function compactable(args: readonly unknown[]): boolean {
+  return (
+    args.length === OPTIONS + 2 &&
+    args[TARGET] === 'completed' &&
+    args[PROPERTY] === 'returnvalue' &&
+    args[RIDE_FIELDS_INDEX] === undefined &&
+    (args[OPTIONS] instanceof AckOptions || args[OPTIONS] instanceof Uint8Array) &&
+    typeof args[PREFIX] === 'string' &&
+    args[JOB_KEY_INDEX] === args[PREFIX] + String(args[JOB_ID])
+  );
+}
+
+/** Whether `args` has the same shared KEYS and prefix as `base` (the call carries them once). */
+function sharesKeys(args: readonly unknown[], base: readonly unknown[]): boolean {
+  if (args[PREFIX] !== base[PREFIX]) return false;
+  for (const i of SHARED_KEYS) if (args[i] !== base[i]) return false;
+  return true;
+}
+
+/**
+ * An acknowledgement's options as JSON: the worker's short path's as they are (AckOptions), BullMQ's own
+ * unpacked. msgpack's nil is no entry in Lua, JSON's null a value (cjson.null) that BullMQ's checks for
+ * nil would take for one: nulls are left out, as cmsgpack leaves nils out of a table.
+ */
+function optionsJson(options: AckOptions | Uint8Array): string {
+  if (options instanceof AckOptions) return options.json();
+  return JSON.stringify(unpack(options), (_key, value: unknown) => (value === null ? undefined : value));
+}
