@@ -29,10 +29,20 @@ const RESULTS: unknown[] = [null, 'ünïcødé ☃', { nested: [1, null] }, '{"l
 const workerOptions: Partial<WorkerOptions> = { name: 'w1', metrics: { maxDataPoints: 10 }, limiter: { max: 100_000, duration: 1000 } };
 type Mode = 'bullmq' | 'folded' | 'tickwork';
 
-async function drain(mode: Mode, optsOf: (i: number) => JobsOptions, count = 2 * GROUP) {
+interface DrainOptions {
+  count?: number;
+  worker?: Partial<WorkerOptions>;
+  /** Before the jobs are added (a queue's global concurrency, say). */
+  setUp?: (queue: Queue) => Promise<unknown>;
+}
+
+async function drain(mode: Mode, optsOf: (i: number) => JobsOptions, o: DrainOptions = {}) {
+  const count = o.count ?? 2 * GROUP;
   const name = `ca-${queueNo++}`;
   const queue = new Queue(name, { connection: server.client(), prefix: 'tw' });
+  await o.setUp?.(queue);
   await queue.addBulk(Array.from({ length: count }, (_, i) => ({ name: 'j', data: { i }, opts: optsOf(i) })));
+  const fetched: { i: number; processedBy: string | undefined; attemptsStarted: number; processedOn: boolean }[] = [];
   const started = new Map<number, number>();
   const release = new Map<number, () => void>();
   const gates = new Map<number, Promise<void>>();
@@ -41,6 +51,7 @@ async function drain(mode: Mode, optsOf: (i: number) => JobsOptions, count = 2 *
   const processor: Processor = async (job) => {
     if (mode !== 'bullmq') foldAcks(await (ackConnectionOf(worker) as NonNullable<ReturnType<typeof ackConnectionOf>>));
     const i = (job.data as { i: number }).i;
+    fetched.push({ i, processedBy: job.processedBy, attemptsStarted: job.attemptsStarted, processedOn: typeof job.processedOn === 'number' });
     const g = Math.floor(i / GROUP);
     const waiting = gate(g);
     started.set(g, (started.get(g) ?? 0) + 1);
@@ -49,9 +60,14 @@ async function drain(mode: Mode, optsOf: (i: number) => JobsOptions, count = 2 *
     return RESULTS[i % RESULTS.length];
   };
   const calls: string[][] = [];
-  const monitor = await monitorRedis(server, ({ args, source }) => source !== 'lua' && /^evalsha$/i.test(args[0] ?? '') && calls.push(args));
+  let lean = 0;
+  const monitor = await monitorRedis(server, ({ args, source }) => {
+    if (source !== 'lua') return void (/^evalsha$/i.test(args[0] ?? '') && calls.push(args));
+    // The lean path asks whether a job has children with one EXISTS of two keys (ack-lean-lua.ts); BullMQ's script with SCARD.
+    if (/^exists$/i.test(args[0] ?? '') && args.length === 3) lean++;
+  });
   const cls = mode === 'tickwork' ? (TickworkWorker as unknown as typeof Worker) : Worker;
-  worker = new cls(name, processor, { connection: server.client(), prefix: 'tw', concurrency: GROUP, ...workerOptions });
+  worker = new cls(name, processor, { connection: server.client(), prefix: 'tw', concurrency: GROUP, ...(o.worker ?? workerOptions) });
   let done = 0;
   const errors: string[] = [];
   worker.on('completed', () => done++);
@@ -71,13 +87,17 @@ async function drain(mode: Mode, optsOf: (i: number) => JobsOptions, count = 2 *
     completedCount: await redis.zcard(`tw:${name}:completed`),
     completedEvents: events.filter((e) => e.event === 'completed').map((e) => `${e.jobId}:${e.returnvalue}:${e.prev}`).sort(),
     activeEvents: events.filter((e) => e.event === 'active').length,
+    promotedEvents: events.filter((e) => e.event === 'waiting' && e.prev === 'delayed').length,
+    drainedEvent: events.some((e) => e.event === 'drained'),
+    fetched: fetched.sort((a, b) => a.i - b.i),
+    left: (await redis.keys(`tw:${name}:*`)).map((k) => k.slice(`tw:${name}:`.length)).filter((k) => !/^(events|meta|id|marker|stalled-check|metrics:.*)$/.test(k)).sort(),
     metricsCount: await redis.hget(`tw:${name}:metrics:completed`, 'count'),
   };
   redis.disconnect();
   await queue.close();
   // Compact acknowledgements carry their options as JSON (a plain Worker's unpacked from BullMQ's msgpack).
   const compact = calls.filter((a) => a.some((w) => w.startsWith('{"token":'))).length;
-  return { outcome, compact };
+  return { outcome, compact, lean };
 }
 
 describe('compact acknowledgements', () => {
@@ -93,6 +113,34 @@ describe('compact acknowledgements', () => {
     }
   });
 
+  it("take the lean path for jobs removed on completion: delayed jobs promoted and prioritized ones fetched as BullMQ's script does", async () => {
+    // 16 plain jobs, then 4 delayed (due by the time the acknowledgements fetch them) and 4 prioritized.
+    const optsOf = (i: number): JobsOptions => ({ removeOnComplete: true, ...(i >= 2 * GROUP && i < 2 * GROUP + 4 && { delay: 1 }), ...(i >= 2 * GROUP + 4 && { priority: 3 }) });
+    const plain = { name: 'w2' };
+    const bull = await drain('bullmq', optsOf, { count: 3 * GROUP, worker: plain });
+    expect(bull.outcome.errors).toEqual([]);
+    expect(bull.outcome.promotedEvents).toBe(4);
+    expect(bull.outcome.fetched.every((f) => f.processedBy === 'w2' && f.attemptsStarted === 1 && f.processedOn)).toBe(true);
+    expect(bull.outcome.left).toEqual([]);
+    for (const mode of ['folded', 'tickwork'] as const) {
+      const ours = await drain(mode, optsOf, { count: 3 * GROUP, worker: plain });
+      expect(ours.outcome, mode).toEqual(bull.outcome);
+      expect(ours.lean, `${mode}: acknowledgements on the lean path`).toBeGreaterThan(0);
+    }
+  });
+
+  it("leave to BullMQ's script what the lean path does not serve (a queue with a global concurrency), with the same outcome", async () => {
+    const optsOf = (): JobsOptions => ({ removeOnComplete: true });
+    const o = { worker: { name: 'w2' }, setUp: (q: Queue) => q.setGlobalConcurrency(50) };
+    const bull = await drain('bullmq', optsOf, o);
+    for (const mode of ['folded', 'tickwork'] as const) {
+      const ours = await drain(mode, optsOf, o);
+      expect(ours.outcome, mode).toEqual(bull.outcome);
+      expect(ours.compact, `${mode}: acknowledgements sent compact`).toBeGreaterThan(0);
+      expect(ours.lean, `${mode}: none on the lean path`).toBe(0);
+    }
+  });
+
   it('trim the completed jobs to a removeOnComplete count, as BullMQ does', async () => {
     const optsOf = (): JobsOptions => ({ removeOnComplete: { count: 3 } });
     const bull = await drain('bullmq', optsOf);
@@ -102,7 +150,8 @@ describe('compact acknowledgements', () => {
       // Which three are kept follows the order acknowledgements ran in; how many, and what they hold, not.
       const kept = (o: typeof bull.outcome) =>
         o.jobs.flatMap((j) => (j ? [{ state: j.state, attemptsMade: j.attemptsMade, finished: j.finished, itsResult: JSON.stringify(j.returnvalue) === JSON.stringify(RESULTS[j.i % RESULTS.length] ?? null) }] : []));
-      expect({ ...ours.outcome, jobs: kept(ours.outcome) }, mode).toEqual({ ...bull.outcome, jobs: kept(bull.outcome) });
+      const keys = (o: typeof bull.outcome) => o.left.map((k) => (/^\d+$/.test(k) ? 'a job' : k)).sort();
+      expect({ ...ours.outcome, jobs: kept(ours.outcome), left: keys(ours.outcome) }, mode).toEqual({ ...bull.outcome, jobs: kept(bull.outcome), left: keys(bull.outcome) });
       expect(ours.compact, `${mode}: acknowledgements sent compact`).toBeGreaterThan(0);
     }
   });

@@ -1,4 +1,5 @@
 import { unpack } from 'msgpackr';
+import { LEAN_FINISH_LUA } from './ack-lean-lua.js';
 import { AckOptions, OPTIONS_INDEX } from './ack-options.js';
 import { recordField, recordFieldJson, RIDE_FIELDS_INDEX } from './ack-ride.js';
 import { COMPLETE_OP_LUA, HAS_RECORD, JOB_RECORD_FIELD, MOVE_TO_FINISHED_KEYS, REFUSED_UNWRITTEN, RIDE_CLAIMED_OP, RIDE_OP } from './ledger-lua.js';
@@ -55,6 +56,13 @@ end}
 local function moveToFinished(KEYS, ARGV)
 ${moveToFinished}
 end
+${LEAN_FINISH_LUA}
+-- A compact acknowledgement: the lean path where it serves (ack-lean-lua.ts), else BullMQ's script.
+local function finishCompact(keys, argv)
+  local r = leanFinish(keys, argv)
+  if r ~= nil then return r end
+  return moveToFinished(keys, argv)
+end
 local function raised(e)
   return type(e) == 'table' and tostring(e.err) or tostring(e)
 end
@@ -78,7 +86,8 @@ if prefix ~= '' then k = ${SHARED_KEYS.length} end
 for i = 1, acks do
   local argc, own = tonumber(ARGV[1 + 2 * i]), tonumber(ARGV[2 + 2 * i])
   local keys, argv
-  if argc < 0 then
+  local compact = argc < 0
+  if compact then
     argc = -argc
     local jobKey = ARGV[a + 1]
     keys = {${rebuilt}}
@@ -115,11 +124,12 @@ for i = 1, acks do
   end
   a = a + argc + own
   local ok, result = false, false
-  if reply ~= '${HAS_RECORD}' then ok, result = pcall(moveToFinished, keys, argv) end
+  if reply ~= '${HAS_RECORD}' then ok, result = pcall(compact and finishCompact or moveToFinished, keys, argv) end
   if ok and stepsKey and not unwritten[result] then redis.call('DEL', stepsKey) end
   if not ok and result then result = redis.error_reply(raised(result)) elseif result == nil then result = false end
   out[i] = {reply, result}
 end
+if prefix ~= '' then leanAfter(KEYS[4], KEYS[${SHARED_KEYS.indexOf(13) + 1}]) end
 return out
 `;
 }
