@@ -2,7 +2,7 @@ import { unpack } from 'msgpackr';
 import { LEAN_FINISH_LUA } from './ack-lean-lua.js';
 import { AckOptions, OPTIONS_INDEX } from './ack-options.js';
 import { recordField, recordFieldJson, RIDE_FIELDS_INDEX } from './ack-ride.js';
-import { COMPLETE_OP_LUA, HAS_RECORD, JOB_RECORD_FIELD, MOVE_TO_FINISHED_KEYS, REFUSED_UNWRITTEN, RIDE_CLAIMED_OP, RIDE_OP } from './ledger-lua.js';
+import { COMPLETE_OP_LUA, HAS_RECORD, JOB_RECORD_FIELD, MOVE_TO_FINISHED_KEYS, REFUSED_UNWRITTEN, RIDE_CLAIMED_OP, RIDE_OP, RIDE_SOLE_OP } from './ledger-lua.js';
 import { OP_CODES, type AheadOp } from './ledger-batch.js';
 
 /**
@@ -33,7 +33,7 @@ import { OP_CODES, type AheadOp } from './ledger-batch.js';
  *
  * A completion of op RIDE_OP (no arguments) is a record riding in that acknowledgement's ARGV[9]
  * (ack-ride.ts): checked absent from the job's hash first, its reply HAS_RECORD (and BullMQ's script not
- * run) if there is one. One of op RIDE_CLAIMED_OP (owner, steps key) is a done record riding there too, of
+ * run) if there is one; of op RIDE_SOLE_OP, the same without the check (a sole delivery's). One of op RIDE_CLAIMED_OP (owner, steps key) is a done record riding there too, of
  * a run claimed once by that owner: checked to be that owner's running record first (else HAS_RECORD), its
  * steps key deleted once BullMQ's script has written it. Replies, per acknowledgement, {completion's reply
  * or nil, BullMQ's reply}. An error raised by one acknowledgement's completion or script is that one's
@@ -105,7 +105,9 @@ for i = 1, acks do
   local reply = false
   local op = own > 0 and ARGV[a + argc + 1]
   local stepsKey = false
-  if op == '${RIDE_OP}' then
+  if op == '${RIDE_SOLE_OP}' then
+    -- A sole delivery's record riding there (ledger-lua.ts, RIDE_SOLE_OP): no check.
+  elseif op == '${RIDE_OP}' then
     -- A record riding in BullMQ's own fields (ARGV[9]; ack-ride.ts): none may be there yet. A check that
     -- fails (a key of the wrong type) refuses the ride, and the record's own Lua judges it after the call.
     local checked, has = pcall(redis.call, 'HEXISTS', ckey, '${JOB_RECORD_FIELD}')
@@ -154,7 +156,7 @@ export interface FoldedAck {
 }
 
 /** How an acknowledgement's record rides in its own ARGV[9] (ack-ride.ts), if it does. */
-export type Ride = typeof RIDE_OP | typeof RIDE_CLAIMED_OP | undefined;
+export type Ride = typeof RIDE_OP | typeof RIDE_SOLE_OP | typeof RIDE_CLAIMED_OP | undefined;
 
 /**
  * The words of one call of the script for `batch`, each acknowledgement's record riding as `rides` says,
@@ -176,7 +178,7 @@ export function foldWords(batch: readonly FoldedAck[], rides: readonly Ride[]): 
     const c = ack.completion;
     const argc = compact[j] ? -(c && rides[j] ? 6 : 5) : ack.args.length - MOVE_TO_FINISHED_KEYS;
     const ride = rides[j];
-    words.push(argc, !c ? 0 : ride === RIDE_OP ? 1 : ride ? 3 : c.args.length + 1);
+    words.push(argc, !c ? 0 : ride === RIDE_OP || ride === RIDE_SOLE_OP ? 1 : ride ? 3 : c.args.length + 1);
   }
   for (let j = 0; j < batch.length; j++) {
     const ack = batch[j] as FoldedAck;
@@ -195,7 +197,7 @@ export function foldWords(batch: readonly FoldedAck[], rides: readonly Ride[]): 
       }
     }
     if (!c) continue;
-    if (ride === RIDE_OP) words.push(RIDE_OP);
+    if (ride === RIDE_OP || ride === RIDE_SOLE_OP) words.push(ride);
     else if (ride) words.push(RIDE_CLAIMED_OP, c.args[1], c.args[4]);
     else {
       words.push(OP_CODES[c.op]);
@@ -209,7 +211,7 @@ export function foldWords(batch: readonly FoldedAck[], rides: readonly Ride[]): 
  * Whether BullMQ's acknowledgement can go compact: a completion that sets no job fields of its own, its
  * options packed, its job's key the queue's prefix and its id (as BullMQ makes it: queue.toKey(id)).
  */
-function compactable(args: readonly unknown[]): boolean {
+export function compactable(args: readonly unknown[]): boolean {
   return (
     args.length === OPTIONS + 2 &&
     args[TARGET] === 'completed' &&

@@ -243,6 +243,12 @@ export function unclaimedDoneRecord(owner: string, at: number | string, encodedR
 /** The op code of an acknowledgement in the fold whose record, of a run never claimed, rides in BullMQ's ARGV[9] (ack-ride.ts). */
 export const RIDE_OP = 'ride';
 /**
+ * As RIDE_OP, for a delivery known to be its job's only one (apps/worker sole-delivery.ts): no check. A
+ * record could only be in its hash from another delivery, which would hold the job's lock, and BullMQ's
+ * script (or the lean path) refuses an acknowledgement whose lock is not its own before it writes anything.
+ */
+export const RIDE_SOLE_OP = 'ride-sole';
+/**
  * The op code of an acknowledgement in the fold whose record, of a run this delivery claimed once (a claim
  * count of 1), rides in BullMQ's ARGV[9]; its words: the owner and the run's steps key (ack-ride.ts).
  */
