@@ -256,12 +256,13 @@ function shown(ratio: number, goal: number): string {
 
 /** Deletes the keys a write series left (outside the timing). */
 async function clearKeys(redis: RedisClient, match: string, expected: number): Promise<void> {
-  let n = 0;
+  // SCAN may return a key more than once (while Redis resizes the keyspace, which these deletes cause).
+  const seen = new Set<string>();
   for await (const keys of scanKeys(redis, match)) {
-    n += keys.length;
+    for (const k of keys) seen.add(k);
     if (keys.length > 0) await redis.unlink(...keys);
   }
-  if (n !== expected) throw new Error(`write round: expected ${expected} keys written, found ${n}`);
+  if (seen.size !== expected) throw new Error(`write round: expected ${expected} keys written, found ${seen.size}`);
 }
 
 /**
@@ -269,8 +270,9 @@ async function clearKeys(redis: RedisClient, match: string, expected: number): P
  * would mean the round measured duplicate suppression); then the keys go, so the next round starts fresh.
  */
 async function checkAndClearLedger(redis: RedisClient, eo: ExactlyOnce, jobs: number): Promise<void> {
-  const keys: string[] = [];
-  for await (const batch of scanKeys(redis, eo.ledger.keyOf('*'))) keys.push(...batch.filter((k) => !k.endsWith(':steps')));
+  const found = new Set<string>(); // SCAN may return a key more than once
+  for await (const batch of scanKeys(redis, eo.ledger.keyOf('*'))) for (const k of batch) if (!k.endsWith(':steps')) found.add(k);
+  const keys = [...found];
   let done = 0;
   for (let i = 0; i < keys.length; i += 1000) {
     const slice = keys.slice(i, i + 1000);

@@ -131,7 +131,8 @@ for i = 1, acks do
   if not ok and result then result = redis.error_reply(raised(result)) elseif result == nil then result = false end
   out[i] = {reply, result}
 end
-if prefix ~= '' then leanAfter(KEYS[4], KEYS[${SHARED_KEYS.indexOf(13) + 1}]) end
+-- Every acknowledgement has its reply by now; should this fail (a key of the wrong type), none is failed for it.
+if prefix ~= '' then pcall(leanAfter, KEYS[4], KEYS[${SHARED_KEYS.indexOf(13) + 1}]) end
 return out
 `;
 }

@@ -16,7 +16,7 @@ export async function keyNodes(redis: RedisClient): Promise<Redis[]> {
   return masters;
 }
 
-/** Batches of the keys matching `match`, from every node that holds keys (keyNodes). */
+/** Batches of the keys matching `match`, from every node that holds keys (keyNodes). As SCAN, a key may come more than once. */
 export async function* scanKeys(redis: RedisClient, match: string, count = 1000): AsyncGenerator<string[]> {
   for (const node of await keyNodes(redis)) {
     for await (const batch of node.scanStream({ match, count })) yield batch as string[];
