@@ -151,6 +151,14 @@ describe.each([true, false])('a Redis Cluster master killed -9 under load (clust
     });
     const ticksAfter = async () => redis.zcount(CHAOS_KEYS.doneAt('chaos-b'), promotedAt + 2000, '+inf');
     await waitFor(async () => (await ticksAfter()) >= 3, { timeoutMs: 30_000, what: 'catalog ticks after the failover' });
+    // And three occurrences of every runtime schedule (every 2 s), so the window the checks below read does
+    // not end on how fast the backlog drained.
+    const occurrences = async (schedule: string) => (await readHistory(redis, PREFIX, schedule, 1000)).filter((h) => h.trigger !== 'manual').length;
+    await waitFor(async () => (await Promise.all(Array.from({ length: RUNTIME_SCHEDULES }, (_, i) => occurrences(`tenant-${i}`)))).every((n) => n >= 3), {
+      timeoutMs: 30_000,
+      intervalMs: 250,
+      what: 'three occurrences of every runtime schedule',
+    });
     expect(await scheduler.stop('SIGTERM'), lastWords(scheduler)).toBe(0);
     await waitFor(async () => {
       const pending = await Promise.all(CHAOS_QUEUES.map((q) => queues.get(q).getJobCountByTypes('wait', 'active', 'delayed', 'prioritized')));
