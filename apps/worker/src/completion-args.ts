@@ -1,4 +1,4 @@
-import { AckOptions } from '@tickwork/runtime';
+import { AckOptions, withoutNulls } from '@tickwork/runtime';
 import type { Job, WorkerOptions } from 'bullmq';
 
 /** What BullMQ's moveToCompletedArgs reads of its Redis backend (redis-queue-backend.js; public there). */
@@ -45,12 +45,4 @@ export function completionArgs(backend: CompletionBackend, worker: CompletionWor
   if (job.opts.attempts != null) value.attempts = job.opts.attempts;
   const args = [job.id, Date.now(), 'returnvalue', returnvalue ?? 'null', 'completed', !fetchNext || worker.closing ? 0 : 1, worker.keys[''], new AckOptions(value), undefined];
   return keys.concat(args);
-}
-
-/** `v` without null or undefined entries at any depth (AckOptions holds none: see there). */
-function withoutNulls(v: unknown): unknown {
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
-  const out: Record<string, unknown> = {};
-  for (const [k, x] of Object.entries(v)) if (x != null) out[k] = withoutNulls(x);
-  return out;
 }

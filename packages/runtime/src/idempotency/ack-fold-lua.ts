@@ -1,6 +1,6 @@
 import { unpack } from 'msgpackr';
 import { LEAN_FINISH_LUA } from './ack-lean-lua.js';
-import { AckOptions, OPTIONS_INDEX } from './ack-options.js';
+import { AckOptions, OPTIONS_INDEX, withoutNulls } from './ack-options.js';
 import { recordField, recordFieldJson, RIDE_FIELDS_INDEX } from './ack-ride.js';
 import { COMPLETE_OP_LUA, HAS_RECORD, JOB_RECORD_FIELD, MOVE_TO_FINISHED_KEYS, REFUSED_UNWRITTEN, RIDE_CLAIMED_OP, RIDE_OP, RIDE_SOLE_OP } from './ledger-lua.js';
 import { OP_CODES, type AheadOp } from './ledger-batch.js';
@@ -234,9 +234,9 @@ function sharesKeys(args: readonly unknown[], base: readonly unknown[]): boolean
 /**
  * An acknowledgement's options as JSON: the worker's short path's as they are (AckOptions), BullMQ's own
  * unpacked. msgpack's nil is no entry in Lua, JSON's null a value (cjson.null) that BullMQ's checks for
- * nil would take for one: nulls are left out, as cmsgpack leaves nils out of a table.
+ * nil would take for one: nulls are left out (withoutNulls).
  */
 function optionsJson(options: AckOptions | Uint8Array): string {
   if (options instanceof AckOptions) return options.json();
-  return JSON.stringify(unpack(options), (_key, value: unknown) => (value === null ? undefined : value));
+  return JSON.stringify(withoutNulls(unpack(options)));
 }

@@ -29,6 +29,17 @@ export class AckOptions {
   }
 }
 
+/**
+ * `v` without null or undefined entries at any depth, as cmsgpack leaves nils out of a Lua table: what
+ * AckOptions may hold, and what a packed BullMQ option set becomes before it is sent as JSON (ack-fold-lua.ts).
+ */
+export function withoutNulls(v: unknown): unknown {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v)) if (x != null) out[k] = withoutNulls(x);
+  return out;
+}
+
 /** BullMQ's acknowledgement `args` with its options packed, as its own script reads them (in place: the array is the caller's to send). */
 export function packOptions(args: unknown[]): unknown[] {
   const options = args[OPTIONS_INDEX];
