@@ -2,7 +2,7 @@ import { unpack } from 'msgpackr';
 import { LEAN_FINISH_LUA } from './ack-lean-lua.js';
 import { AckOptions, OPTIONS_INDEX, withoutNulls } from './ack-options.js';
 import { recordField, recordFieldJson, RIDE_FIELDS_INDEX } from './ack-ride.js';
-import { COMPLETE_OP_LUA, HAS_RECORD, JOB_RECORD_FIELD, MOVE_TO_FINISHED_KEYS, REFUSED_UNWRITTEN, RIDE_CLAIMED_OP, RIDE_OP, RIDE_SOLE_OP } from './ledger-lua.js';
+import { COMPLETE_OP_LUA, HAS_RECORD, JOB_RECORD_FIELD, MOVE_TO_FINISHED_AT, MOVE_TO_FINISHED_KEYS, REFUSED_UNWRITTEN, RIDE_CLAIMED_OP, RIDE_OP, RIDE_SOLE_OP } from './ledger-lua.js';
 import { OP_CODES, type AheadOp } from './ledger-batch.js';
 
 /**
@@ -137,18 +137,11 @@ return out
 `;
 }
 
-/** BullMQ's KEYS (0-based) shared by every job's completion in a queue: all but KEYS[12], the job's key. */
-const JOB_KEY_INDEX = 11;
-const SHARED_KEYS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13];
-/** BullMQ's ARGV, as indexes of its KEYS-then-ARGV array. */
-const JOB_ID = MOVE_TO_FINISHED_KEYS;
-const TIMESTAMP = MOVE_TO_FINISHED_KEYS + 1;
-const PROPERTY = MOVE_TO_FINISHED_KEYS + 2;
-const VALUE = MOVE_TO_FINISHED_KEYS + 3;
-const TARGET = MOVE_TO_FINISHED_KEYS + 4;
-const FETCH_NEXT = MOVE_TO_FINISHED_KEYS + 5;
-const PREFIX = MOVE_TO_FINISHED_KEYS + 6;
+/** BullMQ's KEYS and ARGV, as indexes of its KEYS-then-ARGV array (ledger-lua.ts). */
+const { jobKey: JOB_KEY_INDEX, jobId: JOB_ID, timestamp: TIMESTAMP, property: PROPERTY, value: VALUE, target: TARGET, fetchNext: FETCH_NEXT, prefix: PREFIX } = MOVE_TO_FINISHED_AT;
 const OPTIONS = OPTIONS_INDEX;
+/** BullMQ's KEYS (0-based) shared by every job's completion in a queue: all but KEYS[12], the job's key. */
+const SHARED_KEYS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13];
 
 /** One acknowledgement of a call: BullMQ's KEYS then ARGV, and its completion's record key, op and words (ack-fold.ts). */
 export interface FoldedAck {

@@ -1,6 +1,6 @@
 import type { RedisClient } from '../connection.js';
 import { ackFoldLua, compactable, foldWords, type Ride } from './ack-fold-lua.js';
-import { HAS_RECORD, MOVE_TO_FINISHED_KEYS, RIDE_CLAIMED_OP, RIDE_OP, RIDE_SOLE_OP } from './ledger-lua.js';
+import { HAS_RECORD, MOVE_TO_FINISHED_AT, MOVE_TO_FINISHED_KEYS, RIDE_CLAIMED_OP, RIDE_OP, RIDE_SOLE_OP } from './ledger-lua.js';
 import { packOptions } from './ack-options.js';
 import { ackRideLua, canRide, rideRefused, sendRide } from './ack-ride.js';
 import { completionWriter, LedgerCallError, type AheadOp, type AheadOutcome, type LedgerReply } from './ledger-batch.js';
@@ -45,7 +45,7 @@ const FOLD_COMMAND = 'tickworkAckFold';
 /** An acknowledgement alone with the record of a run never claimed: BullMQ's script writes it (ack-ride.ts). */
 const RIDE_COMMAND = 'tickworkAckRide';
 /** KEYS[12] of BullMQ's moveToFinished: the job's key (its hash). */
-const JOB_KEY_INDEX = 11;
+const JOB_KEY_INDEX = MOVE_TO_FINISHED_AT.jobKey;
 /**
  * Acknowledgements per script call at most. Few: a call goes as soon as it is full, so Redis works on it
  * while the worker finishes the next jobs. Measured at concurrency 50 with the bench's no-op job, a completed

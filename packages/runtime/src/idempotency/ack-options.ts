@@ -1,8 +1,8 @@
 import { Packr } from 'msgpackr';
-import { MOVE_TO_FINISHED_KEYS } from './ledger-lua.js';
+import { MOVE_TO_FINISHED_AT } from './ledger-lua.js';
 
 /** BullMQ's ARGV[8] of moveToFinished (its options), as an index of its KEYS-then-ARGV array. */
-export const OPTIONS_INDEX = MOVE_TO_FINISHED_KEYS + 7;
+export const OPTIONS_INDEX = MOVE_TO_FINISHED_AT.options;
 
 /** As BullMQ packs them (its redis-queue-backend.js makes its packer with these settings). */
 const packer = new Packr({ useRecords: false, encodeUndefinedAsNil: true });

@@ -1,4 +1,4 @@
-import { HAS_RECORD, JOB_RECORD_FIELD, MOVE_TO_FINISHED_KEYS, REFUSED_UNWRITTEN, unclaimedDoneRecord } from './ledger-lua.js';
+import { HAS_RECORD, JOB_RECORD_FIELD, MOVE_TO_FINISHED_AT, REFUSED_UNWRITTEN, unclaimedDoneRecord } from './ledger-lua.js';
 
 /**
  * The cheapest acknowledgement that carries a result: that of a run recorded in its job's own hash and
@@ -33,9 +33,7 @@ import { HAS_RECORD, JOB_RECORD_FIELD, MOVE_TO_FINISHED_KEYS, REFUSED_UNWRITTEN,
 const refusedUnwritten = new Set(REFUSED_UNWRITTEN);
 
 /** ARGV[2] (the acknowledgement's timestamp), ARGV[5] (its target) and ARGV[9] (job fields to update), as indexes of BullMQ's KEYS-then-ARGV array. */
-const TIMESTAMP = MOVE_TO_FINISHED_KEYS + 1;
-const TARGET = MOVE_TO_FINISHED_KEYS + 4;
-const FIELDS = MOVE_TO_FINISHED_KEYS + 8;
+const { timestamp: TIMESTAMP, target: TARGET, fields: FIELDS } = MOVE_TO_FINISHED_AT;
 
 
 /** The riding script: BullMQ's moveToFinished text after the check (see the file comment). */

@@ -263,3 +263,21 @@ export const HAS_RECORD = 'tw:has-record';
 
 /** BullMQ's moveToFinished takes 14 KEYS (ack-fold.ts checks the installed script's count). */
 export const MOVE_TO_FINISHED_KEYS = 14;
+
+/**
+ * Where BullMQ's moveToFinished keeps what the acknowledgements' code reads, as indexes of its KEYS-then-ARGV
+ * array (ack-fold.ts, ack-fold-lua.ts, ack-ride.ts, ack-options.ts): KEYS[12] the job's key, then ARGV[1]
+ * to ARGV[9].
+ */
+export const MOVE_TO_FINISHED_AT = {
+  jobKey: 11,
+  jobId: MOVE_TO_FINISHED_KEYS,
+  timestamp: MOVE_TO_FINISHED_KEYS + 1,
+  property: MOVE_TO_FINISHED_KEYS + 2,
+  value: MOVE_TO_FINISHED_KEYS + 3,
+  target: MOVE_TO_FINISHED_KEYS + 4,
+  fetchNext: MOVE_TO_FINISHED_KEYS + 5,
+  prefix: MOVE_TO_FINISHED_KEYS + 6,
+  options: MOVE_TO_FINISHED_KEYS + 7,
+  fields: MOVE_TO_FINISHED_KEYS + 8,
+} as const;
