@@ -1,7 +1,7 @@
 import { unpack } from 'msgpackr';
 import { LEAN_FINISH_LUA } from './ack-lean-lua.js';
 import { AckOptions, OPTIONS_INDEX, withoutNulls } from './ack-options.js';
-import { recordField, recordFieldJson, RIDE_FIELDS_INDEX } from './ack-ride.js';
+import { recordField, RIDE_FIELDS_INDEX } from './ack-ride.js';
 import { COMPLETE_OP_LUA, HAS_RECORD, JOB_RECORD_FIELD, MOVE_TO_FINISHED_AT, MOVE_TO_FINISHED_KEYS, REFUSED_UNWRITTEN, RIDE_CLAIMED_OP, RIDE_OP, RIDE_SOLE_OP } from './ledger-lua.js';
 import { OP_CODES, type AheadOp } from './ledger-batch.js';
 
@@ -182,7 +182,7 @@ export function foldWords(batch: readonly FoldedAck[], rides: readonly Ride[]): 
     // complete's mode, owner, encoded result, done TTL, steps key (ledger.ts, completeArgs).
     if (compact[j]) {
       words.push(args[JOB_KEY_INDEX], args[TIMESTAMP], args[VALUE], args[FETCH_NEXT], optionsJson(args[OPTIONS] as AckOptions | Uint8Array));
-      if (c && ride) words.push(recordFieldJson(args, String(c.args[1]), String(c.args[2])));
+      if (c && ride) words.push(recordField(args, String(c.args[1]), String(c.args[2])));
     } else {
       const field = c && ride ? recordField(args, String(c.args[1]), String(c.args[2])) : undefined;
       for (let i = MOVE_TO_FINISHED_KEYS; i < args.length; i++) {

@@ -2,7 +2,7 @@ import type { RedisClient } from '../connection.js';
 import { ackFoldLua, compactable, foldWords, type Ride } from './ack-fold-lua.js';
 import { HAS_RECORD, MOVE_TO_FINISHED_AT, MOVE_TO_FINISHED_KEYS, RIDE_CLAIMED_OP, RIDE_OP, RIDE_SOLE_OP } from './ledger-lua.js';
 import { packOptions } from './ack-options.js';
-import { ackRideLua, canRide, rideRefused, sendRide } from './ack-ride.js';
+import { canRide, rideRefused } from './ack-ride.js';
 import { completionWriter, LedgerCallError, type AheadOp, type AheadOutcome, type LedgerReply } from './ledger-batch.js';
 
 /**
@@ -18,9 +18,9 @@ import { completionWriter, LedgerCallError, type AheadOp, type AheadOutcome, typ
  * - **Completions inside them.** A run's completion rides in its job's acknowledgement, where written ahead
  *   (CompletionWriter) it costs a command of its own: the first completion of an event-loop turn (see take);
  *   the others of the turn are written ahead together. For every completion whose job is known: a record in
- *   the job's own hash (mode j), or under the run's own key (mode k), which shares the queue's slot on a
- *   cluster (redis/keyspace.ts), so a call touches one slot there too. An acknowledgement that goes alone with
- *   the record of a run never claimed (the no-op's case) goes in BullMQ's own script instead (ack-ride.ts).
+ *   the job's own hash (mode j), riding as one of the job's fields BullMQ's script writes (ack-ride.ts), or
+ *   under the run's own key (mode k), which shares the queue's slot on a cluster (redis/keyspace.ts), so a
+ *   call touches one slot there too.
  *
  * How: BullMQ sends every script through its client's `runCommand(name, args)` (ioredis-client.js, an
  * override it lets callers replace). foldAcks replaces it on a worker's connection: moveToFinished calls go
@@ -42,8 +42,6 @@ import { completionWriter, LedgerCallError, type AheadOp, type AheadOutcome, typ
  * written ahead (foldAcks returns false; the worker logs it).
  */
 const FOLD_COMMAND = 'tickworkAckFold';
-/** An acknowledgement alone with the record of a run never claimed: BullMQ's script writes it (ack-ride.ts). */
-const RIDE_COMMAND = 'tickworkAckRide';
 /** KEYS[12] of BullMQ's moveToFinished: the job's key (its hash). */
 const JOB_KEY_INDEX = MOVE_TO_FINISHED_AT.jobKey;
 /**
@@ -62,7 +60,6 @@ interface BullClient {
   /** ioredis: commands sent whose replies have not come yet (absent on a cluster client). */
   commandQueue?: { length: number };
   [FOLD_COMMAND]?: (words: unknown[]) => Promise<[LedgerReply | null, unknown][]>;
-  [RIDE_COMMAND]?: (numKeys: number, words: unknown[]) => Promise<unknown>;
 }
 
 interface Waiting {
@@ -71,7 +68,7 @@ interface Waiting {
   op: AheadOp;
   args: (string | number)[];
   outcome: AheadOutcome;
-  /** The job's delivery is known to be its only one: a record riding alone needs no check (ack-ride.ts). */
+  /** The job's delivery is known to be its only one: a riding record needs no check (ack-ride.ts). */
   sole: boolean;
 }
 
@@ -116,7 +113,6 @@ function install(redis: RedisClient): boolean {
   const lua = script?.numberOfKeys === MOVE_TO_FINISHED_KEYS ? script.lua : undefined; // a BullMQ whose script changed shape is not folded
   if (!move || !lua || typeof client.runCommand !== 'function' || typeof client.defineCommand !== 'function') return false;
   client.defineCommand(FOLD_COMMAND, { lua: ackFoldLua(lua) });
-  client.defineCommand(RIDE_COMMAND, { lua: ackRideLua(lua) });
   const passThrough = client.runCommand;
   const writer = completionWriter(redis);
   const waiting = new Map<string, Waiting>();
@@ -179,43 +175,13 @@ function install(redis: RedisClient): boolean {
   };
 
   /**
-   * An acknowledgement going alone in its call, if it needs no fold: without a completion, BullMQ's own call
-   * (nothing to share it); with the record of a run never claimed, BullMQ's own script carrying it
-   * (rideAlone). Undefined for one that goes through the fold.
+   * An acknowledgement going alone in its call, if it needs no fold: one without a completion that cannot go
+   * compact, in BullMQ's own call (nothing to share it). Undefined for one that goes through the fold: a
+   * completed job's goes compact, and where it can lean, through the fold's call even alone (measured at
+   * concurrency 1, about 4 µs of Node CPU per job less than BullMQ's own script with its packed options).
    */
-  const alone = (args: unknown[], c: Waiting | undefined): Promise<unknown> | undefined => {
-    // A completed job's goes compact, and where it can lean, through the fold's call even alone: measured
-    // at concurrency 1, about 4 µs of Node CPU per job less than BullMQ's own script with its packed options.
-    if (compactable(args)) return undefined;
-    if (!c) return passThrough(move, packOptions(args));
-    const ride = rideOf(args, c);
-    return ride === RIDE_OP || ride === RIDE_SOLE_OP ? rideAlone(args, c) : undefined;
-  };
-
-  /** An acknowledgement carrying its record: in BullMQ's own script (a sole delivery's), or in the riding script, which checks first (ack-ride.ts). */
-  const moveWith = (args: unknown[]): Promise<unknown> => passThrough(move, packOptions(args));
-  const rideWith = (args: unknown[]): Promise<unknown> => (client[RIDE_COMMAND] as NonNullable<BullClient[typeof RIDE_COMMAND]>)(MOVE_TO_FINISHED_KEYS, packOptions(args));
-
-  /**
-   * One acknowledgement with its record in BullMQ's own script (ack-ride.ts): the ride's reply, or the
-   * fold's when the ride was refused (nothing written); a failed call writes the record ahead.
-   */
-  const rideAlone = (args: unknown[], c: Waiting): Promise<unknown> => {
-    // completeUnclaimed's words: mode, owner, encoded result (recordUnclaimed, lazy-run.ts).
-    return sendRide(c.sole ? moveWith : rideWith, args, String(c.args[1]), String(c.args[2])).then(
-      (reply) => {
-        if (!rideRefused(reply)) {
-          c.outcome(1);
-          return reply;
-        }
-        return new Promise((resolve, reject) => fold([{ args, completion: c, resolve, reject }], false));
-      },
-      (err: unknown) => {
-        void writer.ahead(c.key, c.args, c.outcome, c.op); // whether it ran is unknown: as sendBatch does
-        throw err;
-      },
-    );
-  };
+  const alone = (args: unknown[], c: Waiting | undefined): Promise<unknown> | undefined =>
+    c || compactable(args) ? undefined : passThrough(move, packOptions(args));
 
   client.runCommand = (name, args) => {
     if (name !== move || args.length <= MOVE_TO_FINISHED_KEYS) return passThrough(name, args);
@@ -259,7 +225,7 @@ function rideOf(args: unknown[], c: Waiting | undefined): Ride {
  * One script call for `batch` (ack-fold-lua.ts, ackFoldLua, for the layout); each caller gets its own reply.
  * With `refold`, a record that can ride does (RIDE_OP, RIDE_SOLE_OP, RIDE_CLAIMED_OP), and those refused there (a record
  * not as the ride expects, or BullMQ refusing before it writes) are handed to `refold`, which sends them
- * with the record's own Lua (as a refused lone ride goes).
+ * with the record's own Lua.
  */
 function sendBatch(client: BullClient, batch: Ack[], writer: ReturnType<typeof completionWriter>, refold?: (refused: Ack[]) => void): void {
   const rides = batch.map((ack) => (refold ? rideOf(ack.args, ack.completion) : undefined));

@@ -258,7 +258,7 @@ export const RIDE_CLAIMED_OP = 'ride-claimed';
  * pending, lock another's, children failed): a record riding there was not written.
  */
 export const REFUSED_UNWRITTEN: readonly number[] = [-1, -2, -4, -6, -9];
-/** The reply, in the fold and the riding script, when the job's hash already holds a run record (nothing was written). */
+/** The reply, in the fold, when the job's hash already holds a run record (nothing was written). */
 export const HAS_RECORD = 'tw:has-record';
 
 /** BullMQ's moveToFinished takes 14 KEYS (ack-fold.ts checks the installed script's count). */
