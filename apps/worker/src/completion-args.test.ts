@@ -55,7 +55,10 @@ describe('completionArgs', () => {
           expect(options.value).toEqual(noNulls(unpack(bull[OPTIONS] as Buffer)));
           // Packed for BullMQ's own script, they read back as BullMQ's did.
           expect(noNulls(unpack(options.packed()))).toEqual(noNulls(unpack(bull[OPTIONS] as Buffer)));
-          expect(JSON.parse(options.json())).toEqual(options.value);
+          // The token alone is the job's: the rest is what the fold's call carries once for every job of its kind.
+          expect(options.token).toBe('tok:1');
+          expect({ token: 'tok:1', ...JSON.parse(options.shared.json()) }).toEqual(options.value);
+          expect(options.shared).toBe((completionArgs(backend, worker as unknown as CompletionWorker, job, value, 'tok:2', fetchNext)[OPTIONS] as AckOptions).shared);
           const rest = (a: unknown[]) => a.filter((_, i) => i !== OPTIONS && i !== TIMESTAMP);
           expect(rest(ours)).toEqual(rest(bull));
           expect(Math.abs(Number(ours[TIMESTAMP]) - Number(bull[TIMESTAMP]))).toBeLessThan(1000);

@@ -33,7 +33,7 @@ export * from './idempotency/ledger.js';
 export { parseRecord as parseLedgerRecord } from './idempotency/ledger-lua.js';
 export { CompletionWriter, completionWriter, type AheadOutcome } from './idempotency/ledger-batch.js';
 export { ackBatchesSent, acksFolded, foldAcks } from './idempotency/ack-fold.js';
-export { AckOptions, withoutNulls } from './idempotency/ack-options.js';
+export { AckOptions, SharedAckOptions, withoutNulls } from './idempotency/ack-options.js';
 export * from './idempotency/steps.js';
 export { RedisTx, RedisStepSlotError } from './idempotency/redis-tx.js';
 export * from './idempotency/metrics.js';

@@ -15,21 +15,26 @@ import { OP_CODES, type AheadOp } from './ledger-batch.js';
  * **Two shapes of acknowledgement.** A *verbose* one is BullMQ's KEYS and ARGV as BullMQ made them. A
  * *compact* one (a job completed, the usual case) is the same acknowledgement in six words: BullMQ's
  * KEYS but the job's are the same for every job of a queue, so the call carries them once (SHARED_KEYS)
- * with the queue's key prefix, and each compact acknowledgement its job's key, timestamp, return value,
- * whether to fetch the next job, and its options as JSON rather than msgpack. Why: BullMQ's options are a
- * Buffer, and a Buffer anywhere in a command makes ioredis encode every word of it as a Buffer; a call of
- * four acknowledgements, 100 words, cost about 10 µs of Node CPU per acknowledgement that way, 2.2 µs
- * compact, all text (measured with ioredis's Command on this machine). The script rebuilds BullMQ's KEYS
- * and ARGV from them, so BullMQ's text runs with the same values either way; its `cmsgpack.unpack` of
- * ARGV[8] and ARGV[9] is given a stand-in that decodes JSON (which starts with `{` or `[`, never a
- * msgpack map or array) and passes msgpack on.
+ * with the queue's key prefix; its options but the token are the same for every job of a kind, so the call
+ * carries each distinct set once, as JSON rather than msgpack; and each compact acknowledgement carries its
+ * job's key, timestamp, return value, whether to fetch the next job, its token and which options are its.
+ * Why: BullMQ's options are a Buffer, and a Buffer anywhere in a command makes ioredis encode every word of
+ * it as a Buffer; a call of four acknowledgements, 100 words, cost about 10 µs of Node CPU per
+ * acknowledgement that way, 2.2 µs compact, all text (measured with ioredis's Command on this machine),
+ * and the options, about 190 bytes of JSON per job, were most of what was left. The script rebuilds
+ * BullMQ's KEYS and ARGV from them, so BullMQ's text runs with the same values either way; its
+ * `cmsgpack.unpack` of ARGV[8] and ARGV[9] is given a stand-in that returns a table as it is (a compact
+ * acknowledgement's options, decoded once per call, its token set in them before its turn), decodes JSON
+ * (which starts with `{` or `[`, never a msgpack map or array) and passes msgpack on. Nothing in BullMQ's
+ * script or the lean path writes into the options table or keeps it beyond its job's turn.
  *
  * KEYS: if any acknowledgement is compact, first the SHARED_KEYS (BullMQ's KEYS 1–11, 13 and 14); then
  * per verbose acknowledgement BullMQ's 14; then, for each acknowledgement with a completion, the record's
  * key (in that order, acknowledgement by acknowledgement). ARGV[1]: the number of acknowledgements;
- * ARGV[2]: the queue's key prefix (BullMQ's ARGV[7]) if any is compact, else ''; then per
- * acknowledgement the count of its words (negative: compact) and of its completion's words (0: none);
- * then, in order, each one's words followed by its completion's op code and arguments.
+ * ARGV[2]: the queue's key prefix (BullMQ's ARGV[7]) if any is compact, else ''; ARGV[3]: the number of
+ * distinct options of the compact ones, then each as JSON; then per acknowledgement the count of its words
+ * (negative: compact) and of its completion's words (0: none); then, in order, each one's words followed
+ * by its completion's op code and arguments.
  *
  * A completion of op RIDE_OP (no arguments) is a record riding in that acknowledgement's ARGV[9]
  * (ack-ride.ts): checked absent from the job's hash first, its reply HAS_RECORD (and BullMQ's script not
@@ -49,6 +54,7 @@ export function ackFoldLua(moveToFinished: string): string {
   return `${COMPLETE_OP_LUA}
 local msgpack = cmsgpack
 local cmsgpack = {pack = msgpack.pack, unpack = function(v)
+  if type(v) == 'table' then return v end
   local first = type(v) == 'string' and string.byte(v, 1)
   if first == 123 or first == 91 then return cjson.decode(v) end
   return msgpack.unpack(v)
@@ -80,18 +86,23 @@ end
 local unwritten = {${REFUSED_UNWRITTEN.map((c) => `[${c}] = true`).join(', ')}}
 local acks = tonumber(ARGV[1])
 local prefix = ARGV[2]
+local shared = {}
+for j = 1, tonumber(ARGV[3]) do shared[j] = cjson.decode(ARGV[3 + j]) end
+local counts = 3 + #shared
 local out = {}
-local k, a = 0, 2 + 2 * acks
+local k, a = 0, counts + 2 * acks
 if prefix ~= '' then k = ${SHARED_KEYS.length} end
 for i = 1, acks do
-  local argc, own = tonumber(ARGV[1 + 2 * i]), tonumber(ARGV[2 + 2 * i])
+  local argc, own = tonumber(ARGV[counts + 2 * i - 1]), tonumber(ARGV[counts + 2 * i])
   local keys, argv
   local compact = argc < 0
   if compact then
     argc = -argc
     local jobKey = ARGV[a + 1]
+    local opts = shared[tonumber(ARGV[a + 6])]
+    opts['token'] = ARGV[a + 5]
     keys = {${rebuilt}}
-    argv = {string.sub(jobKey, #prefix + 1), ARGV[a + 2], 'returnvalue', ARGV[a + 3], 'completed', ARGV[a + 4], prefix, ARGV[a + 5], argc == 6 and ARGV[a + 6] or ''}
+    argv = {string.sub(jobKey, #prefix + 1), ARGV[a + 2], 'returnvalue', ARGV[a + 3], 'completed', ARGV[a + 4], prefix, opts, argc == 7 and ARGV[a + 7] or ''}
   else
     keys = {unpack(KEYS, k + 1, k + ${n})}
     argv = {unpack(ARGV, a + 1, a + argc)}
@@ -166,11 +177,15 @@ export function foldWords(batch: readonly FoldedAck[], rides: readonly Ride[]): 
     if (!compact[j]) for (let i = 0; i < MOVE_TO_FINISHED_KEYS; i++) keys.push(ack.args[i]);
     if (ack.completion) keys.push(ack.completion.key);
   }
-  const words: unknown[] = [keys.length, ...keys, batch.length, base ? base[PREFIX] : ''];
+  // Each compact acknowledgement's options: its token, and which of the call's distinct others are its.
+  const options = batch.map((ack, j) => (compact[j] ? splitOptions(ack.args[OPTIONS] as AckOptions | Uint8Array) : undefined));
+  const distinct = new Map<string, number>();
+  for (const o of options) if (o && !distinct.has(o.json)) distinct.set(o.json, distinct.size + 1);
+  const words: unknown[] = [keys.length, ...keys, batch.length, base ? base[PREFIX] : '', distinct.size, ...distinct.keys()];
   for (let j = 0; j < batch.length; j++) {
     const ack = batch[j] as FoldedAck;
     const c = ack.completion;
-    const argc = compact[j] ? -(c && rides[j] ? 6 : 5) : ack.args.length - MOVE_TO_FINISHED_KEYS;
+    const argc = compact[j] ? -(c && rides[j] ? 7 : 6) : ack.args.length - MOVE_TO_FINISHED_KEYS;
     const ride = rides[j];
     words.push(argc, !c ? 0 : ride === RIDE_OP || ride === RIDE_SOLE_OP ? 1 : ride ? 3 : c.args.length + 1);
   }
@@ -180,8 +195,9 @@ export function foldWords(batch: readonly FoldedAck[], rides: readonly Ride[]): 
     const ride = rides[j];
     // The completions' words: completeUnclaimed's mode, owner, encoded result (lazy-run.ts, recordUnclaimed);
     // complete's mode, owner, encoded result, done TTL, steps key (ledger.ts, completeArgs).
-    if (compact[j]) {
-      words.push(args[JOB_KEY_INDEX], args[TIMESTAMP], args[VALUE], args[FETCH_NEXT], optionsJson(args[OPTIONS] as AckOptions | Uint8Array));
+    const o = options[j];
+    if (o) {
+      words.push(args[JOB_KEY_INDEX], args[TIMESTAMP], args[VALUE], args[FETCH_NEXT], o.token, distinct.get(o.json));
       if (c && ride) words.push(recordField(args, String(c.args[1]), String(c.args[2])));
     } else {
       const field = c && ride ? recordField(args, String(c.args[1]), String(c.args[2])) : undefined;
@@ -225,11 +241,13 @@ function sharesKeys(args: readonly unknown[], base: readonly unknown[]): boolean
 }
 
 /**
- * An acknowledgement's options as JSON: the worker's short path's as they are (AckOptions), BullMQ's own
- * unpacked. msgpack's nil is no entry in Lua, JSON's null a value (cjson.null) that BullMQ's checks for
- * nil would take for one: nulls are left out (withoutNulls).
+ * An acknowledgement's options as its token and the rest as JSON: the worker's short path's as they are
+ * (AckOptions), BullMQ's own unpacked. msgpack's nil is no entry in Lua, JSON's null a value (cjson.null)
+ * that BullMQ's checks for nil would take for one: nulls are left out (withoutNulls). BullMQ's token is
+ * always a string ('0' for a job without a lock).
  */
-function optionsJson(options: AckOptions | Uint8Array): string {
-  if (options instanceof AckOptions) return options.json();
-  return JSON.stringify(withoutNulls(unpack(options)));
+function splitOptions(options: AckOptions | Uint8Array): { token: string; json: string } {
+  if (options instanceof AckOptions) return { token: options.token, json: options.shared.json() };
+  const { token, ...rest } = withoutNulls(unpack(options)) as Record<string, unknown>;
+  return { token: typeof token === 'string' ? token : '', json: JSON.stringify(rest) };
 }

@@ -100,9 +100,10 @@ local function leanFetch(keys, prefix, timestamp, opts)
   local score = tonumber(nextDelayed[2])
   if score ~= nil then return {0, 0, 0, score / 0x1000} end
 end
--- keys, argv: BullMQ's moveToFinished KEYS and ARGV. nil: not for the lean path, nothing written.
+-- keys, argv: BullMQ's moveToFinished KEYS and ARGV of a compact acknowledgement (its options, argv[8], a table).
+-- nil: not for the lean path, nothing written.
 local function leanFinish(keys, argv)
-  local opts = cjson.decode(argv[8])
+  local opts = argv[8]
   local keep = opts['keepJobs']
   if type(keep) ~= 'table' or keep['count'] ~= 0 or opts['maxMetricsSize'] ~= '' or opts['limiter'] ~= nil or opts['token'] == '0' then return nil end
   if not leanUsable(keys) then return nil end

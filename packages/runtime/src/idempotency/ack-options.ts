@@ -8,30 +8,51 @@ export const OPTIONS_INDEX = MOVE_TO_FINISHED_AT.options;
 const packer = new Packr({ useRecords: false, encodeUndefinedAsNil: true });
 
 /**
- * The options of an acknowledgement (BullMQ's moveToFinished ARGV[8]) not packed yet, as the worker's short
- * completion path makes them (apps/worker tickwork-worker.ts). BullMQ packs them with msgpack for every
- * job; an acknowledgement that goes compact in the fold's call (ack-fold-lua.ts) sends them as JSON instead,
- * and packing them only to unpack them again cost about 3 µs of Node CPU per job (a CPU profile at
- * concurrency 50). Whatever sends the acknowledgement to BullMQ's own script packs them first (packOptions).
- *
- * `value` holds no null and no undefined at any depth: msgpack's nil is no entry in Lua, as undefined is
- * none in JSON, but JSON's null is a value (cjson.null) that BullMQ's checks for nil would take for one.
+ * An acknowledgement's options (BullMQ's moveToFinished ARGV[8]) but its token: the same for every job a
+ * worker completes with the same job options, so the worker's short completion path keeps one per kind
+ * (apps/worker completion-args.ts) and the fold's call carries each once, as JSON, with each job's token
+ * beside it (ack-fold-lua.ts). `value` holds no token, and no null or undefined at any depth: msgpack's nil
+ * is no entry in Lua, as undefined is none in JSON, but JSON's null is a value (cjson.null) that BullMQ's
+ * checks for nil would take for one.
+ */
+export class SharedAckOptions {
+  private text: string | undefined;
+
+  constructor(readonly value: Readonly<Record<string, unknown>>) {}
+
+  /** `value` as JSON, made once. */
+  json(): string {
+    return (this.text ??= JSON.stringify(this.value));
+  }
+}
+
+/**
+ * The options of an acknowledgement not packed yet, as the worker's short completion path makes them: its
+ * token and the options it shares with others. BullMQ packs them with msgpack for every job; packing them
+ * only to unpack them again cost about 3 µs of Node CPU per job (a CPU profile at concurrency 50), and
+ * making and encoding them per job most of what is left: an acknowledgement that goes compact in the fold's
+ * call sends its token alone. Whatever sends the acknowledgement to BullMQ's own script packs them first
+ * (packOptions).
  */
 export class AckOptions {
-  constructor(readonly value: Readonly<Record<string, unknown>>) {}
+  constructor(
+    readonly token: string,
+    readonly shared: SharedAckOptions,
+  ) {}
+
+  /** The options as BullMQ makes them: the token first, then the rest. */
+  get value(): Record<string, unknown> {
+    return { token: this.token, ...this.shared.value };
+  }
 
   packed(): Buffer {
     return packer.pack(this.value);
-  }
-
-  json(): string {
-    return JSON.stringify(this.value);
   }
 }
 
 /**
  * `v` without null or undefined entries at any depth, as cmsgpack leaves nils out of a Lua table: what
- * AckOptions may hold, and what a packed BullMQ option set becomes before it is sent as JSON (ack-fold-lua.ts).
+ * SharedAckOptions may hold, and what a packed BullMQ option set becomes before it is sent as JSON (ack-fold-lua.ts).
  */
 export function withoutNulls(v: unknown): unknown {
   if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
