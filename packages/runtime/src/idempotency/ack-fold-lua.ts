@@ -1,7 +1,7 @@
 import { unpack } from 'msgpackr';
 import { LEAN_FINISH_LUA } from './ack-lean-lua.js';
 import { AckOptions, OPTIONS_INDEX, withoutNulls } from './ack-options.js';
-import { recordField, RIDE_FIELDS_INDEX } from './ack-ride.js';
+import { recordField, recordPair, RIDE_FIELDS_INDEX } from './ack-ride.js';
 import { COMPLETE_OP_LUA, HAS_RECORD, JOB_RECORD_FIELD, MOVE_TO_FINISHED_AT, MOVE_TO_FINISHED_KEYS, REFUSED_UNWRITTEN, RIDE_CLAIMED_OP, RIDE_OP, RIDE_SOLE_OP } from './ledger-lua.js';
 import { OP_CODES, type AheadOp } from './ledger-batch.js';
 
@@ -13,15 +13,17 @@ import { OP_CODES, type AheadOp } from './ledger-batch.js';
  * script, unchanged, as a function called with that acknowledgement's own KEYS and ARGV.
  *
  * **Two shapes of acknowledgement.** A *verbose* one is BullMQ's KEYS and ARGV as BullMQ made them. A
- * *compact* one (a job completed, the usual case) is the same acknowledgement in six words: BullMQ's
+ * *compact* one (a job completed, the usual case) is the same acknowledgement in one word: BullMQ's
  * KEYS but the job's are the same for every job of a queue, so the call carries them once (SHARED_KEYS)
  * with the queue's key prefix; its options but the token are the same for every job of a kind, so the call
- * carries each distinct set once, as JSON rather than msgpack; and each compact acknowledgement carries its
- * job's key, timestamp, return value, whether to fetch the next job, its token and which options are its.
+ * carries each distinct set once, as JSON rather than msgpack; and each compact acknowledgement is a JSON
+ * array of its job's key, timestamp, return value and whether to fetch the next job (as BullMQ sends them:
+ * text), its token, which options are its (their place among the call's, from 1) and, for a riding record,
+ * the job fields BullMQ sets (ARGV[9]) as a pair.
  * Why: BullMQ's options are a Buffer, and a Buffer anywhere in a command makes ioredis encode every word of
  * it as a Buffer; a call of four acknowledgements, 100 words, cost about 10 µs of Node CPU per
- * acknowledgement that way, 2.2 µs compact, all text (measured with ioredis's Command on this machine),
- * and the options, about 190 bytes of JSON per job, were most of what was left. The script rebuilds
+ * acknowledgement that way, 2.2 µs compact, all text (measured with ioredis's Command on this machine);
+ * the options, about 190 bytes of JSON per job, and ioredis's cost per word were most of what was left. The script rebuilds
  * BullMQ's KEYS and ARGV from them, so BullMQ's text runs with the same values either way; its
  * `cmsgpack.unpack` of ARGV[8] and ARGV[9] is given a stand-in that returns a table as it is (a compact
  * acknowledgement's options, decoded once per call, its token set in them before its turn), decodes JSON
@@ -33,8 +35,8 @@ import { OP_CODES, type AheadOp } from './ledger-batch.js';
  * key (in that order, acknowledgement by acknowledgement). ARGV[1]: the number of acknowledgements;
  * ARGV[2]: the queue's key prefix (BullMQ's ARGV[7]) if any is compact, else ''; ARGV[3]: the number of
  * distinct options of the compact ones, then each as JSON; then per acknowledgement the count of its words
- * (negative: compact) and of its completion's words (0: none); then, in order, each one's words followed
- * by its completion's op code and arguments.
+ * (-1: compact) and of its completion's words (0: none); then, in order, each one's words followed by its
+ * completion's op code and arguments.
  *
  * A completion of op RIDE_OP (no arguments) is a record riding in that acknowledgement's ARGV[9]
  * (ack-ride.ts): checked absent from the job's hash first, its reply HAS_RECORD (and BullMQ's script not
@@ -96,13 +98,20 @@ for i = 1, acks do
   local argc, own = tonumber(ARGV[counts + 2 * i - 1]), tonumber(ARGV[counts + 2 * i])
   local keys, argv
   local compact = argc < 0
+  -- A compact acknowledgement that cannot be decoded (foldWords never sends one) is refused alone.
+  local undecodable = false
   if compact then
-    argc = -argc
-    local jobKey = ARGV[a + 1]
-    local opts = shared[tonumber(ARGV[a + 6])]
-    opts['token'] = ARGV[a + 5]
-    keys = {${rebuilt}}
-    argv = {string.sub(jobKey, #prefix + 1), ARGV[a + 2], 'returnvalue', ARGV[a + 3], 'completed', ARGV[a + 4], prefix, opts, argc == 7 and ARGV[a + 7] or ''}
+    argc = 1
+    local decoded, w = pcall(cjson.decode, ARGV[a + 1])
+    if decoded and type(w) == 'table' and shared[w[6]] then
+      local jobKey = w[1]
+      local opts = shared[w[6]]
+      opts['token'] = w[5]
+      keys = {${rebuilt}}
+      argv = {string.sub(jobKey, #prefix + 1), w[2], 'returnvalue', w[3], 'completed', w[4], prefix, opts, w[7] or ''}
+    else
+      undecodable = 'tickwork: a compact acknowledgement could not be decoded: ' .. raised(w)
+    end
   else
     keys = {unpack(KEYS, k + 1, k + ${n})}
     argv = {unpack(ARGV, a + 1, a + argc)}
@@ -114,7 +123,7 @@ for i = 1, acks do
     ckey = KEYS[k]
   end
   local reply = false
-  local op = own > 0 and ARGV[a + argc + 1]
+  local op = own > 0 and not undecodable and ARGV[a + argc + 1]
   local stepsKey = false
   if op == '${RIDE_SOLE_OP}' then
     -- A sole delivery's record riding there (ledger-lua.ts, RIDE_SOLE_OP): no check.
@@ -137,7 +146,8 @@ for i = 1, acks do
   end
   a = a + argc + own
   local ok, result = false, false
-  if reply ~= '${HAS_RECORD}' then ok, result = pcall(compact and finishCompact or moveToFinished, keys, argv) end
+  if undecodable then result = undecodable
+  elseif reply ~= '${HAS_RECORD}' then ok, result = pcall(compact and finishCompact or moveToFinished, keys, argv) end
   if ok and stepsKey and not unwritten[result] then redis.call('DEL', stepsKey) end
   if not ok and result then result = redis.error_reply(raised(result)) elseif result == nil then result = false end
   out[i] = {reply, result}
@@ -185,7 +195,7 @@ export function foldWords(batch: readonly FoldedAck[], rides: readonly Ride[]): 
   for (let j = 0; j < batch.length; j++) {
     const ack = batch[j] as FoldedAck;
     const c = ack.completion;
-    const argc = compact[j] ? -(c && rides[j] ? 7 : 6) : ack.args.length - MOVE_TO_FINISHED_KEYS;
+    const argc = compact[j] ? -1 : ack.args.length - MOVE_TO_FINISHED_KEYS;
     const ride = rides[j];
     words.push(argc, !c ? 0 : ride === RIDE_OP || ride === RIDE_SOLE_OP ? 1 : ride ? 3 : c.args.length + 1);
   }
@@ -197,8 +207,11 @@ export function foldWords(batch: readonly FoldedAck[], rides: readonly Ride[]): 
     // complete's mode, owner, encoded result, done TTL, steps key (ledger.ts, completeArgs).
     const o = options[j];
     if (o) {
-      words.push(args[JOB_KEY_INDEX], args[TIMESTAMP], args[VALUE], args[FETCH_NEXT], o.token, distinct.get(o.json));
-      if (c && ride) words.push(recordField(args, String(c.args[1]), String(c.args[2])));
+      // One word, as JSON: ioredis's cost is per word (each its own header and conversion), about half of it
+      // saved this way for a call of 8 (measured with ioredis's Command); Redis's cjson reads it at once.
+      const word = [args[JOB_KEY_INDEX], asWord(args[TIMESTAMP]), asWord(args[VALUE]), asWord(args[FETCH_NEXT]), o.token, distinct.get(o.json)];
+      if (c && ride) word.push(recordPair(args, String(c.args[1]), String(c.args[2])));
+      words.push(JSON.stringify(word));
     } else {
       const field = c && ride ? recordField(args, String(c.args[1]), String(c.args[2])) : undefined;
       for (let i = MOVE_TO_FINISHED_KEYS; i < args.length; i++) {
@@ -229,8 +242,21 @@ export function compactable(args: readonly unknown[]): boolean {
     args[RIDE_FIELDS_INDEX] === undefined &&
     (args[OPTIONS] instanceof AckOptions || args[OPTIONS] instanceof Uint8Array) &&
     typeof args[PREFIX] === 'string' &&
-    args[JOB_KEY_INDEX] === args[PREFIX] + String(args[JOB_ID])
+    args[JOB_KEY_INDEX] === args[PREFIX] + String(args[JOB_ID]) &&
+    !LONE_SURROGATE.test(args[JOB_KEY_INDEX] as string)
   );
+}
+
+/**
+ * A UTF-16 surrogate not part of a pair: JSON.stringify writes it as an escape Redis's cjson refuses to
+ * decode, so a job whose id holds one is acknowledged verbose, as BullMQ sends it (ioredis encodes it as
+ * U+FFFD there, as it does in BullMQ's own calls).
+ */
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
+/** A word as ioredis sends it: null and undefined as '', anything else as its string. */
+function asWord(v: unknown): string {
+  return typeof v === 'string' ? v : v == null ? '' : String(v);
 }
 
 /** Whether `args` has the same shared KEYS and prefix as `base` (the call carries them once). */

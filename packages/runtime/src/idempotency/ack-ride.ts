@@ -41,10 +41,16 @@ export const RIDE_FIELDS_INDEX = FIELDS;
 /**
  * ARGV[9] of an acknowledgement carrying a done record claimed once (a run never claimed: its claim and
  * completion are one write; or one claimed once, RIDE_CLAIMED_OP), as the one job field BullMQ sets: the
- * pair [field, record] as JSON, which the fold's script hands BullMQ's decoded (ack-fold-lua.ts).
+ * pair [field, record], which the fold's script hands BullMQ's as a table (ack-fold-lua.ts: inside a compact
+ * acknowledgement's JSON; recordField, as JSON of its own, in a verbose one).
  */
+export function recordPair(args: readonly unknown[], owner: string, encodedResult: string): [string, string] {
+  return [JOB_RECORD_FIELD, unclaimedDoneRecord(owner, String(args[TIMESTAMP]), encodedResult)];
+}
+
+/** recordPair as JSON, ARGV[9] of a verbose acknowledgement. */
 export function recordField(args: readonly unknown[], owner: string, encodedResult: string): string {
-  return JSON.stringify([JOB_RECORD_FIELD, unclaimedDoneRecord(owner, String(args[TIMESTAMP]), encodedResult)]);
+  return JSON.stringify(recordPair(args, owner, encodedResult));
 }
 
 /** Whether a ride's reply (BullMQ's) says nothing was written (the acknowledgement goes again through the fold, with the record's own Lua). */
