@@ -3,7 +3,7 @@
  * once per call, each job's options as JSON) do what BullMQ's own acknowledgements do. What a user relies
  * on: the same jobs completed with the same return values, kept or removed as their removeOnComplete says,
  * the same `completed` events in the queue's event stream (what QueueEvents and Bull Board read), the same
- * metrics, and next jobs fetched by the acknowledgements as before. Three workers drain the same jobs: a
+ * metrics, and next jobs fetched by the acknowledgements as before (their data and options as they were added). Three workers drain the same jobs: a
  * plain BullMQ Worker (the reference), a plain Worker whose acknowledgements are folded (BullMQ's packed
  * options), and a TickworkWorker with the fold (its options never packed: completion-args.ts).
  */
@@ -26,6 +26,8 @@ afterAll(async () => {
 /** Jobs that finish together, a group at a time, so their acknowledgements share calls and fetch the next group. */
 const GROUP = 8;
 const RESULTS: unknown[] = [null, 'ünïcødé ☃', { nested: [1, null] }, '{"looks":"json"}', 42, 'x'.repeat(2000), undefined];
+/** Job data a fetched job's reply carries (as JSON from the fold's script: ack-fold-lua.ts) and must come back as it went. */
+const DATA = ['ünïcødé ☃ 😀', 'a/b\\c"d\'e', '\u0000\u001f\u007f\u2028', 'y'.repeat(3000), ''];
 const workerOptions: Partial<WorkerOptions> = { name: 'w1', metrics: { maxDataPoints: 10 }, limiter: { max: 100_000, duration: 1000 } };
 type Mode = 'bullmq' | 'folded' | 'tickwork';
 
@@ -41,8 +43,8 @@ async function drain(mode: Mode, optsOf: (i: number) => JobsOptions, o: DrainOpt
   const name = `ca-${queueNo++}`;
   const queue = new Queue(name, { connection: server.client(), prefix: 'tw' });
   await o.setUp?.(queue);
-  await queue.addBulk(Array.from({ length: count }, (_, i) => ({ name: 'j', data: { i }, opts: optsOf(i) })));
-  const fetched: { i: number; processedBy: string | undefined; attemptsStarted: number; processedOn: boolean }[] = [];
+  await queue.addBulk(Array.from({ length: count }, (_, i) => ({ name: 'j', data: { i, s: DATA[i % DATA.length] }, opts: optsOf(i) })));
+  const fetched: { i: number; data: unknown; jobOpts: unknown; processedBy: string | undefined; attemptsStarted: number; processedOn: boolean }[] = [];
   const started = new Map<number, number>();
   const release = new Map<number, () => void>();
   const gates = new Map<number, Promise<void>>();
@@ -51,7 +53,7 @@ async function drain(mode: Mode, optsOf: (i: number) => JobsOptions, o: DrainOpt
   const processor: Processor = async (job) => {
     if (mode !== 'bullmq') foldAcks(await (ackConnectionOf(worker) as NonNullable<ReturnType<typeof ackConnectionOf>>));
     const i = (job.data as { i: number }).i;
-    fetched.push({ i, processedBy: job.processedBy, attemptsStarted: job.attemptsStarted, processedOn: typeof job.processedOn === 'number' });
+    fetched.push({ i, data: job.data, jobOpts: job.opts, processedBy: job.processedBy, attemptsStarted: job.attemptsStarted, processedOn: typeof job.processedOn === 'number' });
     const g = Math.floor(i / GROUP);
     const waiting = gate(g);
     started.set(g, (started.get(g) ?? 0) + 1);

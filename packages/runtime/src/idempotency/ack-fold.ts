@@ -1,5 +1,5 @@
 import type { RedisClient } from '../connection.js';
-import { ackFoldLua, compactable, foldWords, type Ride } from './ack-fold-lua.js';
+import { ackFoldLua, compactable, foldReply, foldWords, type Ride } from './ack-fold-lua.js';
 import { HAS_RECORD, MOVE_TO_FINISHED_AT, MOVE_TO_FINISHED_KEYS, RIDE_CLAIMED_OP, RIDE_OP, RIDE_SOLE_OP } from './ledger-lua.js';
 import { packOptions } from './ack-options.js';
 import { canRide, rideRefused } from './ack-ride.js';
@@ -236,7 +236,8 @@ function sendBatch(client: BullClient, batch: Ack[], writer: ReturnType<typeof c
       let refused: Ack[] | undefined;
       for (let i = 0; i < batch.length; i++) {
         const ack = batch[i] as Ack;
-        const [reply, result] = replies[i] ?? [null, new LedgerCallError('no reply for this acknowledgement in its batch')];
+        const [reply, raw] = replies[i] ?? [null, new LedgerCallError('no reply for this acknowledgement in its batch')];
+        const result = readReply(raw);
         const c = ack.completion;
         if (c && rides[i] && ((reply as unknown) === HAS_RECORD || rideRefused(result))) {
           (refused ??= []).push(ack); // nothing was written: it goes again with the record's own Lua
@@ -272,4 +273,13 @@ function sendBatch(client: BullClient, batch: Ack[], writer: ReturnType<typeof c
       }
     },
   );
+}
+
+/** An acknowledgement's reply from the fold (foldReply), or the error reading it as the acknowledgement's. */
+function readReply(raw: unknown): unknown {
+  try {
+    return foldReply(raw);
+  } catch (err) {
+    return new LedgerCallError(`the reply to an acknowledgement could not be read: ${err instanceof Error ? err.message : String(err)}`);
+  }
 }
