@@ -25,14 +25,14 @@ export interface CompletionWorker {
  * there.
  */
 export function completionArgs(backend: CompletionBackend, worker: CompletionWorker, job: Job, returnvalue: string | undefined, token: string, fetchNext: boolean): unknown[] {
-  const keys = backend.moveToFinishedKeys;
-  keys[10] = worker.keys.completed;
-  keys[11] = worker.toKey(job.id ?? '');
-  keys[12] = worker.toKey('metrics:completed');
-  keys[13] = worker.keys.marker;
+  const k = backend.moveToFinishedKeys;
   const options = new AckOptions(token, sharedOptions(backend, worker, job));
-  const args = [job.id, Date.now(), 'returnvalue', returnvalue ?? 'null', 'completed', !fetchNext || worker.closing ? 0 : 1, worker.keys[''], options, undefined];
-  return keys.concat(args);
+  // One array literal: BullMQ's way (its KEYS array, then concat) cost about twice as much per job.
+  return [
+    k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9],
+    worker.keys.completed, worker.toKey(job.id ?? ''), worker.toKey('metrics:completed'), worker.keys.marker,
+    job.id, Date.now(), 'returnvalue', returnvalue ?? 'null', 'completed', !fetchNext || worker.closing ? 0 : 1, worker.keys[''], options, undefined,
+  ];
 }
 
 /** Per worker, the options its acknowledgements share, by the job options they depend on (kindOf). */
