@@ -3,7 +3,7 @@ import { LEAN_FINISH_LUA } from './ack-lean-lua.js';
 import { AckOptions, OPTIONS_INDEX, withoutNulls } from './ack-options.js';
 import { recordField, recordPair, RIDE_FIELDS_INDEX } from './ack-ride.js';
 import { COMPLETE_OP_LUA, HAS_RECORD, JOB_RECORD_FIELD, MOVE_TO_FINISHED_AT, MOVE_TO_FINISHED_KEYS, REFUSED_UNWRITTEN, RIDE_CLAIMED_OP, RIDE_OP, RIDE_SOLE_OP } from './ledger-lua.js';
-import { OP_CODES, type AheadOp } from './ledger-batch.js';
+import { LedgerCallError, OP_CODES, type AheadOp } from './ledger-batch.js';
 
 /**
  * The acknowledgements' script (ack-fold.ts sends it) and the words of one call of it.
@@ -23,9 +23,9 @@ import { OP_CODES, type AheadOp } from './ledger-batch.js';
  * Why: BullMQ's options are a Buffer, and a Buffer anywhere in a command makes ioredis encode every word of
  * it as a Buffer; a call of four acknowledgements, 100 words, cost about 10 µs of Node CPU per
  * acknowledgement that way, 2.2 µs compact, all text (measured with ioredis's Command on this machine);
- * the options, about 190 bytes of JSON per job, and ioredis's cost per word were most of what was left. The script rebuilds
- * BullMQ's KEYS and ARGV from them, so BullMQ's text runs with the same values either way; its
- * `cmsgpack.unpack` of ARGV[8] and ARGV[9] is given a stand-in that returns a table as it is (a compact
+ * the options, about 190 bytes of JSON per job, and ioredis's cost per word were most of what was left.
+ * The script rebuilds BullMQ's KEYS and ARGV from them, so BullMQ's text runs with the same values either
+ * way; its `cmsgpack.unpack` of ARGV[8] and ARGV[9] is given a stand-in that returns a table as it is (a compact
  * acknowledgement's options, decoded once per call, its token set in them before its turn), decodes JSON
  * (which starts with `{` or `[`, never a msgpack map or array) and passes msgpack on. Nothing in BullMQ's
  * script or the lean path writes into the options table or keeps it beyond its job's turn.
@@ -188,8 +188,9 @@ export type Ride = typeof RIDE_OP | typeof RIDE_SOLE_OP | typeof RIDE_CLAIMED_OP
  * numkeys, KEYS, then ARGV (see ackFoldLua for the layout).
  */
 export function foldWords(batch: readonly FoldedAck[], rides: readonly Ride[]): unknown[] {
-  const base = batch.find((ack) => compactable(ack.args))?.args;
-  const compact = batch.map((ack) => base !== undefined && compactable(ack.args) && sharesKeys(ack.args, base));
+  const can = batch.map((ack) => compactable(ack.args));
+  const base = batch[can.indexOf(true)]?.args;
+  const compact = batch.map((ack, j) => base !== undefined && can[j] === true && sharesKeys(ack.args, base));
   const keys: unknown[] = base ? SHARED_KEYS.map((i) => base[i]) : [];
   for (let j = 0; j < batch.length; j++) {
     const ack = batch[j] as FoldedAck;
@@ -291,8 +292,14 @@ function splitOptions(options: AckOptions | Uint8Array): { token: string; json: 
  * BullMQ's reply to an acknowledgement as the script returned it: a next job fetched by a compact one comes
  * as JSON (see ackFoldLua), which is parsed into what BullMQ's script returns; anything else is as it came.
  * Redis's cjson writes every byte of a string as it is, escaping only what JSON must, so the text decodes
- * as the same strings ioredis would have made of each reply.
+ * as the same strings ioredis would have made of each reply. One that cannot be parsed is that
+ * acknowledgement's error.
  */
 export function foldReply(result: unknown): unknown {
-  return typeof result === 'string' && result.startsWith('[') ? JSON.parse(result) : result;
+  if (typeof result !== 'string' || !result.startsWith('[')) return result;
+  try {
+    return JSON.parse(result) as unknown;
+  } catch (err) {
+    return new LedgerCallError(`the reply to an acknowledgement could not be read: ${err instanceof Error ? err.message : String(err)}`);
+  }
 }

@@ -237,7 +237,7 @@ function sendBatch(client: BullClient, batch: Ack[], writer: ReturnType<typeof c
       for (let i = 0; i < batch.length; i++) {
         const ack = batch[i] as Ack;
         const [reply, raw] = replies[i] ?? [null, new LedgerCallError('no reply for this acknowledgement in its batch')];
-        const result = readReply(raw);
+        const result = foldReply(raw);
         const c = ack.completion;
         if (c && rides[i] && ((reply as unknown) === HAS_RECORD || rideRefused(result))) {
           (refused ??= []).push(ack); // nothing was written: it goes again with the record's own Lua
@@ -273,13 +273,4 @@ function sendBatch(client: BullClient, batch: Ack[], writer: ReturnType<typeof c
       }
     },
   );
-}
-
-/** An acknowledgement's reply from the fold (foldReply), or the error reading it as the acknowledgement's. */
-function readReply(raw: unknown): unknown {
-  try {
-    return foldReply(raw);
-  } catch (err) {
-    return new LedgerCallError(`the reply to an acknowledgement could not be read: ${err instanceof Error ? err.message : String(err)}`);
-  }
 }
