@@ -74,12 +74,16 @@ interface Series {
   modes: Record<string, Mode>;
 }
 /** A BullMQ Worker with `processor` drains jobs named `job` (measure.ts), or a peer drains its own queue (`drain`). */
-type Mode = { job: string; processor: ProcessorFor; after?: (jobs: number) => Promise<void>; worker?: new (name: string, processor: Processor, opts: WorkerOptions) => Worker } | { drain: (jobs: number) => Promise<Measured> };
+type Mode = { job: string; processor: ProcessorFor; after?: (jobs: number) => Promise<void>; worker?: new (name: string, processor: Processor, opts: WorkerOptions) => Worker } | { drain: (jobs: number) => Promise<PeerMeasured> };
+/** A peer's measurement: its server's CPU (PostgreSQL's) in place of Redis's. */
+type PeerMeasured = Measured & { postgresUs: number };
 interface SeriesResult {
   rates: Record<string, number[]>;
   /** Per mode: its jobs/s over the baseline's, per round. */
   ratios: Record<string, number[]>;
   commands: Record<string, number[]>;
+  /** Per mode: the CPU a job cost in all, per round: Node's and its server's (Redis, or PostgreSQL for pg-boss), where known. */
+  cpu: Record<string, number[]>;
 }
 
 async function main(): Promise<void> {
@@ -176,7 +180,7 @@ async function main(): Promise<void> {
 /** Runs every mode of `s` once per round (plus a warm-up), printing each measurement. */
 async function runSeries(url: string, s: Series, nextQueue: () => string, ledgerSent: { batches: number; ops: number }): Promise<SeriesResult> {
   const names = Object.keys(s.modes);
-  const out: SeriesResult = { rates: {}, ratios: {}, commands: {} };
+  const out: SeriesResult = { rates: {}, ratios: {}, commands: {}, cpu: {} };
   for (let r = 0; r <= ROUNDS; r++) {
     const warmUp = r === 0;
     const jobs = warmUp ? Math.max(Math.floor(s.jobs / 5), 200) : s.jobs;
@@ -184,7 +188,7 @@ async function runSeries(url: string, s: Series, nextQueue: () => string, ledger
     for (let i = 0; i < names.length; i++) {
       const name = names[(i + r) % names.length] as string;
       const mode = s.modes[name] as Series['modes'][string];
-      let m: Measured;
+      let m: Measured & { postgresUs?: number };
       if ('drain' in mode) m = await mode.drain(jobs);
       else {
         m = await measure(url, nextQueue(), mode.job, mode.processor, jobs, s.concurrency, ledgerSent, mode.worker);
@@ -195,9 +199,13 @@ async function runSeries(url: string, s: Series, nextQueue: () => string, ledger
         `  ${warmUp ? 'warm-up' : `round ${r}`.padEnd(7)} ${name.padEnd(9)} ${m.rate.toFixed(0).padStart(6)} jobs/s` +
           `   cpu per job: node ${m.nodeUs.toFixed(0).padStart(3)} us` +
           (Number.isNaN(m.redisUs) ? '' : `, redis ${m.redisUs.toFixed(0).padStart(3)} us   requests per job ${m.commandsPerJob.toFixed(2)}`) +
+          (m.postgresUs === undefined || Number.isNaN(m.postgresUs) ? '' : `, postgres ${m.postgresUs.toFixed(0).padStart(3)} us`) +
           `${m.completionsPerCall === undefined ? '' : `   results per write-ahead call: ${m.completionsPerCall.toFixed(1)}`}\n`,
       );
-      if (!warmUp) (out.commands[name] ??= []).push(m.commandsPerJob);
+      if (!warmUp) {
+        (out.commands[name] ??= []).push(m.commandsPerJob);
+        (out.cpu[name] ??= []).push(m.nodeUs + (m.postgresUs ?? m.redisUs));
+      }
     }
     if (warmUp) continue;
     for (const name of names) {
@@ -242,9 +250,16 @@ function peerLine(c50: SeriesResult, settings: string): string {
   const pb = c50.rates['pg-boss'] ?? [];
   const perRound = tw.map((t, i) => t / (pb[i] as number));
   const ratio = median(perRound);
+  // What a job cost the machine in all (the process's CPU and its server's), beside the throughput ratio:
+  // pg-boss's work is mostly PostgreSQL's, spread over its backends, tickwork's is its one Node process's and Redis's.
+  const pgCpu = median(c50.cpu['pg-boss'] ?? []);
+  const cpuLine = Number.isNaN(pgCpu)
+    ? ''
+    : `     CPU per job in all, medians: tickwork ${median(c50.cpu.tickwork ?? []).toFixed(0)} us (Node and Redis), pg-boss ${pgCpu.toFixed(0)} us (Node and PostgreSQL)\n`;
   return (
     `  5. tickwork (every feature on) against pg-boss (${settings}), paired rounds: pg-boss median ${median(pb).toFixed(0)} jobs/s, ` +
-    `tickwork ${ratio.toFixed(2)}x [${perRound.map((x) => x.toFixed(2)).join(' ')}] (target >= ${PEER_GOAL.toFixed(1)}x): ${ratio >= PEER_GOAL ? 'MET' : 'NOT MET'}\n`
+    `tickwork ${ratio.toFixed(2)}x [${perRound.map((x) => x.toFixed(2)).join(' ')}] (target >= ${PEER_GOAL.toFixed(1)}x): ${ratio >= PEER_GOAL ? 'MET' : 'NOT MET'}\n` +
+    cpuLine
   );
 }
 

@@ -18,6 +18,7 @@
  */
 import PgBoss from 'pg-boss';
 import pg from 'pg';
+import { postgresCpu } from './postgres-cpu.js';
 
 const QUEUE = 'bench-noop';
 const WORKERS = Number(process.env.BENCH_PGBOSS_WORKERS ?? 20);
@@ -28,7 +29,8 @@ let opened = 0;
 export interface PgBossBench {
   settings: string;
   /** Pre-fills `jobs` no-op jobs, then times the workers draining them. */
-  measure(jobs: number): Promise<{ rate: number; nodeUs: number }>;
+  /** postgresUs: PostgreSQL's CPU per job in the timed window, when it runs on this machine (NaN when not known). */
+  measure(jobs: number): Promise<{ rate: number; nodeUs: number; postgresUs: number }>;
   close(): Promise<void>;
 }
 
@@ -44,6 +46,9 @@ export async function openPgBossBench(workers = WORKERS, batch = BATCH): Promise
   } finally {
     await probe.end().catch(() => undefined);
   }
+  // PostgreSQL's CPU per job is read from /proc when the server is this machine's (the default URL's).
+  const local = /^(localhost|127\.0\.0\.1|\[::1\])$/.test(new URL(url).hostname);
+  const serverCpu = (): number => (local ? (postgresCpu() ?? NaN) : NaN);
   const schema = `bench_pgboss_${process.pid}_${++opened}`;
   // Maintenance and the cron scheduler are off: they are not part of draining a queue, and would add
   // queries of their own to the timed window.
@@ -86,6 +91,7 @@ export async function openPgBossBench(workers = WORKERS, batch = BATCH): Promise
       const finished = new Promise<void>((resolve) => (finish = resolve));
       const started = performance.now();
       const cpu0 = process.cpuUsage();
+      const pgCpu0 = serverCpu();
       for (let w = 0; w < workers; w++) {
         await boss.work(queue, { batchSize: batch, pollingIntervalSeconds: 0.5 }, async (fetched) => {
           done += fetched.length;
@@ -104,9 +110,10 @@ export async function openPgBossBench(workers = WORKERS, batch = BATCH): Promise
       }
       const seconds = (performance.now() - started) / 1000;
       const cpu = process.cpuUsage(cpu0);
+      const pgSeconds = serverCpu() - pgCpu0;
       await boss.offWork(queue);
       await settle(queue);
-      return { rate: jobs / seconds, nodeUs: (cpu.user + cpu.system) / jobs };
+      return { rate: jobs / seconds, nodeUs: (cpu.user + cpu.system) / jobs, postgresUs: (pgSeconds * 1e6) / jobs };
     },
     async close() {
       await boss.stop({ graceful: false, wait: true });
