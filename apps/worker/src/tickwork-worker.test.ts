@@ -91,34 +91,43 @@ describe('TickworkWorker completing jobs', () => {
     await Promise.all([plain.queue.close(), ours.queue.close()]);
   });
 
-  it('honours removeOnComplete, and fails an attempt whose result JSON cannot encode, as a plain Worker does', async () => {
+  it('honours removeOnComplete, and fails an attempt whose result JSON cannot encode or whose processor throws, as a plain Worker does', async () => {
     const jobs = [
       { name: 'j', data: { result: 'kept' } },
       { name: 'j', data: { result: 'removed' }, opts: { removeOnComplete: true } },
       { name: 'bigint', data: {} },
+      { name: 'throws', data: {} },
     ];
-    const processor: Processor = async (job) => (job.name === 'bigint' ? { n: 10n } : results(job));
+    const processor: Processor = async (job) => {
+      if (job.name === 'throws') throw new Error('the processor threw');
+      return job.name === 'bigint' ? { n: 10n } : results(job);
+    };
     const outcome = async (cls: WorkerClass) => {
       const { seen, queue, ids } = await run(cls, jobs, processor);
-      const [kept, removed, bigint] = await Promise.all(ids.map((id) => Job.fromId(queue, id)));
+      const [kept, removed, bigint, threw] = await Promise.all(ids.map((id) => Job.fromId(queue, id)));
       await queue.close();
       return {
         completed: seen.completed.map((c) => c.result).sort(),
-        failed: seen.failed.map((f) => ({ ...f, id: ids.indexOf(f.id) })),
+        failed: seen.failed.map((f) => ({ ...f, id: ids.indexOf(f.id) })).sort((a, b) => a.id - b.id),
         errors: seen.errors,
         kept: await kept?.getState(),
         removed: removed === undefined,
         bigint: await bigint?.getState(),
+        threw: { state: await threw?.getState(), reason: threw?.failedReason, attemptsMade: threw?.attemptsMade },
       };
     };
     const ours = await outcome(TickworkWorker as unknown as WorkerClass);
     expect(ours).toEqual({
       completed: ['kept', 'removed'],
-      failed: [{ id: 2, message: expect.stringMatching(/BigInt/) }],
+      failed: [
+        { id: 2, message: expect.stringMatching(/BigInt/) },
+        { id: 3, message: 'the processor threw' },
+      ],
       errors: [expect.stringMatching(/BigInt/)],
       kept: 'completed',
       removed: true,
       bigint: 'failed',
+      threw: { state: 'failed', reason: 'the processor threw', attemptsMade: 1 },
     });
     expect(ours).toEqual(await outcome(Worker));
   });
