@@ -8,7 +8,8 @@
  *   the worker app has them: catalog lookup, payload validation, cancel gate, ledger, metrics; history for
  *   scheduled runs). Target 1: tickwork >= 0.90x bare. A fifth mode,
  *   pg-boss (the peer, if PostgreSQL is reachable: pgboss.ts), drains the same number of no-op jobs in each
- *   round, so target 5 (tickwork >= 2x pg-boss) is a paired ratio too.
+ *   round, so target 5 (tickwork >= 2x pg-boss) is a paired ratio too; its line also gives what a job cost
+ *   each side in CPU in all (Node and Redis; Node and PostgreSQL, where PostgreSQL is this machine's).
  * - no-op jobs at concurrency 1 (latency, not batching, shows): bare and tickwork. Target 1 again.
  * - a job writing one Redis key, at concurrency 50: bare (a BullMQ Worker awaiting that SET), tickwork
  *   with the write in one `ctx.redisStep`, and tickwork with it in one `ctx.step`. Target 2: >= 0.80x bare

@@ -14,7 +14,9 @@
  * completed, see measure).
  *
  * BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432/postgres). When PostgreSQL cannot be reached
- * the row is skipped with the reason printed.
+ * the row is skipped with the reason printed. When it runs on this machine (the URL's host is a loopback
+ * one), each round also reports PostgreSQL's CPU per job (postgres-cpu.ts), the peer's counterpart of the
+ * Redis CPU the BullMQ modes report.
  */
 import PgBoss from 'pg-boss';
 import pg from 'pg';
