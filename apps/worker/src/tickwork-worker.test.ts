@@ -31,6 +31,8 @@ interface Seen {
   errors: string[];
   /** Job.prototype.moveToCompleted calls (BullMQ's long path) while the worker ran. */
   longPath: number;
+  /** Worker.prototype.processJob calls (BullMQ's own, inside its telemetry wrapper) while the worker ran. */
+  bullProcessJob: number;
 }
 
 /** Runs `jobs` through a worker of `cls` until each has completed or failed; what its events said. */
@@ -38,11 +40,16 @@ async function run(cls: WorkerClass, jobs: { name: string; data: unknown; opts?:
   const name = `tw-${queueNo++}`;
   const queue = new Queue(name, { connection: server.client(), prefix: 'tw' });
   const added = await queue.addBulk(jobs);
-  const seen: Seen = { active: [], completed: [], failed: [], errors: [], longPath: 0 };
+  const seen: Seen = { active: [], completed: [], failed: [], errors: [], longPath: 0, bullProcessJob: 0 };
   const long = Job.prototype.moveToCompleted;
   Job.prototype.moveToCompleted = function (this: Job, ...args: Parameters<Job['moveToCompleted']>) {
     seen.longPath++;
     return long.apply(this, args);
+  };
+  const bullProcessJob = Worker.prototype.processJob;
+  Worker.prototype.processJob = function (this: Worker, ...args: Parameters<Worker['processJob']>) {
+    seen.bullProcessJob++;
+    return bullProcessJob.apply(this, args);
   };
   const worker = new cls(name, processor, { connection: server.client(), prefix: 'tw', concurrency });
   worker.on('active', (job) => seen.active.push(String(job.id)));
@@ -54,6 +61,7 @@ async function run(cls: WorkerClass, jobs: { name: string; data: unknown; opts?:
   } finally {
     await worker.close();
     Job.prototype.moveToCompleted = long;
+    Worker.prototype.processJob = bullProcessJob;
   }
   return { seen, queue, ids: added.map((j) => String(j.id)) };
 }
@@ -88,6 +96,7 @@ describe('TickworkWorker completing jobs', () => {
     expect(await stored(ours)).toEqual(await stored(plain));
     // The short path was taken by TickworkWorker, the long one by the plain Worker.
     expect({ ours: ours.seen.longPath, plain: plain.seen.longPath }).toEqual({ ours: 0, plain: 12 });
+    expect({ ours: ours.seen.bullProcessJob, plain: plain.seen.bullProcessJob }).toEqual({ ours: 0, plain: 12 });
     await Promise.all([plain.queue.close(), ours.queue.close()]);
   });
 
@@ -154,6 +163,39 @@ describe('TickworkWorker completing jobs', () => {
     };
     const ours = await outcome(TickworkWorker as unknown as WorkerClass);
     expect(ours.errors[0]).toMatch(/Missing lock for job <id>\. moveToFinished/);
+    expect(ours).toEqual(await outcome(Worker));
+  });
+
+  it('tries an acknowledgement again after a connection error, as a plain Worker does (one completion, no error reported)', async () => {
+    const outcome = async (cls: WorkerClass) => {
+      const name = `tw-${queueNo++}`;
+      const queue = new Queue(name, { connection: server.client(), prefix: 'tw' });
+      const job = await queue.add('j', {});
+      const seen = { completed: 0, failed: 0, errors: [] as string[], refused: 0 };
+      const worker = new cls(name, async () => 'done', { connection: server.client(), prefix: 'tw', concurrency: 1, runRetryDelay: 10, autorun: false });
+      // The first acknowledgement fails as a refused connection would, before reaching Redis. TickworkWorker
+      // sends it through the execCommand it kept (its short path); a plain Worker through its backend's.
+      const holder = (cls === Worker ? (worker as unknown as { backend: object }).backend : worker) as unknown as Record<string, (c: unknown, n: string, a: unknown[]) => Promise<unknown>>;
+      const field = cls === Worker ? 'execCommand' : 'exec';
+      const exec = holder[field] as (c: unknown, n: string, a: unknown[]) => Promise<unknown>;
+      holder[field] = (client, command, args) => {
+        if (command === 'moveToFinished' && seen.refused++ === 0) return Promise.reject(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' }));
+        return exec.call(holder, client, command, args);
+      };
+      worker.on('completed', () => seen.completed++);
+      worker.on('failed', () => seen.failed++);
+      worker.on('error', (err) => seen.errors.push(err.message));
+      void worker.run();
+      try {
+        await waitFor(async () => (await job.getState()) === 'completed', { timeoutMs: 15_000, what: 'the job completed after the retried acknowledgement' });
+      } finally {
+        await worker.close();
+      }
+      await queue.close();
+      return { completed: seen.completed, failed: seen.failed, errors: seen.errors, tries: seen.refused };
+    };
+    const ours = await outcome(TickworkWorker as unknown as WorkerClass);
+    expect(ours).toEqual({ completed: 1, failed: 0, errors: [], tries: 2 });
     expect(ours).toEqual(await outcome(Worker));
   });
 
