@@ -30,7 +30,7 @@ interface ProcessInternals {
 }
 
 /**
- * The worker app's BullMQ Worker (worker-pool.ts). It does two things a plain Worker does not:
+ * The worker app's BullMQ Worker (worker-pool.ts). It does three things a plain Worker does not:
  *
  * - **Notes sole deliveries.** It notes which jobs' hashes held no run record when delivered, for the
  *   sole-delivery check (recovery/sole-delivery.ts). BullMQ keeps only the fields it knows of the hash it
@@ -192,15 +192,16 @@ export class TickworkWorker<D = unknown, R = unknown, N extends string = string>
     return this.nextJob(jobData, jobId, token);
   }
 
-  /**
-   * A job fetched with an acknowledgement (or by moveToActive), made and announced as BullMQ's own does it;
-   * BullMQ's own for none (its `drained`) and for a job scheduler's job, whose next job BullMQ adds here.
-   */
+  /** BullMQ's way to a job fetched by moveToActive (or by its own acknowledgements): nextJob's, as a promise. */
   protected override nextJobFromJobData(jobData?: JobJson, jobId?: string, token?: string): Promise<Job<D, R, N>> {
     if (!this.completing) return super.nextJobFromJobData(jobData, jobId, token);
     return Promise.resolve(this.nextJob(jobData, jobId, token));
   }
 
+  /**
+   * A job fetched with an acknowledgement (or by moveToActive), made and announced as BullMQ's own does it;
+   * BullMQ's own for none (its `drained`) and for a job scheduler's job, whose next job BullMQ adds here.
+   */
   private nextJob(jobData: JobJson | undefined, jobId: string | undefined, token: string | undefined): Job<D, R, N> | Promise<Job<D, R, N>> {
     if (!jobData || jobData.repeatJobKey || jobId === undefined) return super.nextJobFromJobData(jobData, jobId, token);
     (this as unknown as WorkerInternals).drained = false;
