@@ -99,7 +99,7 @@ export class TickworkWorker<D = unknown, R = unknown, N extends string = string>
     if (!internals) return super.processJob(job, token, fetchNextCallback);
     const locks = this.lockManager;
     const id = job.id as string;
-    const retry = { delayInMs: this.opts.runRetryDelay };
+    const delayInMs = this.opts.runRetryDelay;
     const abort = locks.trackJob(id, token, job.processedOn as number, internals.processorAcceptsSignal);
     try {
       const unrecoverable = internals.getUnrecoverableErrorMessage(job);
@@ -107,24 +107,27 @@ export class TickworkWorker<D = unknown, R = unknown, N extends string = string>
         return await internals.retryIfFailed(() => {
           locks.untrackJob(id);
           return this.handleFailed(new UnrecoverableError(unrecoverable), job, token, fetchNextCallback);
-        }, retry);
+        }, { delayInMs });
       // BullMQ makes its own AbortController (node-abort-controller's type, the platform's at run time).
       const result = await this.callProcessJob(job, token, abort ? (abort.signal as AbortSignal) : undefined);
-      const complete = (): Promise<Job<D, R, N>> => {
-        locks.untrackJob(id);
-        return this.handleCompleted(result, job, token, fetchNextCallback);
-      };
+      // The first try inline; the closures and options of a retry are made only when it fails.
       try {
-        return await complete();
+        locks.untrackJob(id);
+        return await this.handleCompleted(result, job, token, fetchNextCallback);
       } catch (first) {
         let tried = false;
-        return await internals.retryIfFailed(() => (tried ? complete() : ((tried = true), Promise.reject(first))), retry);
+        const again = (): Promise<Job<D, R, N>> => {
+          if (!tried) return (tried = true), Promise.reject(first);
+          locks.untrackJob(id);
+          return this.handleCompleted(result, job, token, fetchNextCallback);
+        };
+        return await internals.retryIfFailed(again, { delayInMs });
       }
     } catch (err) {
       return await internals.retryIfFailed(() => {
         locks.untrackJob(id);
         return this.handleFailed(err as Error, job, token, fetchNextCallback);
-      }, { ...retry, onlyEmitError: true });
+      }, { delayInMs, onlyEmitError: true });
     } finally {
       locks.untrackJob(id);
     }
