@@ -2,8 +2,9 @@
  * `pnpm bench:pgboss`: how the peer row's pg-boss settings were chosen (pgboss.ts). Drains the bench's
  * 10,000-job rounds (BENCH_JOBS) through pg-boss at several worker counts and batch sizes, BENCH_ROUNDS
  * rounds each (default 7) after a warm-up, and prints each setting's rounds and median, fastest first.
- * A round ends when pg-boss has completed every job (pgboss.ts). pg-boss's rate between rounds varies up to
- * 3x on this machine (its polling: a round ends one poll sooner or later), so settings within about 20% of
+ * A round ends when pg-boss has completed every job, and each round's partition is analyzed before it is
+ * timed (pgboss.ts). pg-boss's rate varies between rounds on this machine (settings that fetch a round's
+ * jobs in several polls by up to 3x: a round ends one poll sooner or later), so settings within about 20% of
  * each other are alike; run it twice before choosing. BENCH_PGBOSS_SETTINGS overrides the list
  * ("workersxbatch,...", e.g. "10x500,10x1000").
  */
@@ -12,7 +13,7 @@ import { openPgBossBench } from './pgboss.js';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 10_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
-const SETTINGS = (process.env.BENCH_PGBOSS_SETTINGS ?? '10x100,10x250,20x250,10x500,20x500,10x1000,5x2000').split(',');
+const SETTINGS = (process.env.BENCH_PGBOSS_SETTINGS ?? '10x250,20x500,10x1000,5x2000,4x2500,2x5000,1x10000').split(',');
 
 async function main(): Promise<void> {
   const results: { setting: string; median: number; rates: number[] }[] = [];

@@ -6,12 +6,19 @@
  * a worker waits out `pollingIntervalSeconds` (0.5 s at least) between fetches even when jobs are waiting,
  * so its throughput comes from fetching in batches (`batchSize`, the handler gets the whole batch and
  * pg-boss completes it in one statement) and from several workers (`work()` called once per worker).
- * BENCH_PGBOSS_WORKERS (default 20) and BENCH_PGBOSS_BATCH (default 500) set them: the fastest `pnpm
- * bench:pgboss` (pgboss-sweep.ts) found for the bench's 10,000-job rounds, first in three sweeps (7,900 to
- * 9,300 jobs/s, rounds back to back, on this project's machine; its rounds vary 3x: a round ends one poll
- * sooner or later), 10 x 500 second. Fewer jobs per poll (10 x 100, 10 x 250) leave pg-boss waiting on its polling interval; bigger
- * batches (10 x 1000, 5 x 2000) are fetched sooner but completed more slowly (a round ends when its jobs are
- * completed, see measure).
+ * BENCH_PGBOSS_WORKERS (default 2) and BENCH_PGBOSS_BATCH (default 5000) set them: the fastest `pnpm
+ * bench:pgboss` (pgboss-sweep.ts) found for the bench's 10,000-job rounds on this project's machine. The
+ * batches that take a round's jobs in one fetch per worker come first; smaller ones wait on the polling
+ * interval.
+ *
+ * Each round's queue is new (pg-boss makes it a partition of its own), and its partition is analyzed once
+ * its jobs are in, before the timed window: a queue in use has current planner statistics (autovacuum
+ * analyzes a table whose rows changed), a partition made a second ago has none, and without them
+ * PostgreSQL's plans for pg-boss's fetch and completion vary from setting to setting. Measured here
+ * (medians of 5 to 7 rounds), unanalyzed: 2 workers x 5000 53,000 jobs/s, 5 x 2000 4,700, 20 x 500 11,000
+ * (3,000 to 17,000 a round), and 20 x 500 on 20,000-job rounds 1,500 (each completion statement running 5 s
+ * or more); analyzed: 2 x 5000 56,000 to 59,000, 5 x 2000 46,000 to 49,000, 20 x 500 on 20,000-job rounds
+ * 18,000.
  *
  * BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432/postgres). When PostgreSQL cannot be reached
  * the row is skipped with the reason printed. When it runs on this machine (the URL's host is a loopback
@@ -23,8 +30,8 @@ import pg from 'pg';
 import { postgresCpu } from './postgres-cpu.js';
 
 const QUEUE = 'bench-noop';
-const WORKERS = Number(process.env.BENCH_PGBOSS_WORKERS ?? 20);
-const BATCH = Number(process.env.BENCH_PGBOSS_BATCH ?? 500);
+const WORKERS = Number(process.env.BENCH_PGBOSS_WORKERS ?? 2);
+const BATCH = Number(process.env.BENCH_PGBOSS_BATCH ?? 5000);
 /** Benches opened in this process, so each has a schema of its own (the sweep opens several). */
 let opened = 0;
 
@@ -75,6 +82,12 @@ export async function openPgBossBench(workers = WORKERS, batch = BATCH): Promise
     await boss.deleteQueue(queue);
     await watch.query('checkpoint').catch(() => undefined);
   };
+  // The round's partition analyzed once its jobs are in, before the timed window (see the header).
+  const analyze = async (queue: string): Promise<void> => {
+    const { rows } = await watch.query<{ partition_name: string }>(`select partition_name from ${schema}.queue where name = $1`, [queue]);
+    const partition = rows[0]?.partition_name;
+    if (partition) await watch.query(`analyze ${schema}.${pg.escapeIdentifier(partition)}`);
+  };
   let round = 0;
   return {
     settings: `pg-boss 10.4.2, ${workers} workers x batchSize ${batch}, pollingIntervalSeconds 0.5`,
@@ -88,6 +101,7 @@ export async function openPgBossBench(workers = WORKERS, batch = BATCH): Promise
         const n = Math.min(1000, jobs - i);
         await boss.insert(Array.from({ length: n }, (_, k) => ({ name: queue, data: { i: i + k } })));
       }
+      await analyze(queue);
       let done = 0;
       let finish!: () => void;
       const finished = new Promise<void>((resolve) => (finish = resolve));
