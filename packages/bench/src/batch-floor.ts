@@ -8,6 +8,12 @@
  * event and deletes the hash. Four loops (fetch N, then complete them) keep Redis busy as a worker's slots
  * would. No handler, no Job objects: the figures are a floor, to set beside BullMQ's ~37 µs of Redis CPU per
  * no-op job that `pnpm bench` prints. BENCH_JOBS (default 100000); batch sizes 1, 10, 50.
+ *
+ * Then the same with bookkeeping per batch rather than per job (batch sizes 10, 50, 200): fetch N pops up to
+ * N ids at once, pushes them to the active list in one command, sets one lock for the batch, adds one
+ * `active` event for it and returns each job's hash; complete N removes each id from the active list, deletes
+ * the batch's lock, adds one `completed` event and deletes the hashes in one command. What a batch job whose
+ * lock and events are the batch's, not each job's, would cost at least.
  */
 import { startRedisServer } from '@tickwork/testkit';
 import { Redis } from 'ioredis';
@@ -40,12 +46,37 @@ for i = 1, #ARGV do
 end
 return #ARGV`;
 
+/** Per batch: KEYS as above, ARGV[1] the batch size, ARGV[2] the batch's token. */
+const FETCH_BATCH_LUA = `
+local ids = redis.call('RPOP', KEYS[1], tonumber(ARGV[1]))
+if not ids then return {} end
+redis.call('LPUSH', KEYS[2], unpack(ids))
+redis.call('SET', KEYS[4] .. 'batch:' .. ARGV[2], ARGV[2], 'PX', 30000)
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', 10000, '*', 'event', 'active', 'batch', ARGV[2], 'count', #ids)
+local out = {}
+for i, id in ipairs(ids) do out[i] = {id, redis.call('HGETALL', KEYS[4] .. id)} end
+return out`;
+
+/** Per batch: ARGV[1] the batch's token, then its job ids. */
+const COMPLETE_BATCH_LUA = `
+local keys = {}
+for i = 2, #ARGV do
+  redis.call('LREM', KEYS[2], -1, ARGV[i])
+  keys[#keys + 1] = KEYS[4] .. ARGV[i]
+end
+redis.call('DEL', KEYS[4] .. 'batch:' .. ARGV[1])
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', 10000, '*', 'event', 'completed', 'batch', ARGV[1], 'count', #ARGV - 1)
+redis.call('DEL', unpack(keys))
+return #ARGV - 1`;
+
 type Batched = Redis & {
   fetchN(...args: (string | number)[]): Promise<[string, string[]][]>;
   completeN(...args: string[]): Promise<number>;
+  fetchBatch(...args: (string | number)[]): Promise<[string, string[]][]>;
+  completeBatch(...args: string[]): Promise<number>;
 };
 
-async function drain(r: Batched, batch: number): Promise<{ rate: number; redisUs: number; nodeUs: number }> {
+async function drain(r: Batched, batch: number, perBatch: boolean): Promise<{ rate: number; redisUs: number; nodeUs: number }> {
   for (let i = 0; i < JOBS; i += 1000) {
     const p = r.pipeline();
     for (let k = i; k < Math.min(i + 1000, JOBS); k++) {
@@ -59,11 +90,13 @@ async function drain(r: Batched, batch: number): Promise<{ rate: number; redisUs
   const started = performance.now();
   let done = 0;
   await Promise.all(
-    [0, 1, 2, 3].map(async () => {
-      for (;;) {
-        const got = await r.fetchN(...KEYS, batch, 'token', Date.now());
+    [0, 1, 2, 3].map(async (loop) => {
+      for (let n = 0; ; n++) {
+        const token = `${loop}-${n}`;
+        const got = perBatch ? await r.fetchBatch(...KEYS, batch, token) : await r.fetchN(...KEYS, batch, 'token', Date.now());
         if (got.length === 0) return;
-        await r.completeN(...KEYS, ...got.map(([id]) => id));
+        const ids = got.map(([id]) => id);
+        await (perBatch ? r.completeBatch(...KEYS, token, ...ids) : r.completeN(...KEYS, ...ids));
         done += got.length;
       }
     }),
@@ -82,11 +115,15 @@ async function main(): Promise<void> {
   const r = new Redis(server.url) as Batched;
   r.defineCommand('fetchN', { numberOfKeys: KEYS.length, lua: FETCH_LUA });
   r.defineCommand('completeN', { numberOfKeys: KEYS.length, lua: COMPLETE_LUA });
+  r.defineCommand('fetchBatch', { numberOfKeys: KEYS.length, lua: FETCH_BATCH_LUA });
+  r.defineCommand('completeBatch', { numberOfKeys: KEYS.length, lua: COMPLETE_BATCH_LUA });
+  const line = (batch: number, m: { rate: number; redisUs: number; nodeUs: number }) =>
+    `  batch ${String(batch).padStart(3)}: ${m.rate.toFixed(0).padStart(6)} jobs/s   cpu per job: redis ${m.redisUs.toFixed(1)} us, node ${m.nodeUs.toFixed(1)} us\n`;
   process.stdout.write(`batched fetch and completion, a floor (no handler, no Job objects): ${JOBS} no-op jobs per batch size, 4 loops\n`);
-  for (const batch of [1, 10, 50]) {
-    const m = await drain(r, batch);
-    process.stdout.write(`  batch ${String(batch).padStart(2)}: ${m.rate.toFixed(0).padStart(6)} jobs/s   cpu per job: redis ${m.redisUs.toFixed(1)} us, node ${m.nodeUs.toFixed(1)} us\n`);
-  }
+  process.stdout.write('bookkeeping per job (a lock, a stamp and two events each):\n');
+  for (const batch of [1, 10, 50]) process.stdout.write(line(batch, await drain(r, batch, false)));
+  process.stdout.write('bookkeeping per batch (one lock and two events a batch):\n');
+  for (const batch of [10, 50, 200]) process.stdout.write(line(batch, await drain(r, batch, true)));
   r.disconnect();
   await server.stop();
 }
