@@ -69,6 +69,12 @@ export async function openPgBossBench(workers = WORKERS, batch = BATCH): Promise
   await watch.connect();
   const completed = async (queue: string): Promise<number> =>
     (await watch.query<{ n: number }>(`select count(*)::int as n from ${schema}.job where name = $1 and state = 'completed'`, [queue])).rows[0]?.n ?? 0;
+  /** The round's queue's partition (pg-boss makes one per queue), as a qualified name, if it has one. */
+  const partitionOf = async (queue: string): Promise<string | undefined> => {
+    const { rows } = await watch.query<{ partition_name: string }>(`select partition_name from ${schema}.queue where name = $1`, [queue]);
+    const partition = rows[0]?.partition_name;
+    return partition ? `${schema}.${pg.escapeIdentifier(partition)}` : undefined;
+  };
   // What PostgreSQL would otherwise do after a round while the next modes run, done before they do: the
   // round's partition dropped (no autovacuum of its 10,000 updated rows later), its writes checkpointed
   // (CHECKPOINT needs a superuser or pg_checkpoint; without, it is left to PostgreSQL). A stopping worker's
@@ -76,17 +82,15 @@ export async function openPgBossBench(workers = WORKERS, batch = BATCH): Promise
   const settle = async (queue: string): Promise<void> => {
     // The partition first: pg-boss 10.4.2's deleteQueue deletes the queue's row before it drops the
     // partition, which a row of the partition still refers to (its foreign key), so it fails on a queue with jobs.
-    const { rows } = await watch.query<{ partition_name: string }>(`select partition_name from ${schema}.queue where name = $1`, [queue]);
-    const partition = rows[0]?.partition_name;
-    if (partition) await watch.query(`drop table if exists ${schema}.${pg.escapeIdentifier(partition)}`);
+    const partition = await partitionOf(queue);
+    if (partition) await watch.query(`drop table if exists ${partition}`);
     await boss.deleteQueue(queue);
     await watch.query('checkpoint').catch(() => undefined);
   };
   // The round's partition analyzed once its jobs are in, before the timed window (see the header).
   const analyze = async (queue: string): Promise<void> => {
-    const { rows } = await watch.query<{ partition_name: string }>(`select partition_name from ${schema}.queue where name = $1`, [queue]);
-    const partition = rows[0]?.partition_name;
-    if (partition) await watch.query(`analyze ${schema}.${pg.escapeIdentifier(partition)}`);
+    const partition = await partitionOf(queue);
+    if (partition) await watch.query(`analyze ${partition}`);
   };
   let round = 0;
   return {
