@@ -79,18 +79,12 @@ export async function openPgBossBench(workers = WORKERS, batch = BATCH): Promise
   // round's partition dropped (no autovacuum of its 10,000 updated rows later), its writes checkpointed
   // (CHECKPOINT needs a superuser or pg_checkpoint; without, it is left to PostgreSQL). A stopping worker's
   // last fetch may still run: pg-boss's fetch reads the parent table and ignores errors.
-  const settle = async (queue: string): Promise<void> => {
+  const settle = async (queue: string, partition: string | undefined): Promise<void> => {
     // The partition first: pg-boss 10.4.2's deleteQueue deletes the queue's row before it drops the
     // partition, which a row of the partition still refers to (its foreign key), so it fails on a queue with jobs.
-    const partition = await partitionOf(queue);
     if (partition) await watch.query(`drop table if exists ${partition}`);
     await boss.deleteQueue(queue);
     await watch.query('checkpoint').catch(() => undefined);
-  };
-  // The round's partition analyzed once its jobs are in, before the timed window (see the header).
-  const analyze = async (queue: string): Promise<void> => {
-    const partition = await partitionOf(queue);
-    if (partition) await watch.query(`analyze ${partition}`);
   };
   let round = 0;
   return {
@@ -105,7 +99,9 @@ export async function openPgBossBench(workers = WORKERS, batch = BATCH): Promise
         const n = Math.min(1000, jobs - i);
         await boss.insert(Array.from({ length: n }, (_, k) => ({ name: queue, data: { i: i + k } })));
       }
-      await analyze(queue);
+      // Its partition analyzed once its jobs are in, before the timed window (see the header).
+      const partition = await partitionOf(queue);
+      if (partition) await watch.query(`analyze ${partition}`);
       let done = 0;
       let finish!: () => void;
       const finished = new Promise<void>((resolve) => (finish = resolve));
@@ -132,7 +128,7 @@ export async function openPgBossBench(workers = WORKERS, batch = BATCH): Promise
       const cpu = process.cpuUsage(cpu0);
       const pgSeconds = serverCpu() - pgCpu0;
       await boss.offWork(queue);
-      await settle(queue);
+      await settle(queue, partition);
       return { rate: jobs / seconds, nodeUs: (cpu.user + cpu.system) / jobs, postgresUs: (pgSeconds * 1e6) / jobs };
     },
     async close() {
