@@ -29,6 +29,8 @@ export interface DeadLetterRoutingOptions {
 export interface DeadLetterRouting {
   /** Hooks a worker's failed/completed events. */
   attach(worker: Worker): void;
+  /** Sweeps `queue`'s failed set like a worker's (a batch job's queue: its final failures are moved by sweeps). */
+  watch(queue: string): void;
   /** Moves every job sitting in the failed set of the watched queues; returns how many were moved. */
   sweep(): Promise<number>;
   /** Stops sweeping and waits for moves in progress. */
@@ -152,21 +154,26 @@ export function createDeadLetterRouting(opts: DeadLetterRoutingOptions): DeadLet
     timer.unref();
   };
 
+  const watch = (queue: string) => {
+    watched.add(queue);
+    // Operator tools (dlq list/redrive) find a queue through the registry even if no scheduler runs.
+    track(registerQueues(opts.redis, opts.queues.prefix, [queue])).catch(() => undefined);
+    if (!timer && !closed) {
+      // First sweep right away: picks up what a previous process left behind when it died.
+      queueMicrotask(() => {
+        sweep().catch((err: Error) => opts.log.warn({ err: { message: err.message } }, 'initial dead-letter sweep failed'));
+      });
+      schedule();
+    }
+  };
+
   return {
     attach(worker) {
-      watched.add(worker.name);
       worker.on('failed', onFailed);
       worker.on('completed', onCompleted);
-      // Operator tools (dlq list/redrive) find a queue through the registry even if no scheduler runs.
-      track(registerQueues(opts.redis, opts.queues.prefix, [worker.name])).catch(() => undefined);
-      if (!timer && !closed) {
-        // First sweep right away: picks up what a previous process left behind when it died.
-        queueMicrotask(() => {
-          sweep().catch((err: Error) => opts.log.warn({ err: { message: err.message } }, 'initial dead-letter sweep failed'));
-        });
-        schedule();
-      }
+      watch(worker.name);
     },
+    watch,
     sweep,
     async close() {
       closed = true;

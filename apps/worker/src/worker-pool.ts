@@ -1,4 +1,4 @@
-import { createExactlyOnce, createRedis, keyspaceOn, isCancellationReason, type HealthCheck, type RedisOutageLog, type RedisClient, type RedisTarget } from '@tickwork/runtime';
+import { createExactlyOnce, createRedis, EVENTS_MAX_LEN, keyspaceOn, isCancellationReason, type AnyJob, type HealthCheck, type RedisOutageLog, type RedisClient, type RedisTarget } from '@tickwork/runtime';
 import type { Worker } from 'bullmq';
 import { startCancelListener } from './cancel-listener.js';
 import type { DeadLetterRouting } from './dead-letter.js';
@@ -7,6 +7,8 @@ import { createRecovery } from './recovery/recovery.js';
 import { RunningJobs } from './running-jobs.js';
 import { soleDeliveryCheck } from './recovery/sole-delivery.js';
 import { TickworkWorker } from './tickwork-worker.js';
+import { BatchRunner } from './batch/batch-runner.js';
+import { batchQueue } from './batch/batch-settle.js';
 
 export interface WorkerPoolOptions extends Omit<ProcessorDeps, 'redis' | 'exactlyOnce' | 'cancels'> {
   /** Where Redis is (REDIS_URL or the cluster), for the connections this opens. */
@@ -32,6 +34,8 @@ export interface WorkerPoolOptions extends Omit<ProcessorDeps, 'redis' | 'exactl
   /** Recovery after a crash (recovery/): how often this process beats, and the silence after which a process counts as dead. */
   heartbeatMs?: number;
   deadAfterMs?: number;
+  /** How long a batch job's batch holds its lease unrenewed (renewed every quarter of it). Default 8 s. */
+  batchLeaseMs?: number;
 }
 
 export interface WorkerPool {
@@ -94,7 +98,13 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   });
   const soleDelivery = soleDeliveryCheck({ lockDurationMs, recovery });
   const processor = createProcessor({ ...opts, exactlyOnce, cancels, running, soleDelivery, ackConnectionOf: (queue) => ackConnectionOf(byQueue.get(queue)) });
-  const queues = opts.queues ?? opts.catalog.queues;
+  const allQueues = opts.queues ?? opts.catalog.queues;
+  // A batch job's queue is run by a BatchRunner of its own (batch/), every other queue by a BullMQ Worker.
+  const batchRunners = allQueues.flatMap((queue) => {
+    const def = opts.catalog.batchJobOf(queue);
+    return def ? [startBatchRunner(opts, queue, def)] : [];
+  });
+  const queues = allQueues.filter((queue) => !opts.catalog.batchJobOf(queue));
   const workers = queues.map((queue) => {
     const connection = createRedis(opts.redisTarget, 'blocking');
     opts.outage?.watch(connection);
@@ -124,7 +134,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     return worker;
   });
   recovery.start();
-  opts.log.info({ queues, concurrency: opts.concurrency, processTag: recovery.registry.tag }, 'workers started');
+  opts.log.info({ queues, batchQueues: batchRunners.map((r) => r.queue), concurrency: opts.concurrency, processTag: recovery.registry.tag }, 'workers started');
 
   let stopping = false;
   return {
@@ -132,13 +142,14 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     processTag: recovery.registry.tag,
     async readiness() {
       if (stopping) return { ok: false, detail: { workers: 'draining' } };
-      const stopped = queues.filter((_, i) => !workers[i]?.isRunning());
+      const stopped = [...queues.filter((_, i) => !workers[i]?.isRunning()), ...batchRunners.filter((r) => !r.runner.isRunning).map((r) => r.queue)];
       return stopped.length === 0 ? { ok: true, detail: { workers: 'running' } } : { ok: false, detail: { workers: 'not running', queues: stopped } };
     },
     abort(reason) {
       stopping = true;
       cancels.close();
       running.cancelAll(reason);
+      for (const r of batchRunners) r.runner.abort(reason);
     },
     async drain(deadlineMs) {
       stopping = true;
@@ -147,13 +158,13 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
       const deadline = new Promise<'timeout'>((resolve) => {
         timer = setTimeout(() => resolve('timeout'), deadlineMs);
       });
-      const closing = Promise.all(workers.map((w) => w.close())).then(() => 'closed' as const);
+      const closing = Promise.all([...workers.map((w) => w.close()), ...batchRunners.map((r) => r.runner.close())]).then(() => 'closed' as const);
       const outcome = await Promise.race([closing, deadline]);
       clearTimeout(timer);
       if (outcome === 'timeout') {
         opts.log.warn({ deadlineMs }, 'drain deadline passed; aborting active jobs');
         running.cancelAll('worker shutting down');
-        await Promise.all(workers.map((w) => w.close(true)));
+        await Promise.all([...workers.map((w) => w.close(true)), ...batchRunners.map((r) => r.runner.close(true))]);
         // Jobs left locked by the forced close are taken back once this process counts as dead.
         await recovery.stop(false);
         await opts.deadLetter?.close();
@@ -174,6 +185,30 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
  */
 export function ackConnectionOf(worker: Worker | undefined): Promise<RedisClient> | undefined {
   return worker?.getBackend().client as Promise<unknown> as Promise<RedisClient> | undefined;
+}
+
+/** The runner of batch job `def`'s queue, with connections of its own (a command one and a blocking one). */
+function startBatchRunner(opts: WorkerPoolOptions, queue: string, def: AnyJob): { queue: string; runner: BatchRunner } {
+  const command = createRedis(opts.redisTarget, 'command');
+  const blocking = createRedis(opts.redisTarget, 'blocking');
+  for (const c of [command, blocking]) {
+    if (opts.outage) opts.outage.watch(c);
+    else c.on('error', (err) => opts.log.warn({ err: { message: err.message }, queue }, 'batch redis connection error'));
+  }
+  opts.deadLetter?.watch(queue);
+  const runner = new BatchRunner({
+    q: batchQueue(command, keyspaceOn(command, opts.prefix, queue), queue, def, EVENTS_MAX_LEN),
+    def,
+    blocking,
+    appRedis: opts.redis,
+    enqueue: opts.enqueue,
+    log: opts.log,
+    leaseMs: opts.batchLeaseMs ?? 8000,
+    maxStalledCount: opts.maxStalledCount ?? 2,
+    onFinalFailures: () => void opts.deadLetter?.sweep().catch(() => undefined),
+  });
+  runner.start();
+  return { queue, runner };
 }
 
 /** BullMQ's limiter for a queue whose jobs set a rate limit (catalog.rateLimitOf). */

@@ -16,7 +16,12 @@ export interface Catalog {
   scheduled(): AnyJob[];
   /** The rate limit of `queue` (BullMQ's limiter: at most `max` runs start per `durationMs`), if its jobs set one. */
   rateLimitOf(queue: string): { max: number; durationMs: number } | undefined;
+  /** The batch job (`defineBatchJob`) that owns `queue`, if its jobs are handled in batches. */
+  batchJobOf(queue: string): AnyJob | undefined;
 }
+
+/** The largest batch a batch job may ask for: a batch's ids travel as one script call's arguments. */
+export const MAX_BATCH_SIZE = 1000;
 
 /** Checks every definition up front so a bad catalog fails at start, not at the first occurrence. */
 export function createCatalog(jobs: readonly AnyJob[]): Catalog {
@@ -35,6 +40,7 @@ export function createCatalog(jobs: readonly AnyJob[]): Catalog {
       validateSchedule(job.name, job.schedule);
       validateScheduleData(job);
     }
+    if (job.batch) validateBatch(job, jobs);
     byName.set(job.name, job);
   }
   const queues = [...new Set(jobs.map((j) => j.queue))].sort();
@@ -50,6 +56,7 @@ export function createCatalog(jobs: readonly AnyJob[]): Catalog {
     },
     scheduled: () => jobs.filter((j) => j.schedule !== undefined),
     rateLimitOf: (queue) => rateLimits.get(queue),
+    batchJobOf: (queue) => jobs.find((j) => j.batch !== undefined && j.queue === queue),
   };
 }
 
@@ -74,6 +81,27 @@ function validateScheduleData(job: AnyJob): void {
       job.name,
       `schedule.data does not match the job's schema (${issues}); every scheduled run gets schedule.data as its data: set it in the schedule, e.g. schedule: { ..., data: { ... } }`,
     );
+  }
+}
+
+/**
+ * A batch job's worker takes every job of its queue into its batches, so the queue is the batch job's
+ * alone; and what a batch cannot honour per job (a schedule's history, an idempotency key, a priority or
+ * a rate limit) is refused here rather than ignored at run time.
+ */
+function validateBatch(job: AnyJob, jobs: readonly AnyJob[]): void {
+  const size = job.batch?.size;
+  if (!Number.isInteger(size) || (size as number) < 1 || (size as number) > MAX_BATCH_SIZE) {
+    throw new JobDefinitionError(job.name, `batch.size ${JSON.stringify(size)} must be an integer from 1 to ${MAX_BATCH_SIZE}`);
+  }
+  const concurrency = job.batch?.concurrency;
+  if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64)) {
+    throw new JobDefinitionError(job.name, `batch.concurrency ${JSON.stringify(concurrency)} must be an integer from 1 to 64`);
+  }
+  const other = jobs.find((j) => j !== job && j.queue === job.queue);
+  if (other) throw new JobDefinitionError(job.name, `is a batch job, so queue "${job.queue}" must be its alone, but ${other.name} uses it too: give one of them another queue`);
+  for (const option of ['schedule', 'idempotencyKey', 'idempotencyWindow', 'priority', 'rateLimit'] as const) {
+    if (job[option] !== undefined) throw new JobDefinitionError(job.name, `a batch job cannot set ${option}: its runs are named by their job ids and fetched oldest first, many at a time`);
   }
 }
 

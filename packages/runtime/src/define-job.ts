@@ -4,6 +4,7 @@ import type { z } from 'zod';
 import type { Logger } from './logger.js';
 import type { LockFn } from './locks/with-lock.js';
 import type { RedisStepFn, StepInfo } from './idempotency/steps.js';
+import type { RedisTx } from './idempotency/redis-tx.js';
 import type { OverlapPolicy } from './overlap/overlap-guard.js';
 
 /**
@@ -140,6 +141,63 @@ export interface JobDefinition<S extends z.ZodObject = z.ZodObject, R = unknown>
    * limiter). It limits the whole queue, so every job of a queue that sets it must set the same.
    */
   readonly rateLimit?: { max: number; duration: DurationLike };
+  /**
+   * Set by `defineBatchJob`: the job's runs are fetched, handled and completed many at a time (see
+   * BatchSpec). `handler` then runs a batch of one.
+   */
+  readonly batch?: BatchSpec<z.output<S>>;
+}
+
+/** One job of a batch, as its batch handler sees it. */
+export interface BatchItem<TData> {
+  readonly jobId: string;
+  readonly data: TData;
+  /** 1 on the job's first attempt. */
+  readonly attempt: number;
+}
+
+/** Everything a batch handler gets. */
+export interface BatchContext<TData> {
+  /** The batch's jobs, oldest first; each passed its schema (a job that does not fails alone, before the handler). */
+  readonly jobs: readonly BatchItem<TData>[];
+  readonly log: Logger;
+  readonly jobName: string;
+  readonly queue: string;
+  /** Aborted when the batch times out or the worker shuts down past its drain deadline. */
+  readonly signal: AbortSignal;
+  /**
+   * Redis writes committed in the script that completes the batch, only while the batch still holds its
+   * lease: the writes and the jobs' completion happen together or not at all, so they happen once even if
+   * the batch is handled again after a crash. Each write names one key, its first argument.
+   */
+  readonly tx: RedisTx;
+  /** Enqueue another catalog job (validated). */
+  enqueue: Enqueue;
+  /** The platform's Redis command connection. */
+  readonly redis: RedisClient;
+}
+
+export interface BatchSpec<TData> {
+  /** At most this many jobs per batch (1..1000). */
+  readonly size: number;
+  /** Batches in flight at once in each worker process (1..64). Default 2. */
+  readonly concurrency?: number;
+  /**
+   * Handles a batch. Returning completes every job of the batch (with `ctx.tx`'s writes); throwing fails
+   * one attempt of every job of the batch, each retried by the job's retry policy.
+   */
+  readonly handler: (ctx: BatchContext<TData>) => Promise<void>;
+}
+
+export interface BatchJobDefinition<S extends z.ZodObject> {
+  readonly name: string;
+  readonly queue: string;
+  readonly schema: S;
+  readonly batch: BatchSpec<z.output<S>>;
+  readonly retry?: RetryPolicy;
+  /** A batch taking longer than this is aborted and counted as a failed attempt of its jobs. Default 5 minutes. */
+  readonly timeoutMs?: number;
+  readonly description?: string;
 }
 
 // `any` here is deliberate: a catalog holds jobs of different payload types, and variance on the
@@ -161,4 +219,23 @@ export type Enqueue = <J extends AnyJob>(job: J, data: JobInput<J>, opts?: Enque
 
 export function defineJob<S extends z.ZodObject, R>(def: JobDefinition<S, R>): JobDefinition<S, R> {
   return Object.freeze({ ...def });
+}
+
+/**
+ * A job whose runs are handled in batches: the worker fetches up to `batch.size` of its waiting jobs in
+ * one script call, validates each, hands the valid ones to `batch.handler` together and completes them
+ * in one script call. Its queue holds no other job. Where a single run is asked of it (`handler`), it runs
+ * a batch of one, its writes committed as one `ctx.redisStep`.
+ */
+export function defineBatchJob<S extends z.ZodObject>(def: BatchJobDefinition<S>): JobDefinition<S, void> {
+  const { batch } = def;
+  return Object.freeze({
+    ...def,
+    batch: Object.freeze({ ...batch }),
+    handler: (ctx: JobContext<z.output<S>>) =>
+      ctx.redisStep('batch', async (tx) => {
+        const item = { jobId: ctx.jobId, data: ctx.data, attempt: ctx.attempt };
+        await batch.handler({ jobs: [item], log: ctx.log, jobName: ctx.jobName, queue: ctx.queue, signal: ctx.signal, tx, enqueue: ctx.enqueue, redis: ctx.redis });
+      }),
+  });
 }

@@ -1,0 +1,220 @@
+import { randomUUID } from 'node:crypto';
+import {
+  describeIssues,
+  jobTally,
+  leasesLost,
+  PayloadValidationError,
+  RedisTx,
+  runScript,
+  validatePayload,
+  type AnyJob,
+  type BatchItem,
+  type Enqueue,
+  type Logger,
+  type RedisClient,
+} from '@tickwork/runtime';
+import { FETCH_BATCH, RECLAIM_BATCHES } from './batch-lua.js';
+import { completeBatch, failAttempts, type BatchQueue, type FailedAttempt } from './batch-settle.js';
+
+export interface BatchRunnerOptions {
+  q: BatchQueue;
+  def: AnyJob;
+  /** A connection of its own for the blocking wait for new jobs (closed to stop the wait). */
+  blocking: RedisClient;
+  /** The connection handlers get as `ctx.redis`. */
+  appRedis: RedisClient;
+  enqueue: Enqueue;
+  log: Logger;
+  /** How long a batch's lease lasts unrenewed; renewed and checked every quarter of it. */
+  leaseMs: number;
+  /** A job put back this many times after its batch's lease expired fails for good. */
+  maxStalledCount: number;
+  /** Jobs that failed for good are in the failed set: the DLQ routing takes them from there. */
+  onFinalFailures(): void;
+}
+
+interface Fetched {
+  token: string;
+  /** [id, name, data as stored, attempts made] */
+  jobs: [string, string, string, number][];
+}
+
+const DEFAULT_TIMEOUT_MS = 5 * 60_000;
+const MAX_IDLE_WAIT_S = 5;
+
+/**
+ * Runs one batch job's queue: `def.batch.concurrency` loops, each fetching up to `def.batch.size` jobs in one
+ * script call, validating each (an invalid one fails alone, for good), handing the rest to the batch handler
+ * and completing them, with the handler's `ctx.tx` writes, in one script call. A batch holds a lease,
+ * renewed while it runs; a batch whose lease expired (its worker died) is put back by whichever worker
+ * checks first, and a settle that finds its lease gone writes nothing (batch-lua.ts).
+ */
+export class BatchRunner {
+  private closing = false;
+  private readonly running = new Map<string, AbortController>();
+  private loops: Promise<void>[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private waiting: Promise<void> | undefined;
+  private readonly tally;
+
+  constructor(private readonly o: BatchRunnerOptions) {
+    this.tally = jobTally(o.q.queue, o.def.name);
+  }
+
+  start(): void {
+    const loops = this.o.def.batch?.concurrency ?? 2;
+    this.loops = Array.from({ length: loops }, () => this.loop());
+    this.timer = setInterval(() => void this.tend(), Math.max(50, Math.floor(this.o.leaseMs / 4)));
+    this.timer.unref();
+  }
+
+  get isRunning(): boolean {
+    return !this.closing;
+  }
+
+  /** Stops fetching and waits for the batches in flight; `force` aborts them first. */
+  async close(force = false): Promise<void> {
+    this.closing = true;
+    if (force) for (const c of this.running.values()) c.abort(new Error('worker shutting down'));
+    this.o.blocking.disconnect();
+    await Promise.allSettled(this.loops);
+    clearInterval(this.timer);
+  }
+
+  /** Aborts every batch in flight (a stop while Redis is unreachable). */
+  abort(reason: string): void {
+    this.closing = true;
+    for (const c of this.running.values()) c.abort(new Error(reason));
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.closing) {
+      try {
+        const got = await this.fetch();
+        if (Array.isArray(got)) await this.waitForWork(got[0]);
+        else await this.handle(got);
+      } catch (err) {
+        if (this.closing) return;
+        this.o.log.warn({ err: { message: (err as Error).message }, queue: this.o.q.queue }, 'batch fetch or settle failed; retrying');
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    }
+  }
+
+  /** A batch, or [the next delayed job's time] when there is none to take. */
+  private async fetch(): Promise<Fetched | [number | undefined]> {
+    const { q, def } = this.o;
+    const token = randomUUID();
+    const keys = ['wait', 'active', 'prioritized', 'events', 'delayed', 'meta', 'marker', 'batches', 'batch-ids', 'pc'].map(q.key);
+    const reply = (await runScript(q.redis, FETCH_BATCH, keys, [q.jobPrefix, Date.now(), def.batch?.size ?? 1, token, this.o.leaseMs, q.maxEvents])) as string[];
+    if (reply[0] === 'jobs') return { token, jobs: JSON.parse(reply[1] as string) as Fetched['jobs'] };
+    return [reply[0] === 'empty' && reply[1] ? Number(reply[1]) : undefined];
+  }
+
+  /** Waits for the queue's wake-up marker (a job added), or the next delayed job, at most a few seconds. */
+  private waitForWork(nextDelayed: number | undefined): Promise<void> {
+    const seconds = Math.min(MAX_IDLE_WAIT_S, nextDelayed === undefined ? MAX_IDLE_WAIT_S : (nextDelayed - Date.now()) / 1000);
+    if (seconds <= 0) return Promise.resolve();
+    // One blocking call at a time per runner: the other loops wait on the same one.
+    this.waiting ??= this.o.blocking
+      .bzpopmin(this.o.q.key('marker'), Math.max(0.01, seconds))
+      .then(() => undefined, () => undefined)
+      .finally(() => (this.waiting = undefined));
+    return this.waiting;
+  }
+
+  private async handle({ token, jobs }: Fetched): Promise<void> {
+    const { def, q, log } = this.o;
+    const items: BatchItem<unknown>[] = [];
+    const invalid: FailedAttempt[] = [];
+    for (const [id, name, raw, attemptsMade] of jobs) {
+      const reason = name === def.name ? undefined : `unknown job: queue ${q.queue} is batch job ${def.name}'s alone`;
+      if (reason) invalid.push({ id, attemptsMade, reason, final: true });
+      else {
+        try {
+          items.push({ jobId: id, data: validatePayload(def, JSON.parse(raw)), attempt: attemptsMade + 1 });
+        } catch (err) {
+          const why = err instanceof PayloadValidationError ? describeIssues(err.issues) : (err as Error).message;
+          invalid.push({ id, attemptsMade, reason: `invalid payload: ${why}`, final: true });
+        }
+      }
+    }
+    if (invalid.length > 0) {
+      log.error({ queue: q.queue, job: def.name, jobs: invalid.map((f) => ({ jobId: f.id, reason: f.reason })) }, 'batch jobs failed validation');
+      await this.settleFailures(token, invalid, items.length === 0);
+    }
+    if (items.length === 0) return;
+    const started = performance.now();
+    const outcome = await this.runHandler(token, items);
+    const seconds = (performance.now() - started) / 1000;
+    if (outcome.ok) {
+      if (await completeBatch(q, token, items.map((i) => i.jobId), outcome.tx)) {
+        for (let i = 0; i < items.length; i++) {
+          this.tally.completed();
+          this.tally.observe(seconds);
+        }
+      } else this.leaseLost(token, items.length);
+      return;
+    }
+    const reason = outcome.error instanceof Error ? outcome.error.message : String(outcome.error);
+    log.warn({ queue: q.queue, job: def.name, jobs: items.length, err: { message: reason } }, 'batch attempt failed');
+    for (let i = 0; i < items.length; i++) {
+      this.tally.failed();
+      this.tally.observe(seconds);
+    }
+    const failures = items.map((i) => ({ id: i.jobId, attemptsMade: i.attempt - 1, reason, final: false }));
+    await this.settleFailures(token, failures, true, outcome.error);
+  }
+
+  private async runHandler(token: string, items: BatchItem<unknown>[]): Promise<{ ok: true; tx: RedisTx } | { ok: false; error: unknown }> {
+    const { def, q } = this.o;
+    const controller = new AbortController();
+    this.running.set(token, controller);
+    const timeoutMs = def.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const timer = setTimeout(() => controller.abort(new Error(`batch timed out after ${timeoutMs} ms`)), timeoutMs);
+    const tx = new RedisTx();
+    const aborted = new Promise<never>((_, reject) => controller.signal.addEventListener('abort', () => reject(controller.signal.reason as Error), { once: true }));
+    try {
+      const handler = def.batch?.handler;
+      if (!handler) throw new Error(`${def.name} is not a batch job`);
+      const ctx = { jobs: items, log: this.o.log.child({ queue: q.queue, job: def.name, batch: token }), jobName: def.name, queue: q.queue, signal: controller.signal, tx, enqueue: this.o.enqueue, redis: this.o.appRedis };
+      await Promise.race([handler(ctx), aborted]);
+      return { ok: true, tx };
+    } catch (error) {
+      return { ok: false, error };
+    } finally {
+      clearTimeout(timer);
+      this.running.delete(token);
+    }
+  }
+
+  private async settleFailures(token: string, failures: FailedAttempt[], release: boolean, err?: unknown): Promise<void> {
+    const finals = await failAttempts(this.o.q, token, failures, release, err);
+    if (!finals) this.leaseLost(token, failures.length);
+    else if (finals.length > 0) this.o.onFinalFailures();
+  }
+
+  private leaseLost(token: string, jobs: number): void {
+    leasesLost.inc({ queue: this.o.q.queue, job: this.o.def.name });
+    this.o.log.error({ queue: this.o.q.queue, job: this.o.def.name, batch: token, jobs }, "batch's lease was lost before it was settled: nothing was written, its jobs run again in another batch");
+  }
+
+  /** Renews the leases of the batches in flight, then puts back batches whose lease expired (anyone's). */
+  private async tend(): Promise<void> {
+    const { q } = this.o;
+    try {
+      if (this.running.size > 0) {
+        const deadline = Date.now() + this.o.leaseMs;
+        const args: (string | number)[] = [];
+        for (const token of this.running.keys()) args.push(deadline, token);
+        await q.redis.zadd(q.key('batches'), 'XX', 'GT', ...args);
+      }
+      const keys = ['batches', 'batch-ids', 'active', 'wait', 'failed', 'events', 'marker'].map(q.key);
+      const [back, failed] = (await runScript(q.redis, RECLAIM_BATCHES, keys, [q.jobPrefix, Date.now(), this.o.maxStalledCount, q.maxEvents])) as [number, string[]];
+      if (back > 0 || failed.length > 0) this.o.log.warn({ queue: q.queue, putBack: back, failed: failed.length }, "batches' leases expired: their jobs were put back");
+      if (failed.length > 0) this.o.onFinalFailures();
+    } catch (err) {
+      if (!this.closing) this.o.log.warn({ err: { message: (err as Error).message }, queue: q.queue }, 'could not renew or reclaim batch leases; retrying');
+    }
+  }
+}

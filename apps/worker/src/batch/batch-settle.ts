@@ -1,0 +1,103 @@
+import { jobOptions, queueStructureKey, runScript, RedisTx, type AnyJob, type QueueKeyspace, type RedisClient } from '@tickwork/runtime';
+import { Backoffs, UnrecoverableError, type JobsOptions } from 'bullmq';
+import { COMPLETE_BATCH, FAIL_BATCH } from './batch-lua.js';
+
+/** The keys and constants one queue's batch scripts share. */
+export interface BatchQueue {
+  readonly redis: RedisClient;
+  readonly queue: string;
+  /** `<bull prefix>:<queue>:`, the prefix of the queue's job hashes. */
+  readonly jobPrefix: string;
+  readonly key: (suffix: string) => string;
+  readonly maxEvents: number;
+  /** Completed jobs kept (the definition's `removeOnComplete`): 0 deletes them on completion. */
+  readonly keepCount: number;
+  readonly keepAgeMs: number;
+}
+
+export function batchQueue(redis: RedisClient, ks: QueueKeyspace, queue: string, def: AnyJob, maxEvents: number): BatchQueue {
+  const keep = jobOptions(def).removeOnComplete;
+  const keepCount = keep === true ? 0 : keep === false || keep === undefined ? Number.MAX_SAFE_INTEGER : typeof keep === 'number' ? keep : (keep.count ?? Number.MAX_SAFE_INTEGER);
+  const keepAgeMs = typeof keep === 'object' && 'age' in keep && keep.age !== undefined ? keep.age * 1000 : 0;
+  return { redis, queue, jobPrefix: queueStructureKey(ks, queue, ''), key: (s) => queueStructureKey(ks, queue, s), maxEvents, keepCount, keepAgeMs };
+}
+
+/**
+ * Completes `ids` with the batch's Redis writes, in one script call fenced by the batch's lease (batch-lua.ts).
+ * Resolves false when the lease was lost: nothing was written, another worker has the jobs.
+ */
+export async function completeBatch(q: BatchQueue, token: string, ids: readonly string[], tx: RedisTx): Promise<boolean> {
+  const keys = [q.key('active'), q.key('events'), q.key('completed'), q.key('batches'), q.key('batch-ids')];
+  const argv: (string | number)[] = [q.jobPrefix, token, Date.now(), q.keepCount, q.keepAgeMs, q.maxEvents, ids.length, ...ids];
+  for (const c of tx.commands) {
+    const key = String(c[1]);
+    if (!keys.includes(key, 5)) keys.push(key);
+    argv.push(c.length, ...c);
+  }
+  return Number(await runScript(q.redis, COMPLETE_BATCH, keys, argv)) > 0;
+}
+
+/** One job's failed attempt: its id, how many attempts it had made before this one, and why it failed. */
+export interface FailedAttempt {
+  id: string;
+  attemptsMade: number;
+  reason: string;
+  /** No retry whatever the job's attempts (an invalid payload, an unknown job). */
+  final: boolean;
+}
+
+/**
+ * Settles failed attempts: each job is retried by its own options (`attempts`, `backoff`, read from its hash:
+ * options written by a producer are the job's) or fails for good, in one script call fenced by the lease.
+ * `release` ends the batch. Resolves the ids that failed for good (for the DLQ), or undefined when the lease
+ * was lost.
+ */
+export async function failAttempts(q: BatchQueue, token: string, failures: readonly FailedAttempt[], release: boolean, err?: unknown): Promise<string[] | undefined> {
+  if (failures.length === 0 && !release) return [];
+  const opts = await readOptions(q, failures);
+  const argv: (string | number)[] = [q.jobPrefix, token, Date.now(), q.maxEvents, release ? '1' : '0'];
+  const finals: string[] = [];
+  failures.forEach((f, i) => {
+    const delay = f.final || err instanceof UnrecoverableError ? -1 : retryDelay(opts[i], f.attemptsMade + 1, err);
+    if (delay < 0) finals.push(f.id);
+    argv.push(f.id, f.reason, delay);
+  });
+  const keys = ['active', 'events', 'failed', 'delayed', 'wait', 'marker', 'batches', 'batch-ids'].map(q.key);
+  const settled = Number(await runScript(q.redis, FAIL_BATCH, keys, argv));
+  return settled < 0 ? undefined : finals;
+}
+
+/** Each job's options as stored in its hash; a job whose options are not JSON counts as having none. */
+async function readOptions(q: BatchQueue, failures: readonly FailedAttempt[]): Promise<(JobsOptions | undefined)[]> {
+  if (failures.length === 0) return [];
+  const pipe = q.redis.pipeline();
+  for (const f of failures) pipe.hget(q.jobPrefix + f.id, 'opts');
+  const replies = (await pipe.exec()) ?? [];
+  return replies.map(([e, raw]) => {
+    if (e || typeof raw !== 'string') return undefined;
+    try {
+      const parsed: unknown = JSON.parse(raw);
+      return parsed && typeof parsed === 'object' ? (parsed as JobsOptions) : undefined;
+    } catch {
+      return undefined;
+    }
+  });
+}
+
+/**
+ * The delay before the next attempt in ms, 0 for none, or -1 when the job has used its attempts (BullMQ's
+ * default is one attempt). A backoff BullMQ does not know retries at once rather than losing the job.
+ */
+function retryDelay(opts: JobsOptions | undefined, attemptsMade: number, err: unknown): number {
+  const attempts = typeof opts?.attempts === 'number' && opts.attempts >= 1 ? opts.attempts : 1;
+  if (attemptsMade >= attempts) return -1;
+  if (opts?.backoff === undefined) return 0;
+  try {
+    // No job is passed: only custom strategies (which a batch worker does not register) read it.
+    const backoff = Backoffs.normalize(opts.backoff);
+    const delay = backoff ? Backoffs.calculate(backoff, attemptsMade, err as Error, undefined as never, undefined) : 0;
+    return typeof delay === 'number' && Number.isFinite(delay) && delay > 0 ? Math.round(delay) : 0;
+  } catch {
+    return 0;
+  }
+}

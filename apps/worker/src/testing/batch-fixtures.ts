@@ -1,0 +1,62 @@
+/**
+ * Test-only catalog of a batch job (loaded in process, or by real worker processes through JOBS_MODULE).
+ * Its effects are Redis writes committed with the batch (`ctx.tx`), under `bt:`, so tests can count them.
+ */
+import { createCatalog, defineBatchJob, defineJob, type BatchContext } from '@tickwork/runtime';
+import { z } from 'zod';
+
+export const BT_KEYS = {
+  /** Every job id whose effect was committed (a set: a second commit of one job would not show here)... */
+  done: 'bt:done',
+  /** ...so the effects are also counted: a job committed twice counts twice. */
+  count: 'bt:count',
+  /** The size of each committed batch. */
+  sizes: 'bt:sizes',
+  /** Every job id a handler was given, once per time (a list: a job handled twice shows twice). */
+  handled: 'bt:handled',
+  /** Set while a batch is in its pause, so a test knows when to kill or freeze its worker. */
+  paused: 'bt:paused',
+};
+
+const schema = z.object({
+  n: z.number().int(),
+  /** Every batch holding this job fails its attempts before this one. */
+  failUntilAttempt: z.number().int().default(0),
+  /** A batch holding this job pauses this long before committing. */
+  pauseMs: z.number().int().min(0).default(0),
+});
+
+/**
+ * Idempotent because: its effects are `ctx.tx` writes, committed with the jobs' completion only while the
+ * batch holds its lease, so a batch handled again after a crash or a takeover commits them once.
+ */
+async function handler(ctx: BatchContext<z.output<typeof schema>>): Promise<void> {
+  await ctx.redis.rpush(BT_KEYS.handled, ...ctx.jobs.map((j) => j.jobId));
+  const pauseMs = Math.max(...ctx.jobs.map((j) => j.data.pauseMs));
+  if (pauseMs > 0) {
+    await ctx.redis.set(BT_KEYS.paused, ctx.jobs.map((j) => j.jobId).join(','));
+    await new Promise((r) => setTimeout(r, pauseMs));
+  }
+  if (ctx.jobs.some((j) => j.attempt < j.data.failUntilAttempt)) throw new Error('this batch fails its attempt');
+  ctx.tx.sadd(BT_KEYS.done, ...ctx.jobs.map((j) => j.jobId));
+  ctx.tx.incrby(BT_KEYS.count, ctx.jobs.length);
+  ctx.tx.rpush(BT_KEYS.sizes, ctx.jobs.length);
+}
+
+export const batchJob = defineBatchJob({
+  name: 'bt.sum',
+  queue: 'bt',
+  schema,
+  batch: { size: 100, concurrency: 2, handler },
+  retry: { attempts: 3, backoff: { type: 'fixed', delayMs: 50 } },
+});
+
+/** An ordinary job on another queue, so a pool serves batch and per-job queues side by side. */
+export const plainJob = defineJob({
+  name: 'bt.plain',
+  queue: 'bt-plain',
+  schema: z.object({}),
+  handler: async () => 'plain',
+});
+
+export const catalog = createCatalog([batchJob, plainJob]);
