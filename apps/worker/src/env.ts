@@ -35,6 +35,11 @@ const schema = z.object({
    */
   WORKER_HEARTBEAT_MS: positiveInt(1000),
   WORKER_DEAD_AFTER_MS: positiveInt(5000),
+  /**
+   * A batch job's batch holds a lease this long, renewed every quarter of it while the batch runs; a batch
+   * whose worker died is put back within about 1.25 times this (README, Batch jobs).
+   */
+  WORKER_BATCH_LEASE_MS: positiveInt(8000),
   /** How long a completed run with an explicit key (idempotencyKey, occurrence, re-drive) suppresses duplicates. */
   IDEMPOTENCY_RETENTION_HOURS: positiveInt(24),
   /** How long a failed or interrupted run keeps its record and step results (a re-drive within it resumes). */

@@ -10,3 +10,5 @@ export * from './running-jobs.js';
 export { startCancelListener, type CancelListener, type CancelListenerOptions } from './cancel-listener.js';
 export { soleDeliveryCheck, type SoleDeliveryOptions } from './recovery/sole-delivery.js';
 export { TickworkWorker } from './tickwork-worker.js';
+export { BatchRunner, type BatchRunnerOptions } from './batch/batch-runner.js';
+export { batchQueue, type BatchQueue } from './batch/batch-settle.js';

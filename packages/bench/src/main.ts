@@ -6,10 +6,14 @@
  *   costs at least); ledger (runExactlyOnce with a key of its own per job: claim up front, result written
  *   ahead of the ack); tickwork (the worker's real processor, with its running jobs and cancel listener as
  *   the worker app has them: catalog lookup, payload validation, cancel gate, ledger, metrics; history for
- *   scheduled runs). Target 1: tickwork >= 0.90x bare. A fifth mode,
- *   pg-boss (the peer, if PostgreSQL is reachable: pgboss.ts), drains the same number of no-op jobs in each
- *   round, so target 5 (tickwork >= 2x pg-boss) is a paired ratio too; its line also gives what a job cost
- *   each side in CPU in all (Node and Redis; Node and PostgreSQL, where PostgreSQL is this machine's).
+ *   scheduled runs). Target 1: tickwork >= 0.90x bare. A fifth mode, batch,
+ *   drains the same no-op job defined as a batch job (defineBatchJob) through the worker's BatchRunner; a
+ *   sixth, pg-boss (the peer, if PostgreSQL is reachable: pgboss.ts), drains the same number of no-op jobs
+ *   in each round, so target 5 (tickwork >= 2x pg-boss) is a paired ratio too, printed for batch jobs and
+ *   for jobs one at a time; its line also gives what a job cost each side in CPU in all (Node and Redis;
+ *   Node and PostgreSQL, where PostgreSQL is this machine's). BENCH_BATCH_SIZE (default 1000),
+ *   BENCH_BATCH_CONCURRENCY (2) and BENCH_BATCH_KEEP (completed jobs kept, default 0 as the other modes'
+ *   removeOnComplete) set the batch job.
  * - no-op jobs at concurrency 1 (latency, not batching, shows): bare and tickwork. Target 1 again.
  * - a job writing one Redis key, at concurrency 50: bare (a BullMQ Worker awaiting that SET), tickwork
  *   with the write in one `ctx.redisStep`, and tickwork with it in one `ctx.step`. Target 2: >= 0.80x bare
@@ -27,14 +31,14 @@
  * section), BENCH_LANE=0 (no scheduled-lane section), BENCH_LANE_SECONDS (default 45), BENCH_CLUSTER=0 (no
  * cluster row; cluster.ts has its own settings).
  */
-import { createCatalog, createExactlyOnce, parseLedgerRecord, createRedis, defineJob, runExactlyOnce, scanKeys, type Enqueue, type ExactlyOnce } from '@tickwork/runtime';
+import { createCatalog, createExactlyOnce, parseLedgerRecord, createRedis, defineBatchJob, defineJob, runExactlyOnce, scanKeys, type Enqueue, type ExactlyOnce } from '@tickwork/runtime';
 import type { RedisClient } from '@tickwork/runtime';
 import { startRedisServer } from '@tickwork/testkit';
 import { createProcessor, RunningJobs, soleDeliveryCheck, startCancelListener, TickworkWorker } from '@tickwork/worker';
 import type { Job, Processor, Worker, WorkerOptions } from 'bullmq';
 import { pino } from 'pino';
 import { z } from 'zod';
-import { measure, median, type Measured, type ProcessorFor } from './measure.js';
+import { measure, measureBatch, median, type Measured, type ProcessorFor } from './measure.js';
 import { openPgBossBench } from './pgboss.js';
 import { benchRecovery } from './recovery.js';
 import { laneSection } from './lane.js';
@@ -66,6 +70,14 @@ const stepWrite = defineJob({
   handler: async (ctx) => ctx.step('write', async () => (await ctx.redis.set(written(ctx.jobId), '1'), null)),
 });
 const catalog = createCatalog([noop, redisStepWrite, stepWrite]);
+/**
+ * The same no-op job as a batch job (defineBatchJob), as pg-boss's handler takes it: a batch at a time.
+ * Completed jobs deleted as they complete (keepCompleted 0), as the other modes' jobs are (removeOnComplete).
+ */
+const BATCH_SIZE = Number(process.env.BENCH_BATCH_SIZE ?? 1000);
+const BATCH_CONCURRENCY = Number(process.env.BENCH_BATCH_CONCURRENCY ?? 2);
+const batchNoop = defineBatchJob({ name: 'bench.batch-noop', queue: 'bench-batch', schema: z.object({ i: z.number() }), batch: { size: BATCH_SIZE, concurrency: BATCH_CONCURRENCY, keepCompleted: Number(process.env.BENCH_BATCH_KEEP ?? 0), handler: async () => undefined } });
+createCatalog([batchNoop]);
 
 interface Series {
   title: string;
@@ -74,10 +86,10 @@ interface Series {
   /** The first mode is the baseline the others are held against. */
   modes: Record<string, Mode>;
 }
-/** A BullMQ Worker with `processor` drains jobs named `job` (measure.ts), or a peer drains its own queue (`drain`). */
+/** A BullMQ Worker with `processor` drains jobs named `job` (measure.ts), or a mode drains its own queue its own way (`drain`). */
 type Mode = { job: string; processor: ProcessorFor; after?: (jobs: number) => Promise<void>; worker?: new (name: string, processor: Processor, opts: WorkerOptions) => Worker } | { drain: (jobs: number) => Promise<PeerMeasured> };
-/** A peer's measurement: its server's CPU (PostgreSQL's) in place of Redis's. */
-type PeerMeasured = Measured & { postgresUs: number };
+/** A drain of its own (a peer, or tickwork's batch jobs); a peer's gives its server's CPU (PostgreSQL's) in place of Redis's. */
+type PeerMeasured = Measured & { postgresUs?: number };
 interface SeriesResult {
   rates: Record<string, number[]>;
   /** Per mode: its jobs/s over the baseline's, per round. */
@@ -119,8 +131,10 @@ async function main(): Promise<void> {
   const pgboss = await openPgBossBench();
   const peerMode: Series['modes'] =
     typeof pgboss === 'string' ? {} : { 'pg-boss': { drain: async (jobs) => ({ ...(await pgboss.measure(jobs)), redisUs: NaN, commandsPerJob: NaN, completionsPerCall: undefined }) } };
+  let batchQueues = 0;
+  const batchMode: Series['modes'] = { batch: { drain: (jobs) => measureBatch(url, `bench-batch-${batchQueues++}`, batchNoop, jobs) } };
   const series: Series[] = [
-    { title: `no-op jobs, concurrency ${CONCURRENCY}`, concurrency: CONCURRENCY, jobs: JOBS, modes: { ...noopModes(true), ...peerMode } },
+    { title: `no-op jobs, concurrency ${CONCURRENCY}`, concurrency: CONCURRENCY, jobs: JOBS, modes: { ...noopModes(true), ...batchMode, ...peerMode } },
     { title: 'no-op jobs, concurrency 1', concurrency: 1, jobs: JOBS_C1, modes: noopModes(false) },
     {
       title: `one Redis write per job, concurrency ${CONCURRENCY}`,
@@ -247,19 +261,24 @@ function ledgerMode(exactlyOnce: ExactlyOnce): ProcessorFor {
  * pg-boss rate (both drained in the concurrency-50 series, in rotating order), median over the rounds.
  */
 function peerLine(c50: SeriesResult, settings: string): string {
-  const tw = c50.rates.tickwork ?? [];
   const pb = c50.rates['pg-boss'] ?? [];
-  const perRound = tw.map((t, i) => t / (pb[i] as number));
-  const ratio = median(perRound);
+  const against = (mode: string) => {
+    const perRound = (c50.rates[mode] ?? []).map((t, i) => t / (pb[i] as number));
+    return { perRound, ratio: median(perRound) };
+  };
+  const { perRound, ratio } = against('tickwork');
+  const batch = against('batch');
   // What a job cost the machine in all (the process's CPU and its server's), beside the throughput ratio:
   // pg-boss's work is mostly PostgreSQL's, spread over its backends, tickwork's is its one Node process's and Redis's.
   const pgCpu = median(c50.cpu['pg-boss'] ?? []);
   const cpuLine = Number.isNaN(pgCpu)
     ? ''
-    : `     CPU per job in all, medians: tickwork ${median(c50.cpu.tickwork ?? []).toFixed(0)} us (Node and Redis), pg-boss ${pgCpu.toFixed(0)} us (Node and PostgreSQL)\n`;
+    : `     CPU per job in all, medians: tickwork one at a time ${median(c50.cpu.tickwork ?? []).toFixed(0)} us and batch jobs ${median(c50.cpu.batch ?? []).toFixed(0)} us (Node and Redis), pg-boss ${pgCpu.toFixed(0)} us (Node and PostgreSQL)\n`;
   return (
-    `  5. tickwork (every feature on) against pg-boss (${settings}), paired rounds: pg-boss median ${median(pb).toFixed(0)} jobs/s, ` +
-    `tickwork ${ratio.toFixed(2)}x [${perRound.map((x) => x.toFixed(2)).join(' ')}] (target >= ${PEER_GOAL.toFixed(1)}x): ${ratio >= PEER_GOAL ? 'MET' : 'NOT MET'}\n` +
+    `  5. tickwork (every feature on) against pg-boss (${settings}), paired rounds: pg-boss median ${median(pb).toFixed(0)} jobs/s\n` +
+    `     batch jobs (defineBatchJob, batches of ${BATCH_SIZE} x ${BATCH_CONCURRENCY}, as pg-boss takes them): ${batch.ratio.toFixed(2)}x pg-boss ` +
+    `[${batch.perRound.map((x) => x.toFixed(2)).join(' ')}] (target >= ${PEER_GOAL.toFixed(1)}x): ${batch.ratio >= PEER_GOAL ? 'MET' : 'NOT MET'}\n` +
+    `     one job at a time (defineJob): ${ratio.toFixed(2)}x pg-boss [${perRound.map((x) => x.toFixed(2)).join(' ')}] (target >= ${PEER_GOAL.toFixed(1)}x): ${ratio >= PEER_GOAL ? 'MET' : 'NOT MET'}\n` +
     cpuLine
   );
 }

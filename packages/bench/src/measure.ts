@@ -2,13 +2,15 @@
  * One timed drain of a pre-filled queue by one BullMQ Worker (bench/main.ts runs it per mode and round):
  * jobs/s, the CPU each job cost Node and Redis, and the Redis commands each job cost the worker process.
  */
-import { ackBatchesSent, completionWriter, createRedis, type RedisClient } from '@tickwork/runtime';
-import { ackConnectionOf } from '@tickwork/worker';
+import { ackBatchesSent, completionWriter, createRedis, EVENTS_MAX_LEN, jobOptions, keyspaceOn, type AnyJob, type RedisClient } from '@tickwork/runtime';
+import { ackConnectionOf, BatchRunner, batchQueue } from '@tickwork/worker';
+import { pino } from 'pino';
 import { Queue, Worker, type Processor, type WorkerOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import { redisCpu } from './redis-cpu.js';
 
 export const PREFIX = 'bench';
+const silentLog = pino({ level: 'silent' });
 
 /** A mode's processor, made for the Worker that runs it (the ledger writes ahead on that Worker's connection). */
 export type ProcessorFor = (ack: () => Promise<RedisClient> | undefined) => Processor;
@@ -98,4 +100,62 @@ export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const mid = Math.floor(s.length / 2);
   return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+}
+
+/**
+ * One timed drain of a pre-filled queue of batch job `def` by the worker's BatchRunner (batch/), as the
+ * worker app runs it: each job added as `enqueue` adds it (the job's options), validated, handled in
+ * batches, completed with its queue's retention, counted in the job's metrics, failures to the DLQ.
+ */
+export async function measureBatch(url: string, queueName: string, def: AnyJob, jobs: number): Promise<Measured> {
+  const producer = createRedis(url, 'command');
+  const queue = new Queue(queueName, { connection: producer, prefix: PREFIX });
+  const renamed = { ...def, queue: queueName };
+  for (let i = 0; i < jobs; i += 1000) {
+    const n = Math.min(1000, jobs - i);
+    await queue.addBulk(Array.from({ length: n }, (_, k) => ({ name: def.name, data: { i: i + k }, opts: jobOptions(def) })));
+  }
+  let done = 0;
+  let finish!: () => void;
+  const finished = new Promise<void>((resolve) => (finish = resolve));
+  // Connected before the timed window, as a worker app's connections are before its jobs arrive (and as
+  // pg-boss's pool is, pgboss.ts); the runner itself starts inside it.
+  const command = createRedis(url, 'command');
+  const blocking = createRedis(url, 'blocking');
+  await Promise.all([command.ping(), blocking.ping()]);
+  const rcpu0 = await redisCpu(producer);
+  const started = performance.now();
+  const cpu0 = process.cpuUsage();
+  const sent0 = commandsSent;
+  let failures = 0;
+  const runner = new BatchRunner({
+    q: batchQueue(command, keyspaceOn(command, PREFIX, queueName), queueName, renamed, EVENTS_MAX_LEN),
+    def: renamed,
+    blocking,
+    appRedis: command,
+    enqueue: async () => {
+      throw new Error('the bench jobs enqueue nothing');
+    },
+    log: silentLog,
+    leaseMs: 8000,
+    maxStalledCount: 2,
+    onFinalFailures: () => void failures++,
+    onCompleted: (n) => {
+      done += n;
+      if (done === jobs) finish();
+    },
+  });
+  runner.start();
+  await finished;
+  const seconds = (performance.now() - started) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  const sent = commandsSent - sent0;
+  const redisSeconds = (await redisCpu(producer)) - rcpu0;
+  await runner.close();
+  command.disconnect();
+  await queue.obliterate({ force: true });
+  await queue.close();
+  producer.disconnect();
+  if (failures > 0) throw new Error(`bench batch jobs failed in ${queueName}`);
+  return { rate: jobs / seconds, nodeUs: (cpu.user + cpu.system) / jobs, redisUs: (redisSeconds * 1e6) / jobs, commandsPerJob: sent / jobs, completionsPerCall: undefined };
 }

@@ -98,6 +98,10 @@ function validateBatch(job: AnyJob, jobs: readonly AnyJob[]): void {
   if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64)) {
     throw new JobDefinitionError(job.name, `batch.concurrency ${JSON.stringify(concurrency)} must be an integer from 1 to 64`);
   }
+  const keep = job.batch?.keepCompleted;
+  if (keep !== undefined && (!Number.isInteger(keep) || keep < 0)) {
+    throw new JobDefinitionError(job.name, `batch.keepCompleted ${JSON.stringify(keep)} must be a whole number of jobs (0 deletes each as it completes)`);
+  }
   const other = jobs.find((j) => j !== job && j.queue === job.queue);
   if (other) throw new JobDefinitionError(job.name, `is a batch job, so queue "${job.queue}" must be its alone, but ${other.name} uses it too: give one of them another queue`);
   for (const option of ['schedule', 'idempotencyKey', 'idempotencyWindow', 'priority', 'rateLimit'] as const) {

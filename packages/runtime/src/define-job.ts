@@ -183,6 +183,11 @@ export interface BatchSpec<TData> {
   /** Batches in flight at once in each worker process (1..64). Default 2. */
   readonly concurrency?: number;
   /**
+   * How many completed jobs the queue keeps for inspection (each for at most 24 hours), as every catalog
+   * job's queue does. Default 5,000; 0 deletes each job as it completes, which costs Redis least.
+   */
+  readonly keepCompleted?: number;
+  /**
    * Handles a batch. Returning completes every job of the batch (with `ctx.tx`'s writes); throwing fails
    * one attempt of every job of the batch, each retried by the job's retry policy.
    */

@@ -26,7 +26,7 @@ export function jobOptions(job: AnyJob): JobsOptions {
     attempts,
     backoff: { type: backoff.type, delay: backoff.delayMs },
     // Completed jobs are only kept for inspection; the idempotency ledger, not BullMQ, remembers what ran.
-    removeOnComplete: { age: 24 * 3600, count: 5000 },
+    removeOnComplete: job.batch?.keepCompleted === 0 ? true : { age: 24 * 3600, count: job.batch?.keepCompleted ?? 5000 },
     // Failed jobs are copied to the DLQ on their final failure, so the failed set can be trimmed.
     removeOnFail: { age: 7 * 24 * 3600, count: 10000 },
     ...(job.priority !== undefined && { priority: job.priority }),

@@ -12,10 +12,20 @@ import { defineScript } from '@tickwork/runtime';
  * KEYS of the queue, in this order for every script: see batchKeys in batch-runner.ts.
  */
 
-/** Shared helpers: remove ids from the active list (one LREM each for a few, else one rewrite of the list). */
+/**
+ * Removes ids from the active list. A batch's ids were pushed in one LPUSH, oldest deepest, and nothing but
+ * removals happens to them since, so the oldest batch in flight (usually the one completing) is the list's
+ * tail: cut off with one LTRIM when both its ends are where they would be. Else one LREM each for a few, or
+ * one rewrite of the list.
+ */
 const REMOVE_FROM_ACTIVE = `
 local function removeFromActive(activeKey, ids)
-  if #ids <= 16 then
+  local n = #ids
+  if n > 1 and redis.call('LINDEX', activeKey, -1) == ids[1] and redis.call('LINDEX', activeKey, -n) == ids[n] then
+    redis.call('LTRIM', activeKey, 0, -n - 1)
+    return
+  end
+  if n <= 16 then
     for _, id in ipairs(ids) do redis.call('LREM', activeKey, -1, id) end
     return
   end
@@ -65,10 +75,9 @@ end
 local out, taken = {}, {}
 for _, id in ipairs(ids) do
   local jk = prefix .. id
-  local f = rcall('HMGET', jk, 'name', 'data', 'atm')
+  local f = rcall('HMGET', jk, 'name', 'data', 'atm', 'ats')
   if f[1] then
-    rcall('HSET', jk, 'processedOn', now)
-    rcall('HINCRBY', jk, 'ats', 1)
+    rcall('HSET', jk, 'processedOn', now, 'ats', (tonumber(f[4]) or 0) + 1)
     taken[#taken + 1] = id
     out[#out + 1] = {id, f[1], f[2] or '{}', tonumber(f[3]) or 0}
   end
@@ -121,10 +130,13 @@ else
   local scored = {}
   for _, id in ipairs(ids) do
     local jk = prefix .. id
-    rcall('HSET', jk, 'finishedOn', now, 'returnvalue', 'null')
-    rcall('HINCRBY', jk, 'atm', 1)
-    scored[#scored + 1] = now
-    scored[#scored + 1] = id
+    -- A job removed while its batch ran (an operator's remove) stays removed.
+    if rcall('EXISTS', jk) == 1 then
+      rcall('HSET', jk, 'finishedOn', now, 'returnvalue', 'null')
+      rcall('HINCRBY', jk, 'atm', 1)
+      scored[#scored + 1] = now
+      scored[#scored + 1] = id
+    end
   end
   for k = 1, #scored, 500 do rcall('ZADD', KEYS[3], unpack(scored, k, math.min(k + 499, #scored))) end
   if keepAge > 0 then
@@ -166,18 +178,23 @@ for i = 6, #ARGV, 3 do
   local id, reason, delay = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
   local jk = prefix .. id
   ids[#ids + 1] = id
-  rcall('HINCRBY', jk, 'atm', 1)
-  rcall('HSET', jk, 'failedReason', reason)
-  if delay < 0 then
+  if rcall('EXISTS', jk) == 0 then
+    -- Removed while its batch ran (an operator's remove): it stays removed.
+  elseif delay < 0 then
+    rcall('HINCRBY', jk, 'atm', 1)
+    rcall('HSET', jk, 'failedReason', reason)
     rcall('HSET', jk, 'finishedOn', now)
     rcall('ZADD', KEYS[3], now, id)
     rcall('XADD', KEYS[2], 'MAXLEN', '~', ARGV[4], '*', 'event', 'failed', 'jobId', id, 'failedReason', reason, 'prev', 'active')
   elseif delay > 0 then
-    rcall('HSET', jk, 'delay', delay)
+    rcall('HINCRBY', jk, 'atm', 1)
+    rcall('HSET', jk, 'failedReason', reason, 'delay', delay)
     rcall('ZADD', KEYS[4], (now + delay) * 0x1000, id)
     rcall('ZADD', KEYS[6], now + delay, '1')
     rcall('XADD', KEYS[2], 'MAXLEN', '~', ARGV[4], '*', 'event', 'delayed', 'jobId', id, 'delay', now + delay)
   else
+    rcall('HINCRBY', jk, 'atm', 1)
+    rcall('HSET', jk, 'failedReason', reason)
     rcall('LPUSH', KEYS[5], id)
     woke = true
     rcall('XADD', KEYS[2], 'MAXLEN', '~', ARGV[4], '*', 'event', 'waiting', 'jobId', id, 'prev', 'failed')

@@ -31,6 +31,8 @@ export interface BatchRunnerOptions {
   maxStalledCount: number;
   /** Jobs that failed for good are in the failed set: the DLQ routing takes them from there. */
   onFinalFailures(): void;
+  /** Told how many jobs each committed batch completed (the bench counts them). */
+  onCompleted?(jobs: number): void;
 }
 
 interface Fetched {
@@ -153,6 +155,7 @@ export class BatchRunner {
           this.tally.completed();
           this.tally.observe(seconds);
         }
+        this.o.onCompleted?.(items.length);
       } else this.leaseLost(token, items.length);
       return;
     }
