@@ -3,6 +3,7 @@ import {
   createCatalog,
   createLogger,
   createSchedules,
+  defineBatchJob,
   defineJob,
   InvalidScheduleError,
   PayloadValidationError,
@@ -32,7 +33,8 @@ const log = createLogger('test', 'silent');
 
 const report = defineJob({ name: 'reports.weekly', queue: 'reports', schema: z.object({ userId: z.string() }), handler: async () => undefined });
 const nightly = defineJob({ name: 'nightly', queue: 'reports', schema: z.object({}), schedule: { pattern: '0 3 * * *', tz: 'UTC' }, handler: async () => undefined });
-const catalog = createCatalog([report, nightly]);
+const sums = defineBatchJob({ name: 'sums', queue: 'sums', schema: z.object({}), batch: { size: 10, handler: async () => undefined } });
+const catalog = createCatalog([report, nightly, sums]);
 const T0 = Date.parse('2026-05-04T08:00:00Z'); // a Monday
 
 
@@ -47,9 +49,10 @@ function setup(now = () => T0): { store: Schedules; prefix: string; queues: Queu
 const weekly = { job: report, pattern: '0 9 * * 1', tz: 'Europe/Lisbon', data: { userId: 'u42' } } as const;
 
 describe('upsert', () => {
-  it('refuses an unknown job, invalid data, a bad pattern, an unknown tz, a bad id or a catalog id, storing nothing', async () => {
+  it('refuses an unknown job, a batch job, invalid data, a bad pattern, an unknown tz, a bad id or a catalog id, storing nothing', async () => {
     const { store, prefix } = setup();
     await expect(store.upsert('a', { ...weekly, job: 'no.such.job' })).rejects.toBeInstanceOf(UnknownJobError);
+    await expect(store.upsert('a', { ...weekly, job: 'sums', data: {} })).rejects.toThrow(/sums is a batch job \(defineBatchJob\), and batch jobs cannot be scheduled/);
     await expect(store.upsert('a', { ...weekly, data: { userId: 42 } as never })).rejects.toBeInstanceOf(PayloadValidationError);
     await expect(store.upsert('a', { ...weekly, pattern: '61 * * * *' })).rejects.toBeInstanceOf(InvalidScheduleError);
     await expect(store.upsert('a', { ...weekly, tz: 'Mars/Olympus' })).rejects.toThrow(/IANA timezone/);

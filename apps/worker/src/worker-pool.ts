@@ -1,6 +1,6 @@
 import { createExactlyOnce, createRedis, EVENTS_MAX_LEN, keyspaceOn, isCancellationReason, type AnyJob, type HealthCheck, type RedisOutageLog, type RedisClient, type RedisTarget } from '@tickwork/runtime';
 import type { Worker } from 'bullmq';
-import { startCancelListener } from './cancel-listener.js';
+import { startCancelListener, type CancelListener } from './cancel-listener.js';
 import type { DeadLetterRouting } from './dead-letter.js';
 import { createProcessor, type ProcessorDeps } from './processor.js';
 import { createRecovery } from './recovery/recovery.js';
@@ -102,7 +102,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   // A batch job's queue is run by a BatchRunner of its own (batch/), every other queue by a BullMQ Worker.
   const batchRunners = allQueues.flatMap((queue) => {
     const def = opts.catalog.batchJobOf(queue);
-    return def ? [startBatchRunner(opts, queue, def)] : [];
+    return def ? [startBatchRunner(opts, queue, def, cancels)] : [];
   });
   const queues = allQueues.filter((queue) => !opts.catalog.batchJobOf(queue));
   const workers = queues.map((queue) => {
@@ -188,7 +188,7 @@ export function ackConnectionOf(worker: Worker | undefined): Promise<RedisClient
 }
 
 /** The runner of batch job `def`'s queue, with connections of its own (a command one and a blocking one). */
-function startBatchRunner(opts: WorkerPoolOptions, queue: string, def: AnyJob): { queue: string; runner: BatchRunner } {
+function startBatchRunner(opts: WorkerPoolOptions, queue: string, def: AnyJob, cancels: CancelListener): { queue: string; runner: BatchRunner } {
   const command = createRedis(opts.redisTarget, 'command');
   const blocking = createRedis(opts.redisTarget, 'blocking');
   for (const c of [command, blocking]) {
@@ -206,6 +206,7 @@ function startBatchRunner(opts: WorkerPoolOptions, queue: string, def: AnyJob): 
     leaseMs: opts.batchLeaseMs ?? 8000,
     maxStalledCount: opts.maxStalledCount ?? 2,
     onFinalFailures: () => void opts.deadLetter?.sweep().catch(() => undefined),
+    cancels,
   });
   runner.start();
   return { queue, runner };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createCatalog } from './catalog.js';
-import { defineJob, type ScheduleSpec } from './define-job.js';
+import { defineBatchJob, defineJob, type ScheduleSpec } from './define-job.js';
 import { JobDefinitionError, UnknownJobError } from './errors.js';
 
 const job = (name: string, schedule?: ScheduleSpec, schema: z.ZodObject = z.object({})) =>
@@ -60,5 +60,38 @@ describe('createCatalog', () => {
     const catalog = createCatalog([job('a.one')]);
     expect(() => catalog.require('nope')).toThrowError(new UnknownJobError('nope', ['a.one']));
     expect(() => catalog.require('nope')).toThrowError(/unknown job "nope"; known jobs: a.one/);
+  });
+});
+
+describe('batch jobs in the catalog', () => {
+  const batch = (name: string, spec: Partial<{ size: number; concurrency: number; keepCompleted: number }> = {}, queue = 'bq') =>
+    defineBatchJob({ name, queue, schema: z.object({ n: z.number() }), batch: { size: 10, handler: async () => undefined, ...spec } });
+
+  it('finds a batch job by its queue', () => {
+    const def = batch('b.sum');
+    const catalog = createCatalog([def, job('a.plain')]);
+    expect(catalog.batchJobOf('bq')?.name).toBe('b.sum');
+    expect(catalog.batchJobOf('q')).toBeUndefined();
+    expect(def.batch?.size).toBe(10);
+  });
+
+  it('rejects a batch size outside 1..1000, a concurrency outside 1..64 and a negative keepCompleted, naming the job', () => {
+    for (const size of [0, 1001, 2.5]) expect(() => createCatalog([batch('b.size', { size })])).toThrowError(/job "b.size": batch.size .* must be an integer from 1 to 1000/);
+    expect(() => createCatalog([batch('b.conc', { concurrency: 65 })])).toThrowError(/batch.concurrency 65 must be an integer from 1 to 64/);
+    expect(() => createCatalog([batch('b.keep', { keepCompleted: -1 })])).toThrowError(/batch.keepCompleted -1 must be a whole number/);
+  });
+
+  it("rejects a batch job sharing its queue: the batch runner takes every job of the queue", () => {
+    expect(() => createCatalog([batch('b.one'), job('a.two'), defineJob({ name: 'a.three', queue: 'bq', schema: z.object({}), handler: async () => 1 })])).toThrowError(
+      /job "b.one": is a batch job, so queue "bq" must be its alone, but a.three uses it too/,
+    );
+  });
+
+  it('rejects what a batch cannot honour per job: a schedule, an idempotency key, a priority, a rate limit', () => {
+    const base = batch('b.opts');
+    for (const extra of [{ schedule: { every: { minutes: 1 }, tz: 'UTC' } }, { idempotencyKey: () => 'k' }, { priority: 1 }, { rateLimit: { max: 1, duration: { seconds: 1 } } }]) {
+      const option = Object.keys(extra)[0] as string;
+      expect(() => createCatalog([{ ...base, ...extra }])).toThrowError(new RegExp(`a batch job cannot set ${option}`));
+    }
   });
 });

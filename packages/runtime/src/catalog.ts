@@ -34,13 +34,14 @@ export function createCatalog(jobs: readonly AnyJob[]): Catalog {
       throw new JobDefinitionError(job.name, `queue ${JSON.stringify(job.queue)} must match ${NAME}`);
     }
     if (byName.has(job.name)) throw new JobDefinitionError(job.name, 'defined twice in the catalog');
+    // First: what a batch job may not set is the error to show, not that setting's own validation.
+    if (job.batch) validateBatch(job, jobs);
     if (job.idempotencyWindow !== undefined) idempotencyWindowMs(job);
     validatePriority(job);
     if (job.schedule) {
       validateSchedule(job.name, job.schedule);
       validateScheduleData(job);
     }
-    if (job.batch) validateBatch(job, jobs);
     byName.set(job.name, job);
   }
   const queues = [...new Set(jobs.map((j) => j.queue))].sort();

@@ -3,7 +3,7 @@
  * effects committed once, in batches no larger than the job's size; an invalid job failing alone; a failed
  * batch retried by its jobs' retry policy and dead-lettered when they run out; a paused queue left alone.
  */
-import { listDlqItems } from '@tickwork/runtime';
+import { cancelRequestsKey, listDlqItems, requestCancel } from '@tickwork/runtime';
 import { waitFor } from '@tickwork/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { BT_KEYS, catalog } from '../testing/batch-fixtures.js';
@@ -82,6 +82,16 @@ describe('batch jobs', () => {
     expect(await count()).toBe(0);
   }, 60_000);
 
+  it('fails the attempt of a batch whose write Redis refuses, completing none of its jobs, and dead-letters them in the end', async () => {
+    const jobs = await addMany([{ n: 1, badWrite: true }]);
+    await waitFor(async () => (await deadLetters()).some((e) => e.originalJobId === String(jobs[0]?.id)), { timeoutMs: 30_000, what: 'dead-lettered' });
+    const entry = (await deadLetters()).find((e) => e.originalJobId === String(jobs[0]?.id));
+    expect(entry?.failureReason).toMatch(/^a write of the batch failed: WRONGTYPE/);
+    expect(entry?.attemptsMade).toBe(3);
+    expect(await f.queues.get('bt').getActiveCount()).toBe(0);
+    expect(await f.redis.zcard('tw:bt:batches')).toBe(0);
+  }, 60_000);
+
   it('leaves a paused queue alone, and takes its jobs once it is resumed', async () => {
     await f.queues.get('bt').pause();
     await addMany(Array.from({ length: 10 }, (_, n) => ({ n })));
@@ -92,6 +102,22 @@ describe('batch jobs', () => {
     expect(await count()).toBe(0);
     await f.queues.get('bt').resume();
     await waitFor(async () => (await count()) === 10 && (await settled()), { timeoutMs: 30_000, what: 'jobs committed after resume' });
+  }, 60_000);
+
+  it('ends a job cancelled before its batch started as cancelled, without running it or dead-lettering it', async () => {
+    await f.queues.get('bt').pause();
+    const jobs = await addMany(Array.from({ length: 5 }, (_, n) => ({ n })));
+    const victim = String(jobs[2]?.id);
+    await requestCancel({ queues: f.queues, queue: 'bt', jobId: victim, by: 'alice', reason: 'wrong tenant' });
+    await f.queues.get('bt').resume();
+    await waitFor(async () => (await count()) === 4 && (await settled()), { timeoutMs: 30_000, what: 'the other four committed' });
+    const job = await f.queues.get('bt').getJob(victim);
+    expect(await job?.getState()).toBe('failed');
+    expect(job?.failedReason).toBe('cancelled by alice: wrong tenant');
+    expect(await f.redis.sismember(BT_KEYS.done, victim)).toBe(0);
+    expect(await f.redis.hlen(cancelRequestsKey('tw'))).toBe(0);
+    await f.routing.sweep();
+    expect((await deadLetters()).some((e) => e.originalJobId === victim)).toBe(false);
   }, 60_000);
 
   it('runs a delayed job when it is due', async () => {

@@ -97,22 +97,25 @@ return {'jobs', cjson.encode(out)}
  * Completes a batch's jobs with its Redis writes, if the batch still holds its lease. KEYS: active, events,
  * completed, batches, batch-ids, then each key the writes name. ARGV: job key prefix, token, now, keep count
  * (0: delete on completion), keep age (ms, 0: no age limit), max events, n, the n ids, then each write as
- * its length and words. Returns n, or 0 with nothing written when the lease was lost.
+ * its length and words. Returns n; or 0 with nothing written when the lease was lost; or {'err', message}
+ * when a write failed (a wrong type): the writes before it stay applied (Redis has no rollback, as for a
+ * `ctx.redisStep`), the jobs are not completed and the batch keeps its lease, for the caller to fail it.
  */
 export const COMPLETE_BATCH = defineScript(`
 ${REMOVE_FROM_ACTIVE}
 local rcall = redis.call
 local prefix, token, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
 if not rcall('ZSCORE', KEYS[4], token) then return 0 end
-rcall('ZREM', KEYS[4], token)
-rcall('HDEL', KEYS[5], token)
 local n = tonumber(ARGV[7])
 local i = 8 + n
 while i <= #ARGV do
   local len = tonumber(ARGV[i])
-  rcall(unpack(ARGV, i + 1, i + len))
+  local r = redis.pcall(unpack(ARGV, i + 1, i + len))
+  if type(r) == 'table' and r.err then return {'err', r.err} end
   i = i + len + 1
 end
+rcall('ZREM', KEYS[4], token)
+rcall('HDEL', KEYS[5], token)
 local ids = {unpack(ARGV, 8, 7 + n)}
 removeFromActive(KEYS[1], ids)
 local keepCount, keepAge = tonumber(ARGV[4]), tonumber(ARGV[5])

@@ -1,9 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import {
+  cancellationReason,
   describeIssues,
+  jobsCancelled,
   jobTally,
   leasesLost,
   PayloadValidationError,
+  RedisStepSlotError,
   RedisTx,
   runScript,
   validatePayload,
@@ -13,6 +16,7 @@ import {
   type Logger,
   type RedisClient,
 } from '@tickwork/runtime';
+import type { CancelListener } from '../cancel-listener.js';
 import { FETCH_BATCH, RECLAIM_BATCHES } from './batch-lua.js';
 import { completeBatch, failAttempts, type BatchQueue, type FailedAttempt } from './batch-settle.js';
 
@@ -33,6 +37,8 @@ export interface BatchRunnerOptions {
   onFinalFailures(): void;
   /** Told how many jobs each committed batch completed (the bench counts them). */
   onCompleted?(jobs: number): void;
+  /** Operators' cancel requests: a job cancelled before its batch starts ends cancelled, without running. */
+  cancels?: CancelListener;
 }
 
 interface Fetched {
@@ -129,9 +135,14 @@ export class BatchRunner {
     const { def, q, log } = this.o;
     const items: BatchItem<unknown>[] = [];
     const invalid: FailedAttempt[] = [];
+    const cancels = this.o.cancels;
+    if (cancels && !cancels.loaded) await cancels.ready;
+    const cancelled: FailedAttempt[] = [];
     for (const [id, name, raw, attemptsMade] of jobs) {
+      const request = cancels?.pending(q.queue, id);
       const reason = name === def.name ? undefined : `unknown job: queue ${q.queue} is batch job ${def.name}'s alone`;
-      if (reason) invalid.push({ id, attemptsMade, reason, final: true });
+      if (request) cancelled.push({ id, attemptsMade, reason: cancellationReason(request), final: true });
+      else if (reason) invalid.push({ id, attemptsMade, reason, final: true });
       else {
         try {
           items.push({ jobId: id, data: validatePayload(def, JSON.parse(raw)), attempt: attemptsMade + 1 });
@@ -145,28 +156,40 @@ export class BatchRunner {
       log.error({ queue: q.queue, job: def.name, jobs: invalid.map((f) => ({ jobId: f.id, reason: f.reason })) }, 'batch jobs failed validation');
       await this.settleFailures(token, invalid, items.length === 0);
     }
+    if (cancelled.length > 0) await this.cancelled(token, cancelled, items.length === 0 && invalid.length === 0);
     if (items.length === 0) return;
     const started = performance.now();
     const outcome = await this.runHandler(token, items);
     const seconds = (performance.now() - started) / 1000;
-    if (outcome.ok) {
-      if (await completeBatch(q, token, items.map((i) => i.jobId), outcome.tx)) {
-        for (let i = 0; i < items.length; i++) {
-          this.tally.completed();
-          this.tally.observe(seconds);
-        }
-        this.o.onCompleted?.(items.length);
-      } else this.leaseLost(token, items.length);
+    const committed = outcome.ok ? await this.commit(token, items, outcome.tx) : outcome;
+    if (committed === 'done') {
+      for (let i = 0; i < items.length; i++) {
+        this.tally.completed();
+        this.tally.observe(seconds);
+      }
+      this.o.onCompleted?.(items.length);
       return;
     }
-    const reason = outcome.error instanceof Error ? outcome.error.message : String(outcome.error);
+    if (committed === 'lost') return this.leaseLost(token, items.length);
+    const reason = committed.error instanceof Error ? committed.error.message : String(committed.error);
     log.warn({ queue: q.queue, job: def.name, jobs: items.length, err: { message: reason } }, 'batch attempt failed');
     for (let i = 0; i < items.length; i++) {
       this.tally.failed();
       this.tally.observe(seconds);
     }
     const failures = items.map((i) => ({ id: i.jobId, attemptsMade: i.attempt - 1, reason, final: false }));
-    await this.settleFailures(token, failures, true, outcome.error);
+    await this.settleFailures(token, failures, true, committed.error);
+  }
+
+  /** Completes the batch with its writes; a write refused (its slot, its type) fails the attempt instead. */
+  private async commit(token: string, items: BatchItem<unknown>[], tx: RedisTx): Promise<'done' | 'lost' | { error: unknown }> {
+    try {
+      const result = await completeBatch(this.o.q, token, items.map((i) => i.jobId), tx);
+      return typeof result === 'string' ? result : { error: new Error(result.error) };
+    } catch (error) {
+      if (error instanceof RedisStepSlotError) return { error };
+      throw error;
+    }
   }
 
   private async runHandler(token: string, items: BatchItem<unknown>[]): Promise<{ ok: true; tx: RedisTx } | { ok: false; error: unknown }> {
@@ -188,6 +211,21 @@ export class BatchRunner {
     } finally {
       clearTimeout(timer);
       this.running.delete(token);
+    }
+  }
+
+  /**
+   * Jobs an operator cancelled before their batch started end failed with `cancelled by ...`, for good (the
+   * DLQ move leaves such a failure alone), counted as cancelled; their requests are cleared, so an
+   * operator's retry runs them.
+   */
+  private async cancelled(token: string, jobs: FailedAttempt[], release: boolean): Promise<void> {
+    const { q, def } = this.o;
+    await this.settleFailures(token, jobs, release);
+    for (const j of jobs) {
+      jobsCancelled.inc({ queue: q.queue, job: def.name });
+      this.o.log.info({ queue: q.queue, job: def.name, jobId: j.id, reason: j.reason }, 'job cancelled before its batch started');
+      await this.o.cancels?.finished(q.queue, j.id);
     }
   }
 

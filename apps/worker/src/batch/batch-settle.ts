@@ -1,4 +1,4 @@
-import { jobOptions, queueStructureKey, runScript, RedisTx, type AnyJob, type QueueKeyspace, type RedisClient } from '@tickwork/runtime';
+import { jobOptions, queueStructureKey, RedisStepSlotError, runScript, RedisTx, slotOf, type AnyJob, type QueueKeyspace, type RedisClient } from '@tickwork/runtime';
 import { Backoffs, UnrecoverableError, type JobsOptions } from 'bullmq';
 import { COMPLETE_BATCH, FAIL_BATCH } from './batch-lua.js';
 
@@ -23,10 +23,11 @@ export function batchQueue(redis: RedisClient, ks: QueueKeyspace, queue: string,
 }
 
 /**
- * Completes `ids` with the batch's Redis writes, in one script call fenced by the batch's lease (batch-lua.ts).
- * Resolves false when the lease was lost: nothing was written, another worker has the jobs.
+ * Completes `ids` with the batch's Redis writes, in one script call fenced by the batch's lease (batch-lua.ts):
+ * 'done'; 'lost' when the lease was (nothing written, another worker has the jobs); or the error of a write
+ * that failed (the jobs not completed, the lease kept: the caller fails the attempt).
  */
-export async function completeBatch(q: BatchQueue, token: string, ids: readonly string[], tx: RedisTx): Promise<boolean> {
+export async function completeBatch(q: BatchQueue, token: string, ids: readonly string[], tx: RedisTx): Promise<'done' | 'lost' | { error: string }> {
   const keys = [q.key('active'), q.key('events'), q.key('completed'), q.key('batches'), q.key('batch-ids')];
   const argv: (string | number)[] = [q.jobPrefix, token, Date.now(), q.keepCount, q.keepAgeMs, q.maxEvents, ids.length, ...ids];
   for (const c of tx.commands) {
@@ -34,7 +35,22 @@ export async function completeBatch(q: BatchQueue, token: string, ids: readonly 
     if (!keys.includes(key, 5)) keys.push(key);
     argv.push(c.length, ...c);
   }
-  return Number(await runScript(q.redis, COMPLETE_BATCH, keys, argv)) > 0;
+  checkSlots(q, keys);
+  const reply = await runScript(q.redis, COMPLETE_BATCH, keys, argv);
+  if (Array.isArray(reply)) return { error: `a write of the batch failed: ${String(reply[1])}` };
+  return Number(reply) > 0 ? 'done' : 'lost';
+}
+
+/**
+ * On Redis Cluster a batch's writes must share its queue's slot: the script completing the batch runs on
+ * one. Thrown before anything is sent, naming the key and the hash tag to give it.
+ */
+function checkSlots(q: BatchQueue, keys: readonly string[]): void {
+  if (!q.redis.isCluster || keys.length <= 5) return;
+  const slot = slotOf(keys[0] as string);
+  const bad = keys.slice(5).find((k) => slotOf(k) !== slot);
+  const tag = /\{([^}]*)\}/.exec(keys[0] as string)?.[0] ?? '';
+  if (bad !== undefined) throw new RedisStepSlotError(`the batch writes ${JSON.stringify(bad)}, outside its queue's slot: on Redis Cluster the keys a batch writes must contain the queue's hash tag ${tag} (e.g. "myapp:${tag}:totals")`);
 }
 
 /** One job's failed attempt: its id, how many attempts it had made before this one, and why it failed. */

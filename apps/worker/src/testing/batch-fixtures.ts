@@ -14,7 +14,9 @@ export const BT_KEYS = {
   sizes: 'bt:sizes',
   /** Every job id a handler was given, once per time (a list: a job handled twice shows twice). */
   handled: 'bt:handled',
-  /** Set while a batch is in its pause, so a test knows when to kill or freeze its worker. */
+  /** A pause in ms for the next batch to start (taken by that batch alone), so a test can kill or freeze its worker. */
+  pauseOnce: 'bt:pause-once',
+  /** Set while a batch is in its pause: its job ids. */
   paused: 'bt:paused',
 };
 
@@ -22,8 +24,8 @@ const schema = z.object({
   n: z.number().int(),
   /** Every batch holding this job fails its attempts before this one. */
   failUntilAttempt: z.number().int().default(0),
-  /** A batch holding this job pauses this long before committing. */
-  pauseMs: z.number().int().min(0).default(0),
+  /** A batch holding this job also writes a key of the wrong type (Redis refuses the write). */
+  badWrite: z.boolean().default(false),
 });
 
 /**
@@ -32,7 +34,7 @@ const schema = z.object({
  */
 async function handler(ctx: BatchContext<z.output<typeof schema>>): Promise<void> {
   await ctx.redis.rpush(BT_KEYS.handled, ...ctx.jobs.map((j) => j.jobId));
-  const pauseMs = Math.max(...ctx.jobs.map((j) => j.data.pauseMs));
+  const pauseMs = Number(await ctx.redis.getdel(BT_KEYS.pauseOnce));
   if (pauseMs > 0) {
     await ctx.redis.set(BT_KEYS.paused, ctx.jobs.map((j) => j.jobId).join(','));
     await new Promise((r) => setTimeout(r, pauseMs));
@@ -41,6 +43,7 @@ async function handler(ctx: BatchContext<z.output<typeof schema>>): Promise<void
   ctx.tx.sadd(BT_KEYS.done, ...ctx.jobs.map((j) => j.jobId));
   ctx.tx.incrby(BT_KEYS.count, ctx.jobs.length);
   ctx.tx.rpush(BT_KEYS.sizes, ctx.jobs.length);
+  if (ctx.jobs.some((j) => j.data.badWrite)) ctx.tx.incrby(BT_KEYS.handled, 1);
 }
 
 export const batchJob = defineBatchJob({

@@ -32,6 +32,8 @@ export function checkScheduleId(catalog: Catalog, id: string): void {
 export function coreFromInput(catalog: Catalog, id: string, input: ScheduleInput): { job: AnyJob; core: DefCore; coreJson: string } {
   checkScheduleId(catalog, id);
   const job = catalog.require(typeof input.job === 'string' ? input.job : input.job.name);
+  // A batch's runs keep no occurrence history and no overlap guard, so a schedule could not keep its promises.
+  if (job.batch) throw new InvalidScheduleError(id, `job ${job.name} is a batch job (defineBatchJob), and batch jobs cannot be scheduled: schedule an ordinary job that enqueues it`);
   const data = validatePayload(job, input.data ?? {});
   assertPayloadSize(job.name, data, MAX_SCHEDULE_DATA_BYTES);
   const spec = { ...input, job: undefined, data: undefined } as unknown as Parameters<typeof validateSchedule>[1];
