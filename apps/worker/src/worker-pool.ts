@@ -158,13 +158,13 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
       const deadline = new Promise<'timeout'>((resolve) => {
         timer = setTimeout(() => resolve('timeout'), deadlineMs);
       });
-      const closing = Promise.all([...workers.map((w) => w.close()), ...batchRunners.map((r) => r.runner.close())]).then(() => 'closed' as const);
+      const closing = Promise.all([...workers.map((w) => w.close()), ...batchRunners.map((r) => r.close())]).then(() => 'closed' as const);
       const outcome = await Promise.race([closing, deadline]);
       clearTimeout(timer);
       if (outcome === 'timeout') {
         opts.log.warn({ deadlineMs }, 'drain deadline passed; aborting active jobs');
         running.cancelAll('worker shutting down');
-        await Promise.all([...workers.map((w) => w.close(true)), ...batchRunners.map((r) => r.runner.close(true))]);
+        await Promise.all([...workers.map((w) => w.close(true)), ...batchRunners.map((r) => r.close(true))]);
         // Jobs left locked by the forced close are taken back once this process counts as dead.
         await recovery.stop(false);
         await opts.deadLetter?.close();
@@ -188,7 +188,7 @@ export function ackConnectionOf(worker: Worker | undefined): Promise<RedisClient
 }
 
 /** The runner of batch job `def`'s queue, with connections of its own (a command one and a blocking one). */
-function startBatchRunner(opts: WorkerPoolOptions, queue: string, def: AnyJob, cancels: CancelListener): { queue: string; runner: BatchRunner } {
+function startBatchRunner(opts: WorkerPoolOptions, queue: string, def: AnyJob, cancels: CancelListener): { queue: string; runner: BatchRunner; close(force?: boolean): Promise<void> } {
   const command = createRedis(opts.redisTarget, 'command');
   const blocking = createRedis(opts.redisTarget, 'blocking');
   for (const c of [command, blocking]) {
@@ -209,7 +209,14 @@ function startBatchRunner(opts: WorkerPoolOptions, queue: string, def: AnyJob, c
     cancels,
   });
   runner.start();
-  return { queue, runner };
+  return {
+    queue,
+    runner,
+    async close(force) {
+      await runner.close(force);
+      command.disconnect();
+    },
+  };
 }
 
 /** BullMQ's limiter for a queue whose jobs set a rate limit (catalog.rateLimitOf). */

@@ -32,7 +32,7 @@ export const COMPONENT_HELP: Record<Component, string> = {
   'not-tickwork': 'keys outside the prefix',
 };
 
-/** BullMQ's per-queue keys that are not a job (queue-keys.ts of BullMQ), and where they count. */
+/** BullMQ's per-queue keys that are not a job (queue-keys.ts of BullMQ) and tickwork's own, and where they count. */
 const QUEUE_STRUCTURES: Record<string, Component> = {
   wait: 'jobs-pending',
   paused: 'jobs-pending',
@@ -51,6 +51,9 @@ const QUEUE_STRUCTURES: Record<string, Component> = {
   limiter: 'tickwork-other',
   pc: 'tickwork-other',
   marker: 'tickwork-other',
+  // A batch job's batches in flight (the worker's batch/ scripts): their leases and their ids.
+  batches: 'jobs-pending',
+  'batch-ids': 'jobs-pending',
 };
 export const QUEUE_STRUCTURE_NAMES = Object.keys(QUEUE_STRUCTURES);
 
