@@ -207,6 +207,7 @@ function startBatchRunner(opts: WorkerPoolOptions, queue: string, def: AnyJob, c
     maxStalledCount: opts.maxStalledCount ?? 2,
     onFinalFailures: () => void opts.deadLetter?.sweep().catch(() => undefined),
     cancels,
+    ...(opts.outage && { outage: opts.outage }),
   });
   runner.start();
   return {

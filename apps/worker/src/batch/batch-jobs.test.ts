@@ -3,7 +3,7 @@
  * effects committed once, in batches no larger than the job's size; an invalid job failing alone; a failed
  * batch retried by its jobs' retry policy and dead-lettered when they run out; a paused queue left alone.
  */
-import { cancelRequestsKey, listDlqItems, requestCancel } from '@tickwork/runtime';
+import { cancelRequestsKey, listDlqItems, metricsRegistry, requestCancel } from '@tickwork/runtime';
 import { waitFor } from '@tickwork/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { BT_KEYS, catalog } from '../testing/batch-fixtures.js';
@@ -45,6 +45,20 @@ describe('batch jobs', () => {
     // No batch is left in flight.
     expect(await f.redis.zcard('tw:bt:batches')).toBe(0);
     expect(await f.redis.hlen('tw:bt:batch-ids')).toBe(0);
+    // Each job counted in the job metrics; one pair of events per batch in the queue's stream.
+    expect(await metricsRegistry.metrics()).toMatch(/tickwork_jobs_completed_total\{queue="bt",job="bt.sum"\} 1050/);
+    const events = (await f.redis.xrange('tw:bt:events', '-', '+')).map(([, fields]) => fields[1]);
+    expect(events.filter((e) => e === 'batch:completed')).toHaveLength(sizes.length);
+    expect(events).not.toContain('completed');
+  }, 60_000);
+
+  it('fails the jobs of a batch that outlasts its timeout, its handler aborted', async () => {
+    const job = await f.queues.get('bt-slow').add('bt.slow', {}, { attempts: 1 });
+    const entry = await waitFor(async () => (await listDlqItems(f.queues, 'bt-slow')).find((i) => i.entry?.originalJobId === String(job.id))?.entry, {
+      timeoutMs: 30_000,
+      what: 'timed-out batch dead-lettered',
+    });
+    expect(entry.failureReason).toBe('batch timed out after 200 ms');
   }, 60_000);
 
   it('fails a job with an invalid payload alone, for good, to the DLQ; the rest of its batch completes', async () => {

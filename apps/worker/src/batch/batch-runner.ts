@@ -15,6 +15,7 @@ import {
   type Enqueue,
   type Logger,
   type RedisClient,
+  type RedisOutageLog,
 } from '@tickwork/runtime';
 import type { CancelListener } from '../cancel-listener.js';
 import { FETCH_BATCH, RECLAIM_BATCHES } from './batch-lua.js';
@@ -39,6 +40,8 @@ export interface BatchRunnerOptions {
   onCompleted?(jobs: number): void;
   /** Operators' cancel requests: a job cancelled before its batch starts ends cancelled, without running. */
   cancels?: CancelListener;
+  /** The app's Redis outage log: connection errors during an outage are its to report (once), not one line each. */
+  outage?: RedisOutageLog;
 }
 
 interface Fetched {
@@ -103,7 +106,8 @@ export class BatchRunner {
         else await this.handle(got);
       } catch (err) {
         if (this.closing) return;
-        this.o.log.warn({ err: { message: (err as Error).message }, queue: this.o.q.queue }, 'batch fetch or settle failed; retrying');
+        if (!this.o.outage?.note(err)) this.o.log.warn({ err: { message: (err as Error).message }, queue: this.o.q.queue }, 'batch fetch or settle failed; retrying');
+        // A pause before the next try, so an outage is not a busy loop; a batch taken meanwhile is put back when its lease expires.
         await new Promise((r) => setTimeout(r, 1000));
       }
     }
@@ -255,7 +259,7 @@ export class BatchRunner {
       if (back > 0 || failed.length > 0) this.o.log.warn({ queue: q.queue, putBack: back, failed: failed.length }, "batches' leases expired: their jobs were put back");
       if (failed.length > 0) this.o.onFinalFailures();
     } catch (err) {
-      if (!this.closing) this.o.log.warn({ err: { message: (err as Error).message }, queue: q.queue }, 'could not renew or reclaim batch leases; retrying');
+      if (!this.closing && !this.o.outage?.note(err)) this.o.log.warn({ err: { message: (err as Error).message }, queue: q.queue }, 'could not renew or reclaim batch leases; retrying');
     }
   }
 }

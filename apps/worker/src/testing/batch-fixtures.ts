@@ -62,4 +62,14 @@ export const plainJob = defineJob({
   handler: async () => 'plain',
 });
 
-export const catalog = createCatalog([batchJob, plainJob]);
+/** A batch job whose batches outlast their timeout whenever a pause is set. */
+export const slowBatchJob = defineBatchJob({
+  name: 'bt.slow',
+  queue: 'bt-slow',
+  schema: z.object({}),
+  timeoutMs: 200,
+  retry: { attempts: 1 },
+  batch: { size: 10, handler: (ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true })) },
+});
+
+export const catalog = createCatalog([batchJob, plainJob, slowBatchJob]);
