@@ -1,6 +1,6 @@
 /**
  * `pnpm bench:batch-floor`: what Redis and Node would pay per job if jobs were fetched and completed in
- * batches by scripts of tickwork's own (the design issue 13's peer target needs; not built). Two Lua scripts
+ * batches by scripts of tickwork's own (the floor under batch jobs, apps/worker/src/batch). Two Lua scripts
  * on a private redis-server stand for such an engine's floor, doing per job what BullMQ's fetch and
  * acknowledgement do for a no-op job removed on completion: fetch N moves up to N ids from the wait list to
  * the active list, sets each one's lock, stamps its hash, adds an `active` event to the events stream and
