@@ -1,7 +1,8 @@
 /**
  * Batch jobs across real worker processes: a batch whose worker is killed (kill -9) mid-batch is put back
  * when its lease expires and handled by another worker, each job's effects committed once; a worker frozen
- * (SIGSTOP) past its batch's lease, then woken after another worker committed the batch, commits nothing.
+ * (SIGSTOP) past its batch's lease, then woken after another worker committed the batch, commits nothing;
+ * a batch stopped by a shutdown past its drain deadline goes back to the queue, not as a failed attempt.
  */
 import { fileURLToPath } from 'node:url';
 import { createLogger, QueueSet } from '@tickwork/runtime';
@@ -34,8 +35,8 @@ afterEach(async () => {
   apps = [];
 });
 
-async function startWorker(): Promise<AppProcess> {
-  const app = startApp(appEntry('worker'), { REDIS_URL: server.url, JOBS_MODULE, PORT: String(await freePort()), WORKER_BATCH_LEASE_MS: String(LEASE_MS), LOG_LEVEL: 'info' });
+async function startWorker(env: Record<string, string> = {}): Promise<AppProcess> {
+  const app = startApp(appEntry('worker'), { REDIS_URL: server.url, JOBS_MODULE, PORT: String(await freePort()), WORKER_BATCH_LEASE_MS: String(LEASE_MS), LOG_LEVEL: 'info', ...env });
   apps.push(app);
   await app.waitForLog((l) => l.msg === 'worker ready', 'worker ready');
   return app;
@@ -80,5 +81,19 @@ describe('batch jobs when a worker dies or freezes', () => {
     expect(await count()).toBe(50);
     expect(await redis.scard(BT_KEYS.done)).toBe(50);
     expect(await allCompleted()).toBe(true);
+  }, 60_000);
+
+  it('gives a batch stopped by a shutdown back to the queue, not as a failed attempt', async () => {
+    const a = await startWorker({ DRAIN_TIMEOUT_MS: '300' });
+    await redis.set(BT_KEYS.pauseOnce, '60000');
+    const jobs = await addJobs(50);
+    await waitFor(async () => (await redis.get(BT_KEYS.paused)) !== null, { what: "worker A's batch in its pause" });
+    await a.stop('SIGTERM');
+    expect(a.logs().some((l) => l.msg === 'batch stopped by the shutdown; its jobs go back to the queue')).toBe(true);
+    await startWorker();
+    await waitFor(async () => (await count()) === 50 && (await allCompleted()), { timeoutMs: 30_000, what: 'the batch committed by worker B' });
+    const job = await queues.get('bt').getJob(String(jobs[0]?.id));
+    expect(job?.attemptsMade).toBe(1);
+    expect(await queues.get('bt.dlq').count()).toBe(0);
   }, 60_000);
 });

@@ -51,6 +51,11 @@ interface Fetched {
 }
 
 const DEFAULT_TIMEOUT_MS = 5 * 60_000;
+
+/** The abort of a batch by a stop (shutdown past its deadline, or a stop while Redis is down): not the batch's failure. */
+class StopAbort extends Error {
+  override name = 'StopAbort';
+}
 const MAX_IDLE_WAIT_S = 5;
 
 /**
@@ -86,7 +91,7 @@ export class BatchRunner {
   /** Stops fetching and waits for the batches in flight; `force` aborts them first. */
   async close(force = false): Promise<void> {
     this.closing = true;
-    if (force) for (const c of this.running.values()) c.abort(new Error('worker shutting down'));
+    if (force) for (const c of this.running.values()) c.abort(new StopAbort('worker shutting down'));
     this.o.blocking.disconnect();
     await Promise.allSettled(this.loops);
     clearInterval(this.timer);
@@ -95,7 +100,7 @@ export class BatchRunner {
   /** Aborts every batch in flight (a stop while Redis is unreachable). */
   abort(reason: string): void {
     this.closing = true;
-    for (const c of this.running.values()) c.abort(new Error(reason));
+    for (const c of this.running.values()) c.abort(new StopAbort(reason));
   }
 
   private async loop(): Promise<void> {
@@ -165,6 +170,7 @@ export class BatchRunner {
     const started = performance.now();
     const outcome = await this.runHandler(token, items);
     const seconds = (performance.now() - started) / 1000;
+    if (!outcome.ok && outcome.error instanceof StopAbort) return this.giveBack(token, items.length);
     const committed = outcome.ok ? await this.commit(token, items, outcome.tx) : outcome;
     if (committed === 'done') {
       for (let i = 0; i < items.length; i++) {
@@ -237,6 +243,15 @@ export class BatchRunner {
     const finals = await failAttempts(this.o.q, token, failures, release, err);
     if (!finals) this.leaseLost(token, failures.length);
     else if (finals.length > 0) this.o.onFinalFailures();
+  }
+
+  /**
+   * A batch stopped by a shutdown is not a failed attempt of its jobs: its lease is given up (its deadline
+   * set in the past), so the next look for expired leases, by any worker, puts its jobs back at once.
+   */
+  private async giveBack(token: string, jobs: number): Promise<void> {
+    this.o.log.warn({ queue: this.o.q.queue, job: this.o.def.name, batch: token, jobs }, 'batch stopped by the shutdown; its jobs go back to the queue');
+    await this.o.q.redis.zadd(this.o.q.key('batches'), 'XX', 0, token);
   }
 
   private leaseLost(token: string, jobs: number): void {
