@@ -15,19 +15,19 @@ import { defineScript } from '@tickwork/runtime';
 /**
  * Removes ids from the active list. A batch's ids were pushed in one LPUSH, oldest deepest, and nothing but
  * removals happens to them since, so the oldest batch in flight (usually the one completing) is the list's
- * tail: cut off with one LTRIM when both its ends are where they would be. Else one LREM each for a few, or
- * one rewrite of the list.
+ * tail: cut off with one LTRIM when both its ends are where they would be (then every id was still there:
+ * returns true). Else one LREM each for a few, or one rewrite of the list.
  */
 const REMOVE_FROM_ACTIVE = `
 local function removeFromActive(activeKey, ids)
   local n = #ids
   if n > 1 and redis.call('LINDEX', activeKey, -1) == ids[1] and redis.call('LINDEX', activeKey, -n) == ids[n] then
     redis.call('LTRIM', activeKey, 0, -n - 1)
-    return
+    return true
   end
   if n <= 16 then
     for _, id in ipairs(ids) do redis.call('LREM', activeKey, -1, id) end
-    return
+    return false
   end
   local gone = {}
   for _, id in ipairs(ids) do gone[id] = true end
@@ -37,6 +37,7 @@ local function removeFromActive(activeKey, ids)
   end
   redis.call('DEL', activeKey)
   for i = 1, #keep, 500 do redis.call('RPUSH', activeKey, unpack(keep, i, math.min(i + 499, #keep))) end
+  return false
 end
 `;
 
@@ -117,7 +118,7 @@ end
 rcall('ZREM', KEYS[4], token)
 rcall('HDEL', KEYS[5], token)
 local ids = {unpack(ARGV, 8, 7 + n)}
-removeFromActive(KEYS[1], ids)
+local allThere = removeFromActive(KEYS[1], ids)
 local keepCount, keepAge = tonumber(ARGV[4]), tonumber(ARGV[5])
 local function deleteJobs(list)
   local keys = {}
@@ -133,8 +134,8 @@ else
   local scored = {}
   for _, id in ipairs(ids) do
     local jk = prefix .. id
-    -- A job removed while its batch ran (an operator's remove) stays removed.
-    if rcall('EXISTS', jk) == 1 then
+    -- A job removed while its batch ran (an operator's remove, which takes it off the active list) stays removed.
+    if allThere or rcall('EXISTS', jk) == 1 then
       rcall('HSET', jk, 'finishedOn', now, 'returnvalue', 'null')
       rcall('HINCRBY', jk, 'atm', 1)
       scored[#scored + 1] = now
