@@ -143,7 +143,7 @@ export interface JobDefinition<S extends z.ZodObject = z.ZodObject, R = unknown>
   readonly rateLimit?: { max: number; duration: DurationLike };
   /**
    * Set by `defineBatchJob`: the job's runs are fetched, handled and completed many at a time (see
-   * BatchSpec). `handler` then runs a batch of one.
+   * BatchSpec); its `handler` only refuses a run one at a time.
    */
   readonly batch?: BatchSpec<z.output<S>>;
 }
@@ -171,6 +171,12 @@ export interface BatchContext<TData> {
    * the batch is handled again after a crash. Each write names one key, its first argument.
    */
   readonly tx: RedisTx;
+  /**
+   * Fails one job of the batch alone (a bad item the schema let through): it is not completed with the
+   * batch, and its attempt is retried by its retry policy or dead-lettered with `reason` when it has none
+   * left. The rest of the batch completes with `tx` when the handler returns.
+   */
+  fail(jobId: string, reason: string | Error): void;
   /** Enqueue another catalog job (validated). */
   enqueue: Enqueue;
   /** The platform's Redis command connection. */
@@ -229,18 +235,16 @@ export function defineJob<S extends z.ZodObject, R>(def: JobDefinition<S, R>): J
 /**
  * A job whose runs are handled in batches: the worker fetches up to `batch.size` of its waiting jobs in
  * one script call, validates each, hands the valid ones to `batch.handler` together and completes them
- * in one script call. Its queue holds no other job. Where a single run is asked of it (`handler`), it runs
- * a batch of one, its writes committed as one `ctx.redisStep`.
+ * in one script call. Its queue holds no other job.
  */
 export function defineBatchJob<S extends z.ZodObject>(def: BatchJobDefinition<S>): JobDefinition<S, void> {
   const { batch } = def;
   return Object.freeze({
     ...def,
     batch: Object.freeze({ ...batch }),
-    handler: (ctx: JobContext<z.output<S>>) =>
-      ctx.redisStep('batch', async (tx) => {
-        const item = { jobId: ctx.jobId, data: ctx.data, attempt: ctx.attempt };
-        await batch.handler({ jobs: [item], log: ctx.log, jobName: ctx.jobName, queue: ctx.queue, signal: ctx.signal, tx, enqueue: ctx.enqueue, redis: ctx.redis });
-      }),
+    // The worker runs a batch job's queue with its batch runner only; nothing runs its jobs one at a time.
+    handler: async (ctx: JobContext<z.output<S>>) => {
+      throw new Error(`${ctx.jobName} is a batch job: its jobs run in batches, by the worker's batch runner of queue ${ctx.queue}, not one at a time`);
+    },
   });
 }

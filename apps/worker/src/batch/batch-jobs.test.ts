@@ -74,6 +74,22 @@ describe('batch jobs', () => {
     expect(await f.redis.sismember(BT_KEYS.done, String(bad?.id))).toBe(0);
   }, 60_000);
 
+  it('fails a job the handler rejects (ctx.fail) alone: the rest of its batch completes once, it is retried and dead-lettered', async () => {
+    const jobs = await addMany(Array.from({ length: 10 }, (_, n) => ({ n, reject: n === 4 })));
+    const rejected = String(jobs[4]?.id);
+    await waitFor(async () => (await deadLetters()).some((e) => e.originalJobId === rejected), { timeoutMs: 30_000, what: 'rejected job dead-lettered' });
+    const entry = (await deadLetters()).find((e) => e.originalJobId === rejected);
+    expect(entry?.failureReason).toBe('rejected by the handler');
+    expect(entry?.attemptsMade).toBe(3);
+    expect(await count()).toBe(9);
+    expect(await f.redis.sismember(BT_KEYS.done, rejected)).toBe(0);
+    // The nine were handled once (in the first batch); the rejected job three times.
+    const handled = await f.redis.lrange(BT_KEYS.handled, 0, -1);
+    expect(handled.filter((id) => id === rejected)).toHaveLength(3);
+    expect(handled).toHaveLength(12);
+    expect((await f.queues.get('bt').getJob(String(jobs[0]?.id)))?.attemptsMade).toBe(1);
+  }, 60_000);
+
   it('retries a failed batch by its jobs retry policy, and commits its effects once when it succeeds', async () => {
     const jobs = await addMany(Array.from({ length: 30 }, (_, n) => ({ n, failUntilAttempt: 2 })));
     await waitFor(async () => (await count()) === 30 && (await settled()), { timeoutMs: 30_000, what: 'jobs committed on their second attempt' });

@@ -1,15 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import {
-  cancellationReason,
-  describeIssues,
   jobsCancelled,
   jobTally,
   leasesLost,
-  PayloadValidationError,
   RedisStepSlotError,
   RedisTx,
   runScript,
-  validatePayload,
   type AnyJob,
   type BatchItem,
   type Enqueue,
@@ -18,6 +14,7 @@ import {
   type RedisOutageLog,
 } from '@tickwork/runtime';
 import type { CancelListener } from '../cancel-listener.js';
+import { admit, type FetchedJob } from './batch-admit.js';
 import { FETCH_BATCH, RECLAIM_BATCHES } from './batch-lua.js';
 import { completeBatch, failAttempts, type BatchQueue, type FailedAttempt } from './batch-settle.js';
 
@@ -46,9 +43,11 @@ export interface BatchRunnerOptions {
 
 interface Fetched {
   token: string;
-  /** [id, name, data as stored, attempts made] */
-  jobs: [string, string, string, number][];
+  jobs: FetchedJob[];
 }
+
+/** How a batch's handler ended: returned (its writes, and the jobs it failed alone), or threw. */
+type HandlerOutcome = { ok: true; tx: RedisTx; failed: Map<string, string> } | { ok: false; error: unknown };
 
 const DEFAULT_TIMEOUT_MS = 5 * 60_000;
 
@@ -140,55 +139,56 @@ export class BatchRunner {
     return this.waiting;
   }
 
+  /** A batch's way through the runner: admit → settle the jobs that end before it → run the handler → settle. */
   private async handle({ token, jobs }: Fetched): Promise<void> {
-    const { def, q, log } = this.o;
-    const items: BatchItem<unknown>[] = [];
-    const invalid: FailedAttempt[] = [];
     const cancels = this.o.cancels;
     if (cancels && !cancels.loaded) await cancels.ready;
-    const cancelled: FailedAttempt[] = [];
-    for (const [id, name, raw, attemptsMade] of jobs) {
-      const request = cancels?.pending(q.queue, id);
-      const reason = name === def.name ? undefined : `unknown job: queue ${q.queue} is batch job ${def.name}'s alone`;
-      if (request) cancelled.push({ id, attemptsMade, reason: cancellationReason(request), final: true });
-      else if (reason) invalid.push({ id, attemptsMade, reason, final: true });
-      else {
-        try {
-          items.push({ jobId: id, data: validatePayload(def, JSON.parse(raw)), attempt: attemptsMade + 1 });
-        } catch (err) {
-          const why = err instanceof PayloadValidationError ? describeIssues(err.issues) : (err as Error).message;
-          invalid.push({ id, attemptsMade, reason: `invalid payload: ${why}`, final: true });
-        }
-      }
-    }
+    const { items, invalid, cancelled } = admit(this.o.def, this.o.q.queue, jobs, cancels);
     if (invalid.length > 0) {
-      log.error({ queue: q.queue, job: def.name, jobs: invalid.map((f) => ({ jobId: f.id, reason: f.reason })) }, 'batch jobs failed validation');
-      await this.settleFailures(token, invalid, items.length === 0);
+      this.o.log.error({ queue: this.o.q.queue, job: this.o.def.name, jobs: invalid.map((f) => ({ jobId: f.id, reason: f.reason })) }, 'batch jobs failed validation');
+      await this.settleFailures(token, invalid, items.length === 0 && cancelled.length === 0);
     }
-    if (cancelled.length > 0) await this.cancelled(token, cancelled, items.length === 0 && invalid.length === 0);
+    if (cancelled.length > 0) await this.cancelled(token, cancelled, items.length === 0);
     if (items.length === 0) return;
     const started = performance.now();
     const outcome = await this.runHandler(token, items);
-    const seconds = (performance.now() - started) / 1000;
+    await this.settle(token, items, outcome, (performance.now() - started) / 1000);
+  }
+
+  /**
+   * Settles a batch after its handler: the jobs it failed (`ctx.fail`) as failed attempts, then the rest
+   * completed with its writes, which releases the batch. A handler that threw, or writes Redis refused,
+   * fail every job's attempt; a stop gives the batch back.
+   */
+  private async settle(token: string, items: BatchItem<unknown>[], outcome: HandlerOutcome, seconds: number): Promise<void> {
     if (!outcome.ok && outcome.error instanceof StopAbort) return this.giveBack(token, items.length);
-    const committed = outcome.ok ? await this.commit(token, items, outcome.tx) : outcome;
+    let done = items;
+    if (outcome.ok && outcome.failed.size > 0) {
+      const failures = items.filter((i) => outcome.failed.has(i.jobId)).map((i) => ({ id: i.jobId, attemptsMade: i.attempt - 1, reason: outcome.failed.get(i.jobId) as string, final: false }));
+      this.count('failed', failures.length, seconds);
+      await this.settleFailures(token, failures, false);
+      done = items.filter((i) => !outcome.failed.has(i.jobId));
+    }
+    const committed = outcome.ok ? await this.commit(token, done, outcome.tx) : outcome;
     if (committed === 'done') {
-      for (let i = 0; i < items.length; i++) {
-        this.tally.completed();
-        this.tally.observe(seconds);
-      }
-      this.o.onCompleted?.(items.length);
+      this.count('completed', done.length, seconds);
+      if (done.length > 0) this.o.onCompleted?.(done.length);
       return;
     }
-    if (committed === 'lost') return this.leaseLost(token, items.length);
+    if (committed === 'lost') return this.leaseLost(token, done.length);
     const reason = committed.error instanceof Error ? committed.error.message : String(committed.error);
-    log.warn({ queue: q.queue, job: def.name, jobs: items.length, err: { message: reason } }, 'batch attempt failed');
-    for (let i = 0; i < items.length; i++) {
-      this.tally.failed();
+    this.o.log.warn({ queue: this.o.q.queue, job: this.o.def.name, jobs: done.length, err: { message: reason } }, 'batch attempt failed');
+    this.count('failed', done.length, seconds);
+    const failures = done.map((i) => ({ id: i.jobId, attemptsMade: i.attempt - 1, reason, final: false }));
+    await this.settleFailures(token, failures, true, committed.error);
+  }
+
+  /** The job metrics: each job of the batch counted, its duration the batch's handler time. */
+  private count(outcome: 'completed' | 'failed', jobs: number, seconds: number): void {
+    for (let i = 0; i < jobs; i++) {
+      this.tally[outcome]();
       this.tally.observe(seconds);
     }
-    const failures = items.map((i) => ({ id: i.jobId, attemptsMade: i.attempt - 1, reason, final: false }));
-    await this.settleFailures(token, failures, true, committed.error);
   }
 
   /** Completes the batch with its writes; a write refused (its slot, its type) fails the attempt instead. */
@@ -202,20 +202,25 @@ export class BatchRunner {
     }
   }
 
-  private async runHandler(token: string, items: BatchItem<unknown>[]): Promise<{ ok: true; tx: RedisTx } | { ok: false; error: unknown }> {
+  private async runHandler(token: string, items: BatchItem<unknown>[]): Promise<HandlerOutcome> {
     const { def, q } = this.o;
     const controller = new AbortController();
     this.running.set(token, controller);
     const timeoutMs = def.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     const timer = setTimeout(() => controller.abort(new Error(`batch timed out after ${timeoutMs} ms`)), timeoutMs);
     const tx = new RedisTx();
+    const failed = new Map<string, string>();
+    const fail = (jobId: string, reason: string | Error) => {
+      if (!items.some((i) => i.jobId === jobId)) throw new TypeError(`ctx.fail: job ${JSON.stringify(jobId)} is not in this batch`);
+      failed.set(jobId, reason instanceof Error ? reason.message : String(reason));
+    };
     const aborted = new Promise<never>((_, reject) => controller.signal.addEventListener('abort', () => reject(controller.signal.reason as Error), { once: true }));
     try {
       const handler = def.batch?.handler;
       if (!handler) throw new Error(`${def.name} is not a batch job`);
-      const ctx = { jobs: items, log: this.o.log.child({ queue: q.queue, job: def.name, batch: token }), jobName: def.name, queue: q.queue, signal: controller.signal, tx, enqueue: this.o.enqueue, redis: this.o.appRedis };
+      const ctx = { jobs: items, log: this.o.log.child({ queue: q.queue, job: def.name, batch: token }), jobName: def.name, queue: q.queue, signal: controller.signal, tx, fail, enqueue: this.o.enqueue, redis: this.o.appRedis };
       await Promise.race([handler(ctx), aborted]);
-      return { ok: true, tx };
+      return { ok: true, tx, failed };
     } catch (error) {
       return { ok: false, error };
     } finally {

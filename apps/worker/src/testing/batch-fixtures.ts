@@ -24,6 +24,8 @@ const schema = z.object({
   n: z.number().int(),
   /** Every batch holding this job fails its attempts before this one. */
   failUntilAttempt: z.number().int().default(0),
+  /** The handler fails this job alone (ctx.fail), every attempt. */
+  reject: z.boolean().default(false),
   /** A batch holding this job also writes a key of the wrong type (Redis refuses the write). */
   badWrite: z.boolean().default(false),
 });
@@ -40,9 +42,12 @@ async function handler(ctx: BatchContext<z.output<typeof schema>>): Promise<void
     await new Promise((r) => setTimeout(r, pauseMs));
   }
   if (ctx.jobs.some((j) => j.attempt < j.data.failUntilAttempt)) throw new Error('this batch fails its attempt');
-  ctx.tx.sadd(BT_KEYS.done, ...ctx.jobs.map((j) => j.jobId));
-  ctx.tx.incrby(BT_KEYS.count, ctx.jobs.length);
-  ctx.tx.rpush(BT_KEYS.sizes, ctx.jobs.length);
+  for (const j of ctx.jobs) if (j.data.reject) ctx.fail(j.jobId, 'rejected by the handler');
+  const kept = ctx.jobs.filter((j) => !j.data.reject);
+  if (kept.length === 0) return;
+  ctx.tx.sadd(BT_KEYS.done, ...kept.map((j) => j.jobId));
+  ctx.tx.incrby(BT_KEYS.count, kept.length);
+  ctx.tx.rpush(BT_KEYS.sizes, kept.length);
   if (ctx.jobs.some((j) => j.data.badWrite)) ctx.tx.incrby(BT_KEYS.handled, 1);
 }
 

@@ -1,0 +1,41 @@
+import { cancellationReason, describeIssues, PayloadValidationError, validatePayload, type AnyJob, type BatchItem } from '@tickwork/runtime';
+import type { CancelListener } from '../cancel-listener.js';
+import type { FailedAttempt } from './batch-settle.js';
+
+/** A fetched job: [id, name, data as stored, attempts made]. */
+export type FetchedJob = [string, string, string, number];
+
+export interface Admitted {
+  /** The jobs the handler gets. */
+  items: BatchItem<unknown>[];
+  /** Jobs that can never run (another job's name, a payload not JSON or failing the schema): they fail alone, for good. */
+  invalid: FailedAttempt[];
+  /** Jobs an operator cancelled before their batch started. */
+  cancelled: FailedAttempt[];
+}
+
+/**
+ * Sorts a fetched batch into the jobs its handler gets and those that end before it (batch-runner.ts): one
+ * bad job never holds up the others. Checked in memory: no round trip.
+ */
+export function admit(def: AnyJob, queue: string, jobs: readonly FetchedJob[], cancels: CancelListener | undefined): Admitted {
+  const out: Admitted = { items: [], invalid: [], cancelled: [] };
+  for (const [id, name, raw, attemptsMade] of jobs) {
+    const request = cancels?.pending(queue, id);
+    if (request) {
+      out.cancelled.push({ id, attemptsMade, reason: cancellationReason(request), final: true });
+      continue;
+    }
+    if (name !== def.name) {
+      out.invalid.push({ id, attemptsMade, reason: `unknown job: queue ${queue} is batch job ${def.name}'s alone`, final: true });
+      continue;
+    }
+    try {
+      out.items.push({ jobId: id, data: validatePayload(def, JSON.parse(raw)), attempt: attemptsMade + 1 });
+    } catch (err) {
+      const why = err instanceof PayloadValidationError ? describeIssues(err.issues) : (err as Error).message;
+      out.invalid.push({ id, attemptsMade, reason: `invalid payload: ${why}`, final: true });
+    }
+  }
+  return out;
+}
