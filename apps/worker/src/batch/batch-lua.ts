@@ -97,8 +97,8 @@ return {'jobs', cjson.encode(out)}
 /**
  * Completes a batch's jobs with its Redis writes, if the batch still holds its lease. KEYS: active, events,
  * completed, batches, batch-ids, then each key the writes name. ARGV: job key prefix, token, now, keep count
- * (0: delete on completion), keep age (ms, 0: no age limit), max events, n, the n ids, then each write as
- * its length and words. Returns n; or 0 with nothing written when the lease was lost; or {'err', message}
+ * (0: delete on completion), keep age (ms, 0: no age limit), max events, n, the jobs' attempts made with
+ * this one, comma-separated (for kept jobs), the n ids, then each write as its length and words. Returns n; or 0 with nothing written when the lease was lost; or {'err', message}
  * when a write failed (a wrong type): the writes before it stay applied (Redis has no rollback, as for a
  * `ctx.redisStep`), the jobs are not completed and the batch keeps its lease, for the caller to fail it.
  */
@@ -108,7 +108,7 @@ local rcall = redis.call
 local prefix, token, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
 if not rcall('ZSCORE', KEYS[4], token) then return 0 end
 local n = tonumber(ARGV[7])
-local i = 8 + n
+local i = 9 + n
 while i <= #ARGV do
   local len = tonumber(ARGV[i])
   local r = redis.pcall(unpack(ARGV, i + 1, i + len))
@@ -117,7 +117,7 @@ while i <= #ARGV do
 end
 rcall('ZREM', KEYS[4], token)
 rcall('HDEL', KEYS[5], token)
-local ids = {unpack(ARGV, 8, 7 + n)}
+local ids = {unpack(ARGV, 9, 8 + n)}
 local allThere = removeFromActive(KEYS[1], ids)
 local keepCount, keepAge = tonumber(ARGV[4]), tonumber(ARGV[5])
 local function deleteJobs(list)
@@ -131,13 +131,13 @@ end
 if keepCount == 0 then
   deleteJobs(ids)
 else
-  local scored = {}
-  for _, id in ipairs(ids) do
+  local scored, attempts = {}, {}
+  for a in string.gmatch(ARGV[8], '%d+') do attempts[#attempts + 1] = a end
+  for k, id in ipairs(ids) do
     local jk = prefix .. id
     -- A job removed while its batch ran (an operator's remove, which takes it off the active list) stays removed.
     if allThere or rcall('EXISTS', jk) == 1 then
-      rcall('HSET', jk, 'finishedOn', now, 'returnvalue', 'null')
-      rcall('HINCRBY', jk, 'atm', 1)
+      rcall('HSET', jk, 'finishedOn', now, 'returnvalue', 'null', 'atm', attempts[k])
       scored[#scored + 1] = now
       scored[#scored + 1] = id
     end

@@ -194,7 +194,7 @@ export class BatchRunner {
   /** Completes the batch with its writes; a write refused (its slot, its type) fails the attempt instead. */
   private async commit(token: string, items: BatchItem<unknown>[], tx: RedisTx): Promise<'done' | 'lost' | { error: unknown }> {
     try {
-      const result = await completeBatch(this.o.q, token, items.map((i) => i.jobId), tx);
+      const result = await completeBatch(this.o.q, token, items, tx);
       return typeof result === 'string' ? result : { error: new Error(result.error) };
     } catch (error) {
       if (error instanceof RedisStepSlotError) return { error };

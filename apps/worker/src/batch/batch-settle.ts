@@ -1,4 +1,4 @@
-import { jobOptions, queueStructureKey, RedisStepSlotError, runScript, RedisTx, slotOf, type AnyJob, type QueueKeyspace, type RedisClient } from '@tickwork/runtime';
+import { jobOptions, queueStructureKey, RedisStepSlotError, runScript, RedisTx, slotOf, type AnyJob, type BatchItem, type QueueKeyspace, type RedisClient } from '@tickwork/runtime';
 import { Backoffs, UnrecoverableError, type JobsOptions } from 'bullmq';
 import { COMPLETE_BATCH, FAIL_BATCH } from './batch-lua.js';
 
@@ -23,13 +23,16 @@ export function batchQueue(redis: RedisClient, ks: QueueKeyspace, queue: string,
 }
 
 /**
- * Completes `ids` with the batch's Redis writes, in one script call fenced by the batch's lease (batch-lua.ts):
+ * Completes `jobs` with the batch's Redis writes, in one script call fenced by the batch's lease (batch-lua.ts):
  * 'done'; 'lost' when the lease was (nothing written, another worker has the jobs); or the error of a write
  * that failed (the jobs not completed, the lease kept: the caller fails the attempt).
  */
-export async function completeBatch(q: BatchQueue, token: string, ids: readonly string[], tx: RedisTx): Promise<'done' | 'lost' | { error: string }> {
+export async function completeBatch(q: BatchQueue, token: string, jobs: readonly BatchItem<unknown>[], tx: RedisTx): Promise<'done' | 'lost' | { error: string }> {
   const keys = [q.key('active'), q.key('events'), q.key('completed'), q.key('batches'), q.key('batch-ids')];
-  const argv: (string | number)[] = [q.jobPrefix, token, Date.now(), q.keepCount, q.keepAgeMs, q.maxEvents, ids.length, ...ids];
+  // A kept job's attemptsMade is set with its other fields (one HSET rather than an HINCRBY more per job).
+  const attempts = q.keepCount === 0 ? '' : jobs.map((j) => j.attempt).join(',');
+  const argv: (string | number)[] = [q.jobPrefix, token, Date.now(), q.keepCount, q.keepAgeMs, q.maxEvents, jobs.length, attempts];
+  for (const j of jobs) argv.push(j.jobId);
   for (const c of tx.commands) {
     const key = String(c[1]);
     if (!keys.includes(key, 5)) keys.push(key);
