@@ -50,17 +50,18 @@ interface Fetched {
 type HandlerOutcome = { ok: true; tx: RedisTx; failed: Map<string, string> } | { ok: false; error: unknown };
 
 const DEFAULT_TIMEOUT_MS = 5 * 60_000;
+/** The longest wait for the queue's wake-up marker: a missed marker (a paused queue resumed) costs at most this. */
+const MAX_IDLE_WAIT_S = 5;
 
 /** The abort of a batch by a stop (shutdown past its deadline, or a stop while Redis is down): not the batch's failure. */
 class StopAbort extends Error {
   override name = 'StopAbort';
 }
-const MAX_IDLE_WAIT_S = 5;
 
 /**
  * Runs one batch job's queue: `def.batch.concurrency` loops, each fetching up to `def.batch.size` jobs in one
- * script call, validating each (an invalid one fails alone, for good), handing the rest to the batch handler
- * and completing them, with the handler's `ctx.tx` writes, in one script call. A batch holds a lease,
+ * script call, then per batch: admit (an invalid or cancelled job ends alone) → run the handler → settle
+ * (the jobs it failed alone, then the rest completed with its `ctx.tx` writes, in one script call). A batch holds a lease,
  * renewed while it runs; a batch whose lease expired (its worker died) is put back by whichever worker
  * checks first, and a settle that finds its lease gone writes nothing (batch-lua.ts).
  */
