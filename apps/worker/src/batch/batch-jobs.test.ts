@@ -150,6 +150,15 @@ describe('batch jobs', () => {
     expect((await deadLetters()).some((e) => e.originalJobId === victim)).toBe(false);
   }, 60_000);
 
+  it('takes unprioritised jobs before prioritised ones, oldest first', async () => {
+    await f.queues.get('bt').pause();
+    const urgent = await f.queues.get('bt').add('bt.sum', { n: 1 }, { priority: 1 });
+    const plain = await addMany([{ n: 2 }, { n: 3 }]);
+    await f.queues.get('bt').resume();
+    await waitFor(async () => (await count()) === 3 && (await settled()), { timeoutMs: 30_000, what: 'three jobs committed' });
+    expect(await f.redis.lrange(BT_KEYS.handled, 0, -1)).toEqual([...plain.map((j) => String(j.id)), String(urgent.id)]);
+  }, 60_000);
+
   it('runs a delayed job when it is due', async () => {
     const job = await f.queues.get('bt').add('bt.sum', { n: 1 }, { delay: 300 });
     expect(await job.getState()).toBe('delayed');
