@@ -98,15 +98,17 @@ return {'jobs', cjson.encode(out)}
  * Completes a batch's jobs with its Redis writes, if the batch still holds its lease. KEYS: active, events,
  * completed, batches, batch-ids, then each key the writes name. ARGV: job key prefix, token, now, keep count
  * (0: delete on completion), keep age (ms, 0: no age limit), max events, n, the jobs' attempts made with
- * this one, comma-separated (for kept jobs), the n ids, then each write as its length and words. Returns n; or 0 with nothing written when the lease was lost; or {'err', message}
- * when a write failed (a wrong type): the writes before it stay applied (Redis has no rollback, as for a
- * `ctx.redisStep`), the jobs are not completed and the batch keeps its lease, for the caller to fail it.
+ * this one, comma-separated (for kept jobs), the n ids, then each write as its length and words. Returns n
+ * (0 for a batch whose jobs the handler all failed alone: its writes are still committed and it ends); or -1
+ * with nothing written when the lease was lost; or {'err', message} when a write failed (a wrong type): the
+ * writes before it stay applied (Redis has no rollback, as for a `ctx.redisStep`), the jobs are not
+ * completed and the batch keeps its lease, for the caller to fail it.
  */
 export const COMPLETE_BATCH = defineScript(`
 ${REMOVE_FROM_ACTIVE}
 local rcall = redis.call
 local prefix, token, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
-if not rcall('ZSCORE', KEYS[4], token) then return 0 end
+if not rcall('ZSCORE', KEYS[4], token) then return -1 end
 local n = tonumber(ARGV[7])
 local i = 9 + n
 while i <= #ARGV do

@@ -41,7 +41,7 @@ export async function completeBatch(q: BatchQueue, token: string, jobs: readonly
   checkSlots(q, keys);
   const reply = await runScript(q.redis, COMPLETE_BATCH, keys, argv);
   if (Array.isArray(reply)) return { error: `a write of the batch failed: ${String(reply[1])}` };
-  return Number(reply) > 0 ? 'done' : 'lost';
+  return Number(reply) < 0 ? 'lost' : 'done';
 }
 
 /**
