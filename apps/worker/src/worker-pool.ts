@@ -98,13 +98,14 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   });
   const soleDelivery = soleDeliveryCheck({ lockDurationMs, recovery });
   const processor = createProcessor({ ...opts, exactlyOnce, cancels, running, soleDelivery, ackConnectionOf: (queue) => ackConnectionOf(byQueue.get(queue)) });
-  const allQueues = opts.queues ?? opts.catalog.queues;
   // A batch job's queue is run by a BatchRunner of its own (batch/), every other queue by a BullMQ Worker.
-  const batchRunners = allQueues.flatMap((queue) => {
+  const batchRunners: ReturnType<typeof startBatchRunner>[] = [];
+  const queues: string[] = [];
+  for (const queue of opts.queues ?? opts.catalog.queues) {
     const def = opts.catalog.batchJobOf(queue);
-    return def ? [startBatchRunner(opts, queue, def, cancels)] : [];
-  });
-  const queues = allQueues.filter((queue) => !opts.catalog.batchJobOf(queue));
+    if (def) batchRunners.push(startBatchRunner(opts, queue, def, cancels));
+    else queues.push(queue);
+  }
   const workers = queues.map((queue) => {
     const connection = createRedis(opts.redisTarget, 'blocking');
     opts.outage?.watch(connection);

@@ -5,7 +5,7 @@
 import { ackBatchesSent, completionWriter, createRedis, EVENTS_MAX_LEN, jobOptions, keyspaceOn, type AnyJob, type RedisClient } from '@tickwork/runtime';
 import { ackConnectionOf, BatchRunner, batchQueue } from '@tickwork/worker';
 import { pino } from 'pino';
-import { Queue, Worker, type Processor, type WorkerOptions } from 'bullmq';
+import { Queue, Worker, type JobsOptions, type Processor, type WorkerOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import { redisCpu } from './redis-cpu.js';
 
@@ -51,20 +51,12 @@ export async function measure(
   /** tickwork's modes run on its own Worker class, as the worker app does (TickworkWorker). */
   workerClass: new (name: string, processor: Processor, opts: WorkerOptions) => Worker = Worker,
 ): Promise<Measured> {
-  const producer = createRedis(url, 'command');
-  const queue = new Queue(queueName, { connection: producer, prefix: PREFIX });
-  for (let i = 0; i < jobs; i += 1000) {
-    const n = Math.min(1000, jobs - i);
-    await queue.addBulk(Array.from({ length: n }, (_, k) => ({ name, data: { i: i + k }, opts: { removeOnComplete: true, removeOnFail: true } })));
-  }
+  const filled = await filledQueue(url, queueName, name, jobs, { removeOnComplete: true, removeOnFail: true });
   let done = 0;
   let failed = 0;
   let finish!: () => void;
   const finished = new Promise<void>((resolve) => (finish = resolve));
-  const rcpu0 = await redisCpu(producer);
-  const started = performance.now();
-  const cpu0 = process.cpuUsage();
-  const sent0 = commandsSent;
+  const windowEnd = await timedWindow(filled.producer);
   const ledger0 = ledgerSent.ops - ledgerSent.batches;
   const blocking = createRedis(url, 'blocking');
   const worker: Worker = new workerClass(queueName, processorFor(() => ackConnectionOf(worker)), { connection: blocking, prefix: PREFIX, concurrency });
@@ -76,23 +68,54 @@ export async function measure(
     if (++done === jobs) finish();
   });
   await finished;
-  const seconds = (performance.now() - started) / 1000;
-  const cpu = process.cpuUsage(cpu0);
+  const window = await windowEnd(jobs);
   const unbatched = ledgerSent.ops - ledgerSent.batches - ledger0;
-  const redisSeconds = (await redisCpu(producer)) - rcpu0;
   const ack = await ackConnectionOf(worker);
   const written = ack ? completionWriter(ack).sent : undefined;
   // Acknowledgements sent a few to a script call (ack-fold.ts) count one request each, as a bare worker's do.
   const acked = ack ? ackBatchesSent(ack) : undefined;
   const completionsPerCall = written && written.batches > 0 ? written.ops / written.batches : undefined;
-  const sent = commandsSent - sent0 + unbatched + (written ? written.ops - written.batches : 0) + (acked ? acked.acks - acked.calls : 0);
+  const sent = window.sent + unbatched + (written ? written.ops - written.batches : 0) + (acked ? acked.acks - acked.calls : 0);
   await worker.close();
   blocking.disconnect();
-  await queue.obliterate({ force: true });
-  await queue.close();
-  producer.disconnect();
+  await filled.remove();
   if (failed > 0) throw new Error(`${failed} of ${jobs} bench jobs failed in ${queueName}`);
-  return { rate: jobs / seconds, nodeUs: (cpu.user + cpu.system) / jobs, redisUs: (redisSeconds * 1e6) / jobs, commandsPerJob: sent / jobs, completionsPerCall };
+  return { rate: window.rate, nodeUs: window.nodeUs, redisUs: window.redisUs, commandsPerJob: sent / jobs, completionsPerCall };
+}
+
+/** A fresh queue holding `jobs` jobs named `name` (data `{ i }`), added on a producer connection of its own. */
+async function filledQueue(url: string, queueName: string, name: string, jobs: number, opts: JobsOptions): Promise<{ producer: RedisClient; remove(): Promise<void> }> {
+  const producer = createRedis(url, 'command');
+  const queue = new Queue(queueName, { connection: producer, prefix: PREFIX });
+  for (let i = 0; i < jobs; i += 1000) {
+    const n = Math.min(1000, jobs - i);
+    await queue.addBulk(Array.from({ length: n }, (_, k) => ({ name, data: { i: i + k }, opts })));
+  }
+  return {
+    producer,
+    async remove() {
+      await queue.obliterate({ force: true });
+      await queue.close();
+      producer.disconnect();
+    },
+  };
+}
+
+/**
+ * Opens a timed window; its end gives jobs/s, the Node and Redis CPU per job, and the commands this process
+ * sent meanwhile (Redis's CPU read through `producer`, outside the worker's connections).
+ */
+async function timedWindow(producer: RedisClient): Promise<(jobs: number) => Promise<{ rate: number; nodeUs: number; redisUs: number; sent: number }>> {
+  const rcpu0 = await redisCpu(producer);
+  const started = performance.now();
+  const cpu0 = process.cpuUsage();
+  const sent0 = commandsSent;
+  return async (jobs) => {
+    const seconds = (performance.now() - started) / 1000;
+    const cpu = process.cpuUsage(cpu0);
+    const redisSeconds = (await redisCpu(producer)) - rcpu0;
+    return { rate: jobs / seconds, nodeUs: (cpu.user + cpu.system) / jobs, redisUs: (redisSeconds * 1e6) / jobs, sent: commandsSent - sent0 };
+  };
 }
 
 
@@ -108,13 +131,8 @@ export function median(xs: number[]): number {
  * batches, completed with its queue's retention, counted in the job's metrics, failures to the DLQ.
  */
 export async function measureBatch(url: string, queueName: string, def: AnyJob, jobs: number): Promise<Measured> {
-  const producer = createRedis(url, 'command');
-  const queue = new Queue(queueName, { connection: producer, prefix: PREFIX });
   const renamed = { ...def, queue: queueName };
-  for (let i = 0; i < jobs; i += 1000) {
-    const n = Math.min(1000, jobs - i);
-    await queue.addBulk(Array.from({ length: n }, (_, k) => ({ name: def.name, data: { i: i + k }, opts: jobOptions(def) })));
-  }
+  const filled = await filledQueue(url, queueName, def.name, jobs, jobOptions(def));
   let done = 0;
   let finish!: () => void;
   const finished = new Promise<void>((resolve) => (finish = resolve));
@@ -123,10 +141,7 @@ export async function measureBatch(url: string, queueName: string, def: AnyJob, 
   const command = createRedis(url, 'command');
   const blocking = createRedis(url, 'blocking');
   await Promise.all([command.ping(), blocking.ping()]);
-  const rcpu0 = await redisCpu(producer);
-  const started = performance.now();
-  const cpu0 = process.cpuUsage();
-  const sent0 = commandsSent;
+  const windowEnd = await timedWindow(filled.producer);
   let failures = 0;
   const runner = new BatchRunner({
     q: batchQueue(command, keyspaceOn(command, PREFIX, queueName), queueName, renamed, EVENTS_MAX_LEN),
@@ -147,15 +162,10 @@ export async function measureBatch(url: string, queueName: string, def: AnyJob, 
   });
   runner.start();
   await finished;
-  const seconds = (performance.now() - started) / 1000;
-  const cpu = process.cpuUsage(cpu0);
-  const sent = commandsSent - sent0;
-  const redisSeconds = (await redisCpu(producer)) - rcpu0;
+  const window = await windowEnd(jobs);
   await runner.close();
   command.disconnect();
-  await queue.obliterate({ force: true });
-  await queue.close();
-  producer.disconnect();
+  await filled.remove();
   if (failures > 0) throw new Error(`bench batch jobs failed in ${queueName}`);
-  return { rate: jobs / seconds, nodeUs: (cpu.user + cpu.system) / jobs, redisUs: (redisSeconds * 1e6) / jobs, commandsPerJob: sent / jobs, completionsPerCall: undefined };
+  return { rate: window.rate, nodeUs: window.nodeUs, redisUs: window.redisUs, commandsPerJob: window.sent / jobs, completionsPerCall: undefined };
 }

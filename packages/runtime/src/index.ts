@@ -56,6 +56,6 @@ export * from './cancel/cancel-requests.js';
 export * from './schedules/index.js';
 export { defineScript, runScript, runScriptMany, type Script } from './redis/scripts.js';
 export * from './redis/keyspace.js';
-export { groupBySlot, pipelineBySlot, slotOf, readBySlot, type SlotCommand, type PipelineReply } from './redis/by-slot.js';
+export { groupBySlot, keyOutsideSlot, pipelineBySlot, slotOf, readBySlot, type SlotCommand, type PipelineReply } from './redis/by-slot.js';
 export { keyNodes, scanKeys } from './redis/scan.js';
 export { checkKeyLayout, KeyLayoutError, layoutKey, type KeyLayout } from './redis/layout-check.js';

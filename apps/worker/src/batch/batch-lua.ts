@@ -9,7 +9,7 @@ import { defineScript } from '@tickwork/runtime';
  * that settles a batch's jobs first checks that the batch is still in `batches`, and the reclaim of an
  * expired lease removes it from there in the same script that puts its jobs back.
  *
- * KEYS of the queue, in this order for every script: see batchKeys in batch-runner.ts.
+ * Each script's KEYS, in the order its comment gives, are made once per queue (batchQueue in batch-settle.ts).
  */
 
 /**
@@ -38,6 +38,18 @@ local function removeFromActive(activeKey, ids)
   redis.call('DEL', activeKey)
   for i = 1, #keep, 500 do redis.call('RPUSH', activeKey, unpack(keep, i, math.min(i + 499, #keep))) end
   return false
+end
+`;
+
+/**
+ * One job failed for good, as BullMQ leaves a final failure: `finishedOn` and `failedReason` on its hash, the
+ * failed set, a `failed` event. The DLQ routing moves it on from the failed set.
+ */
+const FAIL_FOR_GOOD = `
+local function failForGood(failedKey, eventsKey, maxEvents, jk, id, reason, now)
+  redis.call('HSET', jk, 'finishedOn', now, 'failedReason', reason)
+  redis.call('ZADD', failedKey, now, id)
+  redis.call('XADD', eventsKey, 'MAXLEN', '~', maxEvents, '*', 'event', 'failed', 'jobId', id, 'failedReason', reason, 'prev', 'active')
 end
 `;
 
@@ -172,6 +184,7 @@ return n
  */
 export const FAIL_BATCH = defineScript(`
 ${REMOVE_FROM_ACTIVE}
+${FAIL_FOR_GOOD}
 local rcall = redis.call
 local prefix, token, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
 if not rcall('ZSCORE', KEYS[7], token) then return -1 end
@@ -184,26 +197,22 @@ for i = 6, #ARGV, 3 do
   local id, reason, delay = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
   local jk = prefix .. id
   ids[#ids + 1] = id
-  if rcall('EXISTS', jk) == 0 then
-    -- Removed while its batch ran (an operator's remove): it stays removed.
-  elseif delay < 0 then
+  -- A job removed while its batch ran (an operator's remove) stays removed.
+  if rcall('EXISTS', jk) == 1 then
     rcall('HINCRBY', jk, 'atm', 1)
-    rcall('HSET', jk, 'failedReason', reason)
-    rcall('HSET', jk, 'finishedOn', now)
-    rcall('ZADD', KEYS[3], now, id)
-    rcall('XADD', KEYS[2], 'MAXLEN', '~', ARGV[4], '*', 'event', 'failed', 'jobId', id, 'failedReason', reason, 'prev', 'active')
-  elseif delay > 0 then
-    rcall('HINCRBY', jk, 'atm', 1)
-    rcall('HSET', jk, 'failedReason', reason, 'delay', delay)
-    rcall('ZADD', KEYS[4], (now + delay) * 0x1000, id)
-    rcall('ZADD', KEYS[6], now + delay, '1')
-    rcall('XADD', KEYS[2], 'MAXLEN', '~', ARGV[4], '*', 'event', 'delayed', 'jobId', id, 'delay', now + delay)
-  else
-    rcall('HINCRBY', jk, 'atm', 1)
-    rcall('HSET', jk, 'failedReason', reason)
-    rcall('LPUSH', KEYS[5], id)
-    woke = true
-    rcall('XADD', KEYS[2], 'MAXLEN', '~', ARGV[4], '*', 'event', 'waiting', 'jobId', id, 'prev', 'failed')
+    if delay < 0 then
+      failForGood(KEYS[3], KEYS[2], ARGV[4], jk, id, reason, now)
+    elseif delay > 0 then
+      rcall('HSET', jk, 'failedReason', reason, 'delay', delay)
+      rcall('ZADD', KEYS[4], (now + delay) * 0x1000, id)
+      rcall('ZADD', KEYS[6], now + delay, '1')
+      rcall('XADD', KEYS[2], 'MAXLEN', '~', ARGV[4], '*', 'event', 'delayed', 'jobId', id, 'delay', now + delay)
+    else
+      rcall('HSET', jk, 'failedReason', reason)
+      rcall('LPUSH', KEYS[5], id)
+      woke = true
+      rcall('XADD', KEYS[2], 'MAXLEN', '~', ARGV[4], '*', 'event', 'waiting', 'jobId', id, 'prev', 'failed')
+    end
   end
 end
 removeFromActive(KEYS[1], ids)
@@ -218,6 +227,7 @@ return #ids
  * stalled more than the max. Returns {jobs put back, ids failed}.
  */
 export const RECLAIM_BATCHES = defineScript(`
+${FAIL_FOR_GOOD}
 local rcall = redis.call
 local prefix, now = ARGV[1], ARGV[2]
 local back, failed = 0, {}
@@ -230,10 +240,7 @@ for _, token in ipairs(rcall('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 
       if rcall('LREM', KEYS[3], -1, id) > 0 then
         local jk = prefix .. id
         if rcall('HINCRBY', jk, 'stc', 1) > tonumber(ARGV[3]) then
-          local reason = 'job stalled more than allowable limit'
-          rcall('HSET', jk, 'finishedOn', now, 'failedReason', reason)
-          rcall('ZADD', KEYS[5], now, id)
-          rcall('XADD', KEYS[6], 'MAXLEN', '~', ARGV[4], '*', 'event', 'failed', 'jobId', id, 'failedReason', reason, 'prev', 'active')
+          failForGood(KEYS[5], KEYS[6], ARGV[4], jk, id, 'job stalled more than allowable limit', now)
           failed[#failed + 1] = id
         else
           rcall('RPUSH', KEYS[4], id)

@@ -53,6 +53,9 @@ const DEFAULT_TIMEOUT_MS = 5 * 60_000;
 /** The longest wait for the queue's wake-up marker: a missed marker (a paused queue resumed) costs at most this. */
 const MAX_IDLE_WAIT_S = 5;
 
+/** The failed attempt of a job the handler was given (it may be retried). */
+const attemptOf = (item: BatchItem<unknown>, reason: string): FailedAttempt => ({ id: item.jobId, attemptsMade: item.attempt - 1, reason, final: false });
+
 /** The abort of a batch by a stop (shutdown past its deadline, or a stop while Redis is down): not the batch's failure. */
 class StopAbort extends Error {
   override name = 'StopAbort';
@@ -122,8 +125,7 @@ export class BatchRunner {
   private async fetch(): Promise<Fetched | [number | undefined]> {
     const { q, def } = this.o;
     const token = randomUUID();
-    const keys = ['wait', 'active', 'prioritized', 'events', 'delayed', 'meta', 'marker', 'batches', 'batch-ids', 'pc'].map(q.key);
-    const reply = (await runScript(q.redis, FETCH_BATCH, keys, [q.jobPrefix, Date.now(), def.batch?.size ?? 1, token, this.o.leaseMs, q.maxEvents])) as string[];
+    const reply = (await runScript(q.redis, FETCH_BATCH, q.keys.fetch, [q.jobPrefix, Date.now(), def.batch?.size ?? 1, token, this.o.leaseMs, q.maxEvents])) as string[];
     if (reply[0] === 'jobs') return { token, jobs: JSON.parse(reply[1] as string) as Fetched['jobs'] };
     return [reply[0] === 'empty' && reply[1] ? Number(reply[1]) : undefined];
   }
@@ -165,7 +167,7 @@ export class BatchRunner {
     if (!outcome.ok && outcome.error instanceof StopAbort) return this.giveBack(token, items.length);
     let done = items;
     if (outcome.ok && outcome.failed.size > 0) {
-      const failures = items.filter((i) => outcome.failed.has(i.jobId)).map((i) => ({ id: i.jobId, attemptsMade: i.attempt - 1, reason: outcome.failed.get(i.jobId) as string, final: false }));
+      const failures = items.filter((i) => outcome.failed.has(i.jobId)).map((i) => attemptOf(i, outcome.failed.get(i.jobId) as string));
       this.count('failed', failures.length, seconds);
       await this.settleFailures(token, failures, false);
       done = items.filter((i) => !outcome.failed.has(i.jobId));
@@ -180,7 +182,7 @@ export class BatchRunner {
     const reason = committed.error instanceof Error ? committed.error.message : String(committed.error);
     this.o.log.warn({ queue: this.o.q.queue, job: this.o.def.name, jobs: done.length, err: { message: reason } }, 'batch attempt failed');
     this.count('failed', done.length, seconds);
-    const failures = done.map((i) => ({ id: i.jobId, attemptsMade: i.attempt - 1, reason, final: false }));
+    const failures = done.map((i) => attemptOf(i, reason));
     await this.settleFailures(token, failures, true, committed.error);
   }
 
@@ -275,8 +277,7 @@ export class BatchRunner {
         for (const token of this.running.keys()) args.push(deadline, token);
         await q.redis.zadd(q.key('batches'), 'XX', 'GT', ...args);
       }
-      const keys = ['batches', 'batch-ids', 'active', 'wait', 'failed', 'events', 'marker'].map(q.key);
-      const [back, failed] = (await runScript(q.redis, RECLAIM_BATCHES, keys, [q.jobPrefix, Date.now(), this.o.maxStalledCount, q.maxEvents])) as [number, string[]];
+      const [back, failed] = (await runScript(q.redis, RECLAIM_BATCHES, q.keys.reclaim, [q.jobPrefix, Date.now(), this.o.maxStalledCount, q.maxEvents])) as [number, string[]];
       if (back > 0 || failed.length > 0) this.o.log.warn({ queue: q.queue, putBack: back, failed: failed.length }, "batches' leases expired: their jobs were put back");
       if (failed.length > 0) this.o.onFinalFailures();
     } catch (err) {

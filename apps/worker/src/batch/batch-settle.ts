@@ -1,4 +1,4 @@
-import { jobOptions, queueStructureKey, RedisStepSlotError, runScript, RedisTx, slotOf, type AnyJob, type BatchItem, type QueueKeyspace, type RedisClient } from '@tickwork/runtime';
+import { jobOptions, keyOutsideSlot, queueStructureKey, RedisStepSlotError, runScript, RedisTx, type AnyJob, type BatchItem, type QueueKeyspace, type RedisClient } from '@tickwork/runtime';
 import { Backoffs, UnrecoverableError, type JobsOptions } from 'bullmq';
 import { COMPLETE_BATCH, FAIL_BATCH } from './batch-lua.js';
 
@@ -13,13 +13,22 @@ export interface BatchQueue {
   /** Completed jobs kept (the definition's `removeOnComplete`): 0 deletes them on completion. */
   readonly keepCount: number;
   readonly keepAgeMs: number;
+  /** Each script's KEYS (batch-lua.ts), made once per queue. */
+  readonly keys: { readonly fetch: readonly string[]; readonly complete: readonly string[]; readonly fail: readonly string[]; readonly reclaim: readonly string[] };
 }
 
 export function batchQueue(redis: RedisClient, ks: QueueKeyspace, queue: string, def: AnyJob, maxEvents: number): BatchQueue {
   const keep = jobOptions(def).removeOnComplete;
   const keepCount = keep === true ? 0 : keep === false || keep === undefined ? Number.MAX_SAFE_INTEGER : typeof keep === 'number' ? keep : (keep.count ?? Number.MAX_SAFE_INTEGER);
   const keepAgeMs = typeof keep === 'object' && 'age' in keep && keep.age !== undefined ? keep.age * 1000 : 0;
-  return { redis, queue, jobPrefix: queueStructureKey(ks, queue, ''), key: (s) => queueStructureKey(ks, queue, s), maxEvents, keepCount, keepAgeMs };
+  const key = (s: string) => queueStructureKey(ks, queue, s);
+  const keys = {
+    fetch: ['wait', 'active', 'prioritized', 'events', 'delayed', 'meta', 'marker', 'batches', 'batch-ids', 'pc'].map(key),
+    complete: ['active', 'events', 'completed', 'batches', 'batch-ids'].map(key),
+    fail: ['active', 'events', 'failed', 'delayed', 'wait', 'marker', 'batches', 'batch-ids'].map(key),
+    reclaim: ['batches', 'batch-ids', 'active', 'wait', 'failed', 'events', 'marker'].map(key),
+  };
+  return { redis, queue, jobPrefix: key(''), key, maxEvents, keepCount, keepAgeMs, keys };
 }
 
 /**
@@ -28,7 +37,7 @@ export function batchQueue(redis: RedisClient, ks: QueueKeyspace, queue: string,
  * that failed (the jobs not completed, the lease kept: the caller fails the attempt).
  */
 export async function completeBatch(q: BatchQueue, token: string, jobs: readonly BatchItem<unknown>[], tx: RedisTx): Promise<'done' | 'lost' | { error: string }> {
-  const keys = [q.key('active'), q.key('events'), q.key('completed'), q.key('batches'), q.key('batch-ids')];
+  const keys = [...q.keys.complete];
   // A kept job's attemptsMade is set with its other fields (one HSET rather than an HINCRBY more per job).
   const attempts = q.keepCount === 0 ? '' : jobs.map((j) => j.attempt).join(',');
   const argv: (string | number)[] = [q.jobPrefix, token, Date.now(), q.keepCount, q.keepAgeMs, q.maxEvents, jobs.length, attempts];
@@ -50,10 +59,11 @@ export async function completeBatch(q: BatchQueue, token: string, jobs: readonly
  */
 function checkSlots(q: BatchQueue, keys: readonly string[]): void {
   if (!q.redis.isCluster || keys.length <= 5) return;
-  const slot = slotOf(keys[0] as string);
-  const bad = keys.slice(5).find((k) => slotOf(k) !== slot);
-  const tag = /\{([^}]*)\}/.exec(keys[0] as string)?.[0] ?? '';
-  if (bad !== undefined) throw new RedisStepSlotError(`the batch writes ${JSON.stringify(bad)}, outside its queue's slot: on Redis Cluster the keys a batch writes must contain the queue's hash tag ${tag} (e.g. "myapp:${tag}:totals")`);
+  const outside = keyOutsideSlot(keys[0] as string, keys.slice(5));
+  if (outside) {
+    const { key, tag } = outside;
+    throw new RedisStepSlotError(`the batch writes ${JSON.stringify(key)}, outside its queue's slot: on Redis Cluster the keys a batch writes must contain the queue's hash tag ${tag} (e.g. "myapp:${tag}:totals")`);
+  }
 }
 
 /** One job's failed attempt: its id, how many attempts it had made before this one, and why it failed. */
@@ -81,8 +91,7 @@ export async function failAttempts(q: BatchQueue, token: string, failures: reado
     if (delay < 0) finals.push(f.id);
     argv.push(f.id, f.reason, delay);
   });
-  const keys = ['active', 'events', 'failed', 'delayed', 'wait', 'marker', 'batches', 'batch-ids'].map(q.key);
-  const settled = Number(await runScript(q.redis, FAIL_BATCH, keys, argv));
+  const settled = Number(await runScript(q.redis, FAIL_BATCH, q.keys.fail, argv));
   return settled < 0 ? undefined : finals;
 }
 

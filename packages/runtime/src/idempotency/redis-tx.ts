@@ -1,6 +1,6 @@
 import type { RedisClient } from '../connection.js';
 import { TickworkError } from '../errors.js';
-import { slotOf } from '../redis/by-slot.js';
+import { keyOutsideSlot } from '../redis/by-slot.js';
 import { corkUntilTurnEnds } from '../redis/cork.js';
 import { runScript, type Script } from '../redis/scripts.js';
 
@@ -25,12 +25,10 @@ function txStepKeys(redis: RedisClient, record: string, steps: string, commands:
     if (!keys.includes(key, 2)) keys.push(key);
   }
   if (!redis.isCluster) return keys;
-  const slot = slotOf(record);
-  const tag = /\{([^}]*)\}/.exec(record)?.[0] ?? '';
-  for (const key of keys.slice(2)) {
-    if (slotOf(key) !== slot) {
-      throw new RedisStepSlotError(`redisStep writes ${JSON.stringify(key)}, outside its run's slot: on Redis Cluster the keys a redisStep writes must contain the queue's hash tag ${tag} (e.g. "myapp:${tag}:charges")`);
-    }
+  const outside = keyOutsideSlot(record, keys.slice(2));
+  if (outside) {
+    const { key, tag } = outside;
+    throw new RedisStepSlotError(`redisStep writes ${JSON.stringify(key)}, outside its run's slot: on Redis Cluster the keys a redisStep writes must contain the queue's hash tag ${tag} (e.g. "myapp:${tag}:charges")`);
   }
   return keys;
 }

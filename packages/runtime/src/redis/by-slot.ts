@@ -12,6 +12,16 @@ export function slotOf(key: string): number {
   return calculateSlot(key);
 }
 
+/**
+ * The first of `keys` outside `anchor`'s slot, with the hash tag `anchor` carries (`{billing}`, or '' if
+ * none), for an error telling the caller which tag to give the key; undefined when all share the slot.
+ */
+export function keyOutsideSlot(anchor: string, keys: readonly string[]): { key: string; tag: string } | undefined {
+  const slot = calculateSlot(anchor);
+  const key = keys.find((k) => calculateSlot(k) !== slot);
+  return key === undefined ? undefined : { key, tag: /\{([^}]*)\}/.exec(anchor)?.[0] ?? '' };
+}
+
 /** `items` grouped by the slot of `keyOf(item)`, each group in its original order. One group on one Redis. */
 export function groupBySlot<T>(redis: RedisClient, items: readonly T[], keyOf: (item: T) => string): T[][] {
   if (!redis.isCluster || items.length <= 1) return items.length === 0 ? [] : [items as T[]];

@@ -16,7 +16,7 @@ export function defineScript(lua: string): Script {
 }
 
 /** EVALSHA, falling back to EVAL when the server does not know the script (a new or restarted Redis). */
-export async function evalCached(redis: RedisClient, lua: string, sha: string, keys: string[], argv: (string | number)[]): Promise<unknown> {
+export async function evalCached(redis: RedisClient, lua: string, sha: string, keys: readonly string[], argv: readonly (string | number)[]): Promise<unknown> {
   try {
     return await redis.evalsha(sha, keys.length, ...keys, ...argv);
   } catch (err) {
@@ -25,7 +25,7 @@ export async function evalCached(redis: RedisClient, lua: string, sha: string, k
   }
 }
 
-export function runScript(redis: RedisClient, script: Script, keys: string[], argv: (string | number)[]): Promise<unknown> {
+export function runScript(redis: RedisClient, script: Script, keys: readonly string[], argv: readonly (string | number)[]): Promise<unknown> {
   return evalCached(redis, script.lua, script.sha, keys, argv);
 }
 
