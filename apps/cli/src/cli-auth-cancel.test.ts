@@ -1,7 +1,8 @@
 /** `tickwork hash-password` and `tickwork jobs cancel` as real processes. */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { cancelRequestsKey, createLogger, loadCancelRequests, parsePasswordHash, QueueSet, verifyPassword } from '@tickwork/runtime';
+import { cancelRequestsKey, loadCancelRequests, parsePasswordHash, verifyPassword } from '@tickwork/operations';
+import { createLogger, QueueSet } from '@tickwork/core';
 import { startApp, startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

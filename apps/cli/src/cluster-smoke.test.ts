@@ -4,7 +4,9 @@
  */
 import { fileURLToPath } from 'node:url';
 import { catalog, emailSend } from '@tickwork/jobs';
-import { createLogger, createRedis, createSchedules, moveToDeadLetter, QueueSet, type RedisClient } from '@tickwork/runtime';
+import { createLogger, createRedis, QueueSet, type RedisClient } from '@tickwork/core';
+import { createSchedules } from '@tickwork/schedules';
+import { moveToDeadLetter } from '@tickwork/operations';
 import { startApp, startClusterQueues, startRedisServer, waitFor, type ClusterQueues, type RedisClusterHandle } from '@tickwork/testkit';
 import { Worker } from 'bullmq';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';

@@ -1,6 +1,6 @@
 /** `tickwork jobs | enqueue` as a real process, the way operators and scripts call it. */
 import { fileURLToPath } from 'node:url';
-import { createLogger, QueueSet } from '@tickwork/runtime';
+import { createLogger, QueueSet } from '@tickwork/core';
 import { startApp, startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,19 +1,5 @@
-import {
-  createEnqueue,
-  createLogger,
-  createRedis,
-  redisTargetOf,
-  createSchedules,
-  isRedisConnectionError,
-  loadCatalog,
-  QueueSet,
-  redisUnavailable,
-  type Catalog,
-  type Enqueue,
-  type Logger,
-  type Schedules,
-  type RedisClient,
-} from '@tickwork/runtime';
+import { createEnqueue, createLogger, createRedis, redisTargetOf, isRedisConnectionError, loadCatalog, QueueSet, redisUnavailable, type Catalog, type Enqueue, type Logger, type RedisClient } from '@tickwork/core';
+import { createSchedules, type Schedules } from '@tickwork/schedules';
 import type { CliEnv } from './env.js';
 
 /** What a command gets. Redis is connected lazily: `tickwork jobs` works with no Redis at all. */

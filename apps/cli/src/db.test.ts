@@ -1,6 +1,7 @@
 /** `tickwork db migrate` as a real process against a private PostgreSQL. */
 import { fileURLToPath } from 'node:url';
-import { createLogger, createPgPool, type Pool } from '@tickwork/runtime';
+import { createLogger } from '@tickwork/core';
+import { createPgPool, type Pool } from '@tickwork/exactly-once';
 import { freePort, startApp, startPostgresServer, type PostgresServerHandle } from '@tickwork/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 

@@ -1,7 +1,9 @@
 import { fileURLToPath } from 'node:url';
 import { catalog } from '@tickwork/jobs';
-import { createLogger, listDeadLetters, moveToDeadLetter, QueueSet, redrivenJobId } from '@tickwork/runtime';
-import { fillDeadLetters, filledEntryOf, startApp, startRedisServer, waitFor, type FillOptions, type RedisServerHandle } from '@tickwork/testkit';
+import { createLogger, QueueSet } from '@tickwork/core';
+import { listDeadLetters, moveToDeadLetter, redrivenJobId } from '@tickwork/operations';
+import { fillDeadLetters, filledEntryOf, type FillOptions } from '@tickwork/operations';
+import { startApp, startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';

@@ -4,7 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createLogger, QueueSet } from '@tickwork/runtime';
+import { createLogger, QueueSet } from '@tickwork/core';
 import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 

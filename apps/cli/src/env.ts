@@ -1,4 +1,4 @@
-import { logLevel, parseEnv, port, queuePrefix, redisEnv } from '@tickwork/runtime';
+import { logLevel, parseEnv, port, queuePrefix, redisEnv } from '@tickwork/core';
 import { z } from 'zod';
 
 const schema = z.object({

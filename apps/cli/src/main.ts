@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { TickworkError } from '@tickwork/runtime';
+import { TickworkError } from '@tickwork/core';
 import { commands } from './commands/index.js';
 import type { Command } from './commands/command.js';
 import { createContext, type Flags } from './context.js';

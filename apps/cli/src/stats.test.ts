@@ -1,19 +1,9 @@
 import { fileURLToPath } from 'node:url';
 import { catalog } from '@tickwork/jobs';
-import {
-  capacityReport,
-  classifyKey,
-  COMPONENTS,
-  createLogger,
-  IdempotencyLedger,
-  jobComponent,
-  mergeOccurrence,
-  moveToDeadLetter,
-  occurrenceKey,
-  QueueSet,
-  type CapacityReport,
-  type Component,
-} from '@tickwork/runtime';
+import { capacityReport, classifyKey, COMPONENTS, jobComponent, moveToDeadLetter, type CapacityReport, type Component } from '@tickwork/operations';
+import { createLogger, occurrenceKey, QueueSet } from '@tickwork/core';
+import { IdempotencyLedger } from '@tickwork/exactly-once';
+import { mergeOccurrence } from '@tickwork/schedules';
 import { startApp, startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';

@@ -1,4 +1,4 @@
-import { TickworkError } from '@tickwork/runtime';
+import { TickworkError } from '@tickwork/core';
 
 /** Bad command-line input; the CLI prints the message and the command's usage, exit code 2. */
 export class UsageError extends TickworkError {

@@ -1,7 +1,8 @@
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
-import { createSchedules, dlqName, LIVE_BODY, readiness, redisPingCheck, type Catalog, type Logger, type QueueSet, type RedisClient } from '@tickwork/runtime';
+import { createSchedules } from '@tickwork/schedules';
+import { dlqName, LIVE_BODY, readiness, redisPingCheck, type Catalog, type Logger, type QueueSet, type RedisClient } from '@tickwork/core';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { auditActions } from './audit.js';
 import { basicAuth, signedIn, type AuthOptions } from './basic-auth.js';

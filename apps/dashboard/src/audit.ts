@@ -1,4 +1,4 @@
-import { TickworkError, type Logger, type RedisClient } from '@tickwork/runtime';
+import { TickworkError, type Logger, type RedisClient } from '@tickwork/core';
 import type { RequestHandler } from 'express';
 import { signedIn } from './basic-auth.js';
 import { SAFE_METHODS } from './csrf.js';

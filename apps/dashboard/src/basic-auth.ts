@@ -1,5 +1,5 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { hashPassword, parsePasswordHash, verifyPassword } from '@tickwork/runtime';
+import { hashPassword, parsePasswordHash, verifyPassword } from '@tickwork/operations';
 import type { Request, RequestHandler, Response } from 'express';
 import type { DashboardUser, Role } from './users.js';
 

@@ -5,7 +5,8 @@
  * our pages' Content-Security-Policy blocks nothing they need (no console errors, no failed requests).
  */
 import { catalog } from '@tickwork/jobs';
-import { createSchedules, listDeadLetters, redrivenJobId } from '@tickwork/runtime';
+import { createSchedules } from '@tickwork/schedules';
+import { listDeadLetters, redrivenJobId } from '@tickwork/operations';
 import { createServer, type Server } from 'node:http';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';

@@ -3,7 +3,7 @@
  * queues, dead letters, schedules and capacity spread over the masters.
  */
 import { catalog, emailSend } from '@tickwork/jobs';
-import { createEnqueue, type QueueSet } from '@tickwork/runtime';
+import { createEnqueue, type QueueSet } from '@tickwork/core';
 import { appEntry, freePort, startApp, startClusterQueues, type AppProcess, type ClusterQueues, type RedisClusterHandle } from '@tickwork/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 

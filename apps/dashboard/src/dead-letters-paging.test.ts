@@ -1,5 +1,6 @@
-import { redrivenJobId, type DlqListing } from '@tickwork/runtime';
-import { fillDeadLetters, filledEntryOf, TOPOLOGIES, type FillOptions } from '@tickwork/testkit';
+import { redrivenJobId, type DlqListing } from '@tickwork/operations';
+import { fillDeadLetters, filledEntryOf, type FillOptions } from '@tickwork/operations';
+import { TOPOLOGIES } from '@tickwork/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { startDashboard, type TestDashboard } from './testing/dashboard-server.js';
 

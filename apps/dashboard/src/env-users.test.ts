@@ -1,5 +1,6 @@
 /** DASHBOARD_USERS in the dashboard's env schema: what starts, and the start-up errors for what does not. */
-import { EnvError, hashPassword } from '@tickwork/runtime';
+import { EnvError } from '@tickwork/core';
+import { hashPassword } from '@tickwork/operations';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { dashboardUsers, loadDashboardEnv } from './env.js';
 

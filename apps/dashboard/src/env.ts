@@ -1,4 +1,4 @@
-import { logLevel, parseEnv, port, queuePrefix, redisStartupTimeoutMs, redisEnv } from '@tickwork/runtime';
+import { logLevel, parseEnv, port, queuePrefix, redisStartupTimeoutMs, redisEnv } from '@tickwork/core';
 import { z } from 'zod';
 import { parseUsers, plainAdmin, UsersConfigError, type DashboardUser } from './users.js';
 

@@ -1,10 +1,4 @@
-import {
-  createLogger,
-  exitOnStartupError,
-  listen,
-  openAppContext,
-  onShutdown,
-} from '@tickwork/runtime';
+import { createLogger, exitOnStartupError, listen, openAppContext, onShutdown } from '@tickwork/core';
 import { createServer } from 'node:http';
 import { createDashboardApp } from './app.js';
 import { dashboardUsers, loadDashboardEnv } from './env.js';

@@ -1,4 +1,5 @@
-import { registerQueues, type CapacityReport } from '@tickwork/runtime';
+import { registerQueues } from '@tickwork/core';
+import type { CapacityReport } from '@tickwork/operations';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { deadLetterEmail, useDashboardPerFile, type TestDashboard } from './testing/dashboard-server.js';
 

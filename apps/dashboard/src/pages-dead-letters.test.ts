@@ -1,4 +1,4 @@
-import { listDeadLetters, redrivenJobId } from '@tickwork/runtime';
+import { listDeadLetters, redrivenJobId } from '@tickwork/operations';
 import { describe, expect, it } from 'vitest';
 import { deadLetterPath } from './pages/dead-letters.js';
 import { deadLetterEmail, useDashboardPerFile, type TestDashboard } from './testing/dashboard-server.js';

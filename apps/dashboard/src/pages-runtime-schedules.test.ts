@@ -1,5 +1,6 @@
 import { catalog } from '@tickwork/jobs';
-import { createCatalogSource, createLogger, createSchedules, type ListPage, type Schedules, type ScheduleView } from '@tickwork/runtime';
+import { createCatalogSource, createSchedules, type ListPage, type Schedules, type ScheduleView } from '@tickwork/schedules';
+import { createLogger } from '@tickwork/core';
 import { describe, expect, it } from 'vitest';
 import { schedulePath } from './pages/schedule-actions.js';
 import { useDashboardPerFile, type TestDashboard } from './testing/dashboard-server.js';

@@ -1,5 +1,6 @@
 import { catalog } from '@tickwork/jobs';
-import { mergeOccurrence, occurrenceKey, previewSchedule, scheduleRegistryKey } from '@tickwork/runtime';
+import { mergeOccurrence, previewSchedule, scheduleRegistryKey } from '@tickwork/schedules';
+import { occurrenceKey } from '@tickwork/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSchedules } from './data/schedules.js';
 import { renderSchedules } from './pages/schedules.js';

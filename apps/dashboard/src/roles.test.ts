@@ -6,7 +6,9 @@
 import { createRequire } from 'node:module';
 import { Writable } from 'node:stream';
 import { catalog } from '@tickwork/jobs';
-import { createLogger, createSchedules, listDeadLetters, loadCancelRequests } from '@tickwork/runtime';
+import { createLogger } from '@tickwork/core';
+import { createSchedules } from '@tickwork/schedules';
+import { listDeadLetters, loadCancelRequests } from '@tickwork/operations';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { deadLetterEmail, HASHED_ADMIN, HASHED_ADMIN_AUTH, startDashboard, VIEWER, VIEWER_AUTH, basicHeader, type TestDashboard } from './testing/dashboard-server.js';
 

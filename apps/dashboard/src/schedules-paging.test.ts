@@ -4,7 +4,7 @@
  * cheap however many schedules exist (no request loads them all).
  */
 import { catalog } from '@tickwork/jobs';
-import { createSchedules, type ListPage, type Schedules } from '@tickwork/runtime';
+import { createSchedules, type ListPage, type Schedules } from '@tickwork/schedules';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { TOPOLOGIES } from '@tickwork/testkit';
 import { startDashboard, type TestDashboard } from './testing/dashboard-server.js';

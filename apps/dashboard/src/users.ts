@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { parsePasswordHash, PasswordHashFormatError, TickworkError, type ParsedPasswordHash } from '@tickwork/runtime';
+import { parsePasswordHash, PasswordHashFormatError, type ParsedPasswordHash } from '@tickwork/operations';
+import { TickworkError } from '@tickwork/core';
 
 /** `admin` may do everything; `viewer` sees every page and Bull Board read-only, and changes nothing. */
 export const ROLES = ['admin', 'viewer'] as const;

@@ -1,4 +1,5 @@
-import { createCatalog, readMemoryInfo, redisComponentBytes, redisMemoryRatio, type RedisMemoryAlert } from '@tickwork/runtime';
+import { createCatalog, readMemoryInfo } from '@tickwork/core';
+import { redisComponentBytes, redisMemoryRatio, type RedisMemoryAlert } from '@tickwork/operations';
 import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';

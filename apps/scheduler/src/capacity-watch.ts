@@ -1,15 +1,5 @@
-import {
-  capacityReport,
-  formatRatio,
-  publishCapacityGauges,
-  readMemoryInfo,
-  swapStatus,
-  type Alerter,
-  type Catalog,
-  type Logger,
-  type RedisMemoryInfo,
-  type RedisClient,
-} from '@tickwork/runtime';
+import { capacityReport, formatRatio, publishCapacityGauges, swapStatus, type Alerter } from '@tickwork/operations';
+import { readMemoryInfo, type Catalog, type Logger, type RedisMemoryInfo, type RedisClient } from '@tickwork/core';
 
 /**
  * The scheduler's capacity watch. Every interval it refreshes the capacity gauges of `/metrics` (Redis

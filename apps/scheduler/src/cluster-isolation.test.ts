@@ -3,7 +3,8 @@
  * whose shards it serves: the scheduler ticks on without those shards, so the schedules on the other masters
  * keep firing on time, and the frozen shards fire again once their master answers.
  */
-import { createLogger, createSchedules, SCHEDULED_RUN_OPTION, shardKeys, shardOf, type QueueSet, type RedisClient } from '@tickwork/runtime';
+import { createLogger, SCHEDULED_RUN_OPTION, type QueueSet, type RedisClient } from '@tickwork/core';
+import { createSchedules, shardKeys, shardOf } from '@tickwork/schedules';
 import { startClusterQueues, waitFor, type ClusterQueues, type RedisClusterHandle } from '@tickwork/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { catalog, fxTenant } from './testing/fixture-catalog.js';

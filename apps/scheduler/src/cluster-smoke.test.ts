@@ -4,7 +4,9 @@
  * the reads that span every shard, queue or master (schedule list and count, due backlog, capacity report)
  * work there.
  */
-import { capacityReport, createLogger, createSchedules, dueBacklog, QueueSet, readHistory, type RedisClient } from '@tickwork/runtime';
+import { capacityReport } from '@tickwork/operations';
+import { createLogger, QueueSet, type RedisClient } from '@tickwork/core';
+import { createSchedules, dueBacklog, readHistory } from '@tickwork/schedules';
 import { startClusterQueues, waitFor, type ClusterQueues, type RedisClusterHandle } from '@tickwork/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { catalog, FX_RUNS_KEY, FX_TENANT_RUNS_KEY, fxTenant } from './testing/fixture-catalog.js';

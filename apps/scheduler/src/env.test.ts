@@ -1,8 +1,9 @@
-import { effectiveRule, EnvError } from '@tickwork/runtime';
+import { effectiveRule } from '@tickwork/schedules';
+import { EnvError } from '@tickwork/core';
 import { describe, expect, it } from 'vitest';
 import { loadSchedulerEnv } from './env.js';
 import { fxSecond } from './testing/fixture-catalog.js';
-import { nextOccurrences } from '@tickwork/runtime';
+import { nextOccurrences } from '@tickwork/schedules';
 
 describe('SCHEDULE_SPEEDUP', () => {
   it('parses every=10s into an interval every schedule then fires on', () => {

@@ -1,4 +1,5 @@
-import { alertWebhookUrl, DEFAULT_HEAD_START_MS, MAX_HEAD_START_MS, logLevel, metricsToken, nodeEnv, parseEnv, port, positiveInt, queuePrefix, redisStartupTimeoutMs, redisEnv } from '@tickwork/runtime';
+import { alertWebhookUrl, logLevel, metricsToken, nodeEnv, parseEnv, port, positiveInt, queuePrefix, redisStartupTimeoutMs, redisEnv } from '@tickwork/core';
+import { DEFAULT_HEAD_START_MS, MAX_HEAD_START_MS } from '@tickwork/schedules';
 import { z } from 'zod';
 import { parseSpeedup } from './speedup.js';
 

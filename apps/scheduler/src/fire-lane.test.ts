@@ -2,7 +2,8 @@
  * The scheduled lane: an on-time occurrence is added at its time at the head of the wait list, so the next
  * job a worker takes is the occurrence, not the backlog; a catch-up run queues behind the backlog.
  */
-import { scheduledRunOf, shardKeys, shardOf, type QueueSet } from '@tickwork/runtime';
+import { scheduledRunOf, type QueueSet } from '@tickwork/core';
+import { shardKeys, shardOf } from '@tickwork/schedules';
 import { waitFor } from '@tickwork/testkit';
 import { describe, expect, it } from 'vitest';
 import { useRedisPerFile } from './testing/redis-per-file.js';

@@ -3,7 +3,8 @@
  * worker process holds early occurrences (or none is registered), none while a process of an earlier
  * tickwork (registered without `h:`) is; a read that fails keeps the last answer.
  */
-import { createHeadStart, createLogger, headStartGauge, WorkerRegistry, workersKey } from '@tickwork/runtime';
+import { createHeadStart, headStartGauge } from '@tickwork/schedules';
+import { createLogger, WorkerRegistry, workersKey } from '@tickwork/core';
 import { afterEach, expect, it } from 'vitest';
 import { useRedisPerFile } from './testing/redis-per-file.js';
 

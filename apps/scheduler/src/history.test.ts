@@ -2,18 +2,8 @@ import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import {
-  createLogger,
-  defineJob,
-  HISTORY_CAP,
-  lastOutcomes,
-  mergeOccurrence,
-  occurrenceKey,
-  readHistory,
-  runRecorder,
-  scheduleKeys,
-  type OccurrenceRecord,
-} from '@tickwork/runtime';
+import { createLogger, defineJob, occurrenceKey } from '@tickwork/core';
+import { HISTORY_CAP, lastOutcomes, mergeOccurrence, readHistory, runRecorder, scheduleKeys, type OccurrenceRecord } from '@tickwork/schedules';
 
 let server: RedisServerHandle;
 let redis: Redis;

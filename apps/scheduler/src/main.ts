@@ -1,15 +1,6 @@
-import {
-  createAlerter,
-  createHeadStart,
-  createLogger,
-  exitOnStartupError,
-  openAppContext,
-  metricsRoute,
-  onShutdown,
-  allReady,
-  redisPingCheck,
-  startHealthServer,
-} from '@tickwork/runtime';
+import { createAlerter } from '@tickwork/operations';
+import { createHeadStart } from '@tickwork/schedules';
+import { createLogger, exitOnStartupError, openAppContext, metricsRoute, onShutdown, allReady, redisPingCheck, startHealthServer } from '@tickwork/core';
 import { loadSchedulerEnv } from './env.js';
 import { reconcileSchedules } from './reconcile.js';
 import { createTicker } from './tick.js';

@@ -1,4 +1,5 @@
-import { readHistory, type OccurrenceRecord, type RedisClient } from '@tickwork/runtime';
+import { readHistory, type OccurrenceRecord } from '@tickwork/schedules';
+import type { RedisClient } from '@tickwork/core';
 import { startTestRedis, TOPOLOGIES, waitFor, type TestRedis } from '@tickwork/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FX_RUNS_KEY } from './testing/fixture-catalog.js';

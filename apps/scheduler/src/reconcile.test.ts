@@ -1,18 +1,5 @@
-import {
-  createCatalog,
-  createLogger,
-  defineJob,
-  QueueSet,
-  lastOutcomes,
-  legacyScheduleKeys,
-  readHistory,
-  REMOVED_SCHEDULE_STATE_TTL_MS,
-  scheduleKeys,
-  shardKeys,
-  shardOf,
-  scheduleRegistryKey,
-  type AnyJob,
-} from '@tickwork/runtime';
+import { createCatalog, createLogger, defineJob, QueueSet, type AnyJob } from '@tickwork/core';
+import { lastOutcomes, legacyScheduleKeys, readHistory, REMOVED_SCHEDULE_STATE_TTL_MS, scheduleKeys, shardKeys, shardOf, scheduleRegistryKey } from '@tickwork/schedules';
 import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';

@@ -1,15 +1,5 @@
-import {
-  createCatalogSource,
-  describeSchedule,
-  knownQueues,
-  policiesOf,
-  registerQueues,
-  scheduleRegistryKey,
-  type Catalog,
-  type Logger,
-  type QueueSet,
-  type RedisClient,
-} from '@tickwork/runtime';
+import { createCatalogSource, describeSchedule, scheduleRegistryKey } from '@tickwork/schedules';
+import { knownQueues, policiesOf, registerQueues, type Catalog, type Logger, type QueueSet, type RedisClient } from '@tickwork/core';
 
 export interface ScheduleRegistration {
   queue: string;

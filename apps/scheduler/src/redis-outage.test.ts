@@ -4,7 +4,8 @@
  * to the last is accounted for exactly once in its history (run on time, caught up, or recorded as missed
  * by its `missed: 'once'` policy), no occurrence runs twice, and every app still stops cleanly.
  */
-import { createLogger, dlqName, QueueSet, readHistory } from '@tickwork/runtime';
+import { createLogger, dlqName, QueueSet } from '@tickwork/core';
+import { readHistory } from '@tickwork/schedules';
 import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -5,7 +5,8 @@
  * fires every 20 s (offsets spread over the 20 s, so ~500 occurrences/s) for about 40 s; the assertion
  * is the same one, per schedule over every occurrence from its first to its last.
  */
-import { createCatalog, createLogger, createSchedules, QueueSet, readHistory } from '@tickwork/runtime';
+import { createCatalog, createLogger, QueueSet } from '@tickwork/core';
+import { createSchedules, readHistory } from '@tickwork/schedules';
 import { startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,4 +1,5 @@
-import { createLogger, createSchedules, historyKeysOf, readHistory, runRecorder, scheduledRunOf, shardKeys, shardOf, type MissedPolicy, type QueueSet, type ScheduleSpec } from '@tickwork/runtime';
+import { createLogger, scheduledRunOf, type MissedPolicy, type QueueSet, type ScheduleSpec } from '@tickwork/core';
+import { createSchedules, historyKeysOf, readHistory, runRecorder, shardKeys, shardOf } from '@tickwork/schedules';
 import { describe, expect, it } from 'vitest';
 import { useRedisPerFile } from './testing/redis-per-file.js';
 import { scheduleOf } from './testing/store-fixture.js';
@@ -151,6 +152,6 @@ describe('writes racing with firing', () => {
   });
 });
 
-function createSchedulesNow(s: { queues: QueueSet; catalog: import('@tickwork/runtime').Catalog }) {
+function createSchedulesNow(s: { queues: QueueSet; catalog: import('@tickwork/core').Catalog }) {
   return createSchedules({ redis: t.redis, queues: s.queues, catalog: s.catalog, log });
 }

@@ -1,28 +1,5 @@
-import {
-  CatalogScheduleError,
-  createCatalog,
-  createLogger,
-  createSchedules,
-  defineBatchJob,
-  defineJob,
-  InvalidScheduleError,
-  PayloadValidationError,
-  QueueSet,
-  readHistory,
-  ScheduleIdError,
-  ScheduleNotFoundError,
-  shardKeys,
-  shardOf,
-  UnknownJobError,
-  encodeCore,
-  encodeDef,
-  historyKeysOf,
-  jobIndexKey,
-  runScriptMany,
-  SET_DEF,
-  type ListPage,
-  type Schedules,
-} from '@tickwork/runtime';
+import { CatalogScheduleError, createSchedules, InvalidScheduleError, readHistory, ScheduleIdError, ScheduleNotFoundError, shardKeys, shardOf, encodeCore, encodeDef, historyKeysOf, jobIndexKey, SET_DEF, type ListPage, type Schedules } from '@tickwork/schedules';
+import { createCatalog, createLogger, defineBatchJob, defineJob, PayloadValidationError, QueueSet, UnknownJobError, runScriptMany } from '@tickwork/core';
 import { describe, expect, it } from 'vitest';
 import { useRedisPerFile } from './testing/redis-per-file.js';
 import { z } from 'zod';

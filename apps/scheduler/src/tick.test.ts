@@ -1,4 +1,5 @@
-import { CLAIM, mergeOccurrence, occurrenceJobId, occurrenceKey, readHistory, runScript, scheduledRunOf, shardKeys, shardOf, type ScheduleSpec } from '@tickwork/runtime';
+import { CLAIM, mergeOccurrence, occurrenceJobId, readHistory, shardKeys, shardOf } from '@tickwork/schedules';
+import { occurrenceKey, runScript, scheduledRunOf, type ScheduleSpec } from '@tickwork/core';
 import { describe, expect, it } from 'vitest';
 import { useRedisPerFile } from './testing/redis-per-file.js';
 import { KINDS, scheduleOf } from './testing/store-fixture.js';

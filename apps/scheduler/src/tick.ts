@@ -1,16 +1,5 @@
-import {
-  claimBatchSize,
-  createDispatcher,
-  dueBacklog,
-  dueBacklogGauge,
-  dueLagGauge,
-  occurrencesDispatched,
-  type Catalog,
-  type DispatchResult,
-  type Logger,
-  type QueueSet,
-  type RedisClient,
-} from '@tickwork/runtime';
+import { claimBatchSize, createDispatcher, dueBacklog, dueBacklogGauge, dueLagGauge, occurrencesDispatched, type DispatchResult } from '@tickwork/schedules';
+import type { Catalog, Logger, QueueSet, RedisClient } from '@tickwork/core';
 
 export interface TickDeps {
   queues: QueueSet;

@@ -1,4 +1,6 @@
-import { createLogger, mergeOccurrence, occurrenceKey, runRecorder, type Alert, type ScheduleSpec } from '@tickwork/runtime';
+import { createLogger, occurrenceKey, type ScheduleSpec } from '@tickwork/core';
+import { mergeOccurrence, runRecorder } from '@tickwork/schedules';
+import type { Alert } from '@tickwork/operations';
 import { describe, expect, it } from 'vitest';
 import { useRedisPerFile } from './testing/redis-per-file.js';
 import { scheduleOf } from './testing/store-fixture.js';

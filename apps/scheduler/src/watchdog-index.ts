@@ -1,22 +1,6 @@
-import {
-  historyKeysOf,
-  lastOutcomes,
-  parseDef,
-  pipelineBySlot,
-  policiesOfCore,
-  ruleOfCore,
-  scheduleHealth,
-  SCHEDULE_SHARDS,
-  shardKeys,
-  shardOf,
-  slowAfterMsOf,
-  type Alerter,
-  type Catalog,
-  type Logger,
-  type OccurrenceRecord,
-  type SlotCommand,
-  type RedisClient,
-} from '@tickwork/runtime';
+import { historyKeysOf, lastOutcomes, parseDef, policiesOfCore, ruleOfCore, scheduleHealth, SCHEDULE_SHARDS, shardKeys, shardOf, slowAfterMsOf, type OccurrenceRecord } from '@tickwork/schedules';
+import { pipelineBySlot, type Catalog, type Logger, type SlotCommand, type RedisClient } from '@tickwork/core';
+import type { Alerter } from '@tickwork/operations';
 
 /**
  * The watchdog for runtime schedules that opted in (`watch: true`), without scanning them: per shard,

@@ -1,17 +1,7 @@
 import { Writable } from 'node:stream';
-import {
-  alertsEmitted,
-  createAlerter,
-  createCatalog,
-  defineJob,
-  mergeOccurrence,
-  occurrenceKey,
-  scheduleHealthy,
-  scheduleLastSuccess,
-  scheduleSlowRuns,
-  type ScheduleHealthAlert,
-  type SlowRunAlert,
-} from '@tickwork/runtime';
+import { alertsEmitted, createAlerter, type ScheduleHealthAlert, type SlowRunAlert } from '@tickwork/operations';
+import { createCatalog, defineJob, occurrenceKey } from '@tickwork/core';
+import { mergeOccurrence, scheduleHealthy, scheduleLastSuccess, scheduleSlowRuns } from '@tickwork/schedules';
 import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';

@@ -1,21 +1,6 @@
-import {
-  loadScheduleState,
-  occurrenceKey,
-  policiesOf,
-  readHistory,
-  scheduleHealthy,
-  scheduleLastSuccess,
-  scheduleSlowRuns,
-  slowAfterMsOf,
-  swapStatus,
-  type Alerter,
-  type AnyJob,
-  type Catalog,
-  type HealthStatus,
-  type Logger,
-  type ScheduleHealth,
-  type RedisClient,
-} from '@tickwork/runtime';
+import { loadScheduleState, readHistory, scheduleHealthy, scheduleLastSuccess, scheduleSlowRuns, slowAfterMsOf, type HealthStatus, type ScheduleHealth } from '@tickwork/schedules';
+import { occurrenceKey, policiesOf, type AnyJob, type Catalog, type Logger, type RedisClient } from '@tickwork/core';
+import { swapStatus, type Alerter } from '@tickwork/operations';
 
 /**
  * The schedule watchdog, tickwork's dead-man's switch. Every interval it judges each schedule's health the

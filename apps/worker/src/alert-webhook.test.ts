@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { WebhookSender } from '@tickwork/runtime';
+import { WebhookSender } from '@tickwork/operations';
 import { freePort } from '@tickwork/testkit';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { captureLogger } from './testing/capture-logger.js';

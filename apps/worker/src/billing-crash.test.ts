@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { billingChargeMonthly, DEMO_CUSTOMERS, DEMO_KEYS, type ChargeRecord } from '@tickwork/jobs';
-import { createLogger, jobOptions, QueueSet, type RedisClient } from '@tickwork/runtime';
+import { createLogger, jobOptions, QueueSet, type RedisClient } from '@tickwork/core';
 import { freePort, startApp, startTestRedis, TOPOLOGIES, waitFor, type AppProcess, type TestRedis } from '@tickwork/testkit';
 import type { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -2,18 +2,9 @@
  * Everything tickwork keeps in Redis besides the ledger (retention.test.ts) levels off: each growing
  * structure has a cap or a TTL (README: "What tickwork keeps in Redis").
  */
-import {
-  createAlerter,
-  createLogger,
-  EVENTS_MAX_LEN,
-  FAILURE_COUNT_TTL_MS,
-  lockKeys,
-  OverlapGuard,
-  QueueSet,
-  SKIP_RECORDS_TTL_MS,
-  withLock,
-  type DeadLetterEntry,
-} from '@tickwork/runtime';
+import { createAlerter, FAILURE_COUNT_TTL_MS, type DeadLetterEntry } from '@tickwork/operations';
+import { createLogger, EVENTS_MAX_LEN, QueueSet } from '@tickwork/core';
+import { lockKeys, OverlapGuard, SKIP_RECORDS_TTL_MS, withLock } from '@tickwork/exactly-once';
 import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,15 +1,5 @@
-import {
-  cancelChannel,
-  createRedis,
-  finishCancelRequest,
-  loadCancelRequests,
-  parseCancelMessage,
-  type CancelRequest,
-  type Logger,
-  type RedisOutageLog,
-  type RedisClient,
-  type RedisTarget,
-} from '@tickwork/runtime';
+import { cancelChannel, finishCancelRequest, loadCancelRequests, parseCancelMessage, type CancelRequest } from '@tickwork/operations';
+import { createRedis, type Logger, type RedisOutageLog, type RedisClient, type RedisTarget } from '@tickwork/core';
 import { JobCancelledError } from './errors.js';
 
 export interface CancelListenerOptions {

@@ -5,7 +5,9 @@
  * operator's retry runs the job again, resuming from its recorded steps.
  */
 import { fileURLToPath } from 'node:url';
-import { createLogger, createEnqueue, QueueSet, readHistory, requestCancel, JobNotFoundError, JobNotCancellableError, cancelRequestsKey } from '@tickwork/runtime';
+import { createLogger, createEnqueue, QueueSet } from '@tickwork/core';
+import { readHistory } from '@tickwork/schedules';
+import { requestCancel, JobNotFoundError, JobNotCancellableError, cancelRequestsKey } from '@tickwork/operations';
 import { appEntry, freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';

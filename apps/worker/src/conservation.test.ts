@@ -1,4 +1,5 @@
-import { createLogger, listDeadLetters, QueueSet } from '@tickwork/runtime';
+import { createLogger, QueueSet } from '@tickwork/core';
+import { listDeadLetters } from '@tickwork/operations';
 import { startTestRedis, TOPOLOGIES, waitFor, type AppProcess, type TestRedis } from '@tickwork/testkit';
 import { CONSERVATION_PREFIX, enqueueMix, expectConserved, startConservationWorker, waitUntilSettled } from './testing/conservation-check.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';

@@ -1,4 +1,5 @@
-import { createCatalog, defineJob, listDeadLetters, REDRIVE_OPTION, SCHEDULED_RUN_OPTION, type DeadLetter, type QueueSet } from '@tickwork/runtime';
+import { createCatalog, defineJob, REDRIVE_OPTION, SCHEDULED_RUN_OPTION, type QueueSet } from '@tickwork/core';
+import { listDeadLetters, type DeadLetter } from '@tickwork/operations';
 import { waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import { Worker, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';

@@ -1,22 +1,13 @@
 import { createServer, type Server } from 'node:http';
-import {
-  createAlerter,
-  createCatalog,
-  createEnqueue,
-  defineJob,
-  dlqName,
-  listDeadLetters,
-  QueueSet,
-  occurrenceJobId,
-  redriveDeadLetters,
-  SCHEDULED_RUN_OPTION,
-  type DeadLetter,
-} from '@tickwork/runtime';
+import { createAlerter, listDeadLetters, redriveDeadLetters, type DeadLetter } from '@tickwork/operations';
+import { createCatalog, createEnqueue, defineJob, dlqName, QueueSet, SCHEDULED_RUN_OPTION } from '@tickwork/core';
+import { occurrenceJobId } from '@tickwork/schedules';
 import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import { UnrecoverableError, Worker, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { listDlqItems, metricsRegistry, moveToDeadLetter } from '@tickwork/runtime';
+import { listDlqItems, moveToDeadLetter } from '@tickwork/operations';
+import { metricsRegistry } from '@tickwork/core';
 import { z } from 'zod';
 import { createDeadLetterRouting, type DeadLetterRouting } from './dead-letter.js';
 import { captureLogger } from './testing/capture-logger.js';

@@ -1,17 +1,5 @@
-import {
-  deliveryOf,
-  moveFailedJob,
-  moveToDeadLetter,
-  noteFailedAttempt,
-  registerQueues,
-  scheduleIdOf,
-  type Alerter,
-  type Catalog,
-  type Logger,
-  type MoveResult,
-  type QueueSet,
-  type RedisClient,
-} from '@tickwork/runtime';
+import { deliveryOf, registerQueues, scheduleIdOf, type Catalog, type Logger, type QueueSet, type RedisClient } from '@tickwork/core';
+import { moveFailedJob, moveToDeadLetter, noteFailedAttempt, type Alerter, type MoveResult } from '@tickwork/operations';
 import type { Job, Worker } from 'bullmq';
 
 export interface DeadLetterRoutingOptions {

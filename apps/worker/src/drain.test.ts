@@ -1,6 +1,6 @@
 /** SIGTERM drains: a real worker process finishes its active job before exiting 0, or past the deadline
  * aborts it, exits 0 and leaves it for another worker (nothing lost). */
-import { createLogger, createEnqueue, QueueSet } from '@tickwork/runtime';
+import { createLogger, createEnqueue, QueueSet } from '@tickwork/core';
 import { appEntry, fixtureModule, freePort, startApp, startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import { catalog, FIXTURE_KEYS } from '@tickwork/testkit/fixtures/fast-catalog';
 import type { Redis } from 'ioredis';

@@ -1,13 +1,4 @@
-import {
-  createCatalog,
-  createEnqueue,
-  defineJob,
-  enqueueByName,
-  PayloadTooLargeError,
-  PayloadValidationError,
-  QueueSet,
-  UnknownJobError,
-} from '@tickwork/runtime';
+import { createCatalog, createEnqueue, defineJob, enqueueByName, PayloadTooLargeError, PayloadValidationError, QueueSet, UnknownJobError } from '@tickwork/core';
 import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';

@@ -1,4 +1,4 @@
-import { alertWebhookUrl, databaseUrl, EnvError, logLevel, metricsToken, parseEnv, port, positiveInt, queuePrefix, redisStartupTimeoutMs, redisEnv, type Catalog } from '@tickwork/runtime';
+import { alertWebhookUrl, databaseUrl, EnvError, logLevel, metricsToken, parseEnv, port, positiveInt, queuePrefix, redisStartupTimeoutMs, redisEnv, type Catalog } from '@tickwork/core';
 import { z } from 'zod';
 
 const schema = z.object({

@@ -1,4 +1,5 @@
-import { cancellationReason, isCancellationReason, TickworkError, type CancelRequest } from '@tickwork/runtime';
+import { cancellationReason, isCancellationReason, type CancelRequest } from '@tickwork/operations';
+import { TickworkError } from '@tickwork/core';
 
 export class JobTimeoutError extends TickworkError {
   override name = 'JobTimeoutError';

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { createLogger, QueueSet, type RedisClient } from '@tickwork/runtime';
+import { createLogger, QueueSet, type RedisClient } from '@tickwork/core';
 import { freePort, startApp, startTestRedis, TOPOLOGIES, waitFor, type AppProcess, type TestRedis } from '@tickwork/testkit';
 import type { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

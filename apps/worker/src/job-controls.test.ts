@@ -2,7 +2,7 @@
  * What BullMQ users expect, set in defineJob: a job's priority, a queue's rate limit, and ctx.progress.
  * A real Redis and the worker's own pool (startWorkerPool), as the worker app runs it.
  */
-import { createCatalog, createEnqueue, createLogger, defineJob, JobDefinitionError, QueueSet, type AnyJob } from '@tickwork/runtime';
+import { createCatalog, createEnqueue, createLogger, defineJob, JobDefinitionError, QueueSet, type AnyJob } from '@tickwork/core';
 import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';

@@ -1,17 +1,5 @@
-import {
-  decideLateRun,
-  effectiveRule,
-  parseDef,
-  policiesOf,
-  policiesOfCore,
-  ruleOfCore,
-  shardKeys,
-  shardOf,
-  type AnyJob,
-  type LateRunDecision,
-  type ScheduledRun,
-  type RedisClient,
-} from '@tickwork/runtime';
+import { decideLateRun, effectiveRule, parseDef, policiesOfCore, ruleOfCore, shardKeys, shardOf, type LateRunDecision } from '@tickwork/schedules';
+import { policiesOf, type AnyJob, type ScheduledRun, type RedisClient } from '@tickwork/core';
 
 const ON_TIME: LateRunDecision = { action: 'run', catchUp: false };
 

@@ -1,19 +1,10 @@
 import { fileURLToPath } from 'node:url';
-import {
-  createRedis,
-  occurrenceKey,
-  readHistory,
-  SCHEDULED_RUN_OPTION,
-  shardKeys,
-  shardOf,
-  type MissedPolicy,
-  type OccurrenceRecord,
-  type ScheduledRun,
-} from '@tickwork/runtime';
+import { createRedis, occurrenceKey, SCHEDULED_RUN_OPTION, type MissedPolicy, type ScheduledRun } from '@tickwork/core';
+import { readHistory, shardKeys, shardOf, type OccurrenceRecord } from '@tickwork/schedules';
 import { freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { RedisClient } from '@tickwork/runtime';
+import type { RedisClient } from '@tickwork/core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { lateRunsKey } from './testing/late-fixtures.js';
 

@@ -4,14 +4,14 @@
  * runs it. Here the lost reply is set up directly in Redis (what moveToActive leaves: the job in `active`,
  * its lock holding the Worker's token), then the Worker's connection is killed, as a failover does.
  */
-import { createCatalog, defineJob, jobOptions, type QueueSet } from '@tickwork/runtime';
+import { createCatalog, defineJob, jobOptions, type QueueSet } from '@tickwork/core';
 import { waitFor } from '@tickwork/testkit';
 import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { startPoolFixture, type PoolFixture } from './testing/pool-fixture.js';
-import { ackConnectionOf } from './worker-pool.js';
+import { ackConnectionOf } from '@tickwork/bullmq-engine';
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 

@@ -1,19 +1,6 @@
-import {
-  createAlerter,
-  createEnqueue,
-  createLogger,
-  createPgPool,
-  exitOnStartupError,
-  openAppContext,
-  metricsRoute,
-  onShutdown,
-  allReady,
-  redisPingCheck,
-  redisAnswersWithin,
-  safeUrl,
-  startHealthServer,
-  startOutboxRelay,
-} from '@tickwork/runtime';
+import { createAlerter } from '@tickwork/operations';
+import { createEnqueue, createLogger, exitOnStartupError, openAppContext, metricsRoute, onShutdown, allReady, redisPingCheck, redisAnswersWithin, safeUrl, startHealthServer } from '@tickwork/core';
+import { createPgPool, startOutboxRelay } from '@tickwork/exactly-once';
 import { loadWorkerEnv, selectedQueues } from './env.js';
 import { createDeadLetterRouting } from './dead-letter.js';
 import { startWorkerPool } from './worker-pool.js';

@@ -7,7 +7,9 @@
  * the scheduler adds occurrences at their time.
  */
 import { fileURLToPath } from 'node:url';
-import { createLogger, createSchedules, MAX_HEAD_START_MS, QueueSet, readHistory, requestCancel, SCHEDULED_RUN_OPTION, scheduledRunOf, WorkerRegistry, type ScheduledRun } from '@tickwork/runtime';
+import { createLogger, QueueSet, SCHEDULED_RUN_OPTION, scheduledRunOf, WorkerRegistry, type ScheduledRun } from '@tickwork/core';
+import { createSchedules, MAX_HEAD_START_MS, readHistory } from '@tickwork/schedules';
+import { requestCancel } from '@tickwork/operations';
 import { appEntry, freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
 import type { JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';

@@ -1,9 +1,11 @@
 import { fileURLToPath } from 'node:url';
-import { createLogger, createRedis, createSchedules, OverlapGuard, QueueSet, readHistory, type OverlapPolicy } from '@tickwork/runtime';
+import { createLogger, createRedis, QueueSet, type OverlapPolicy } from '@tickwork/core';
+import { createSchedules, readHistory } from '@tickwork/schedules';
+import { OverlapGuard } from '@tickwork/exactly-once';
 import { freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { RedisClient } from '@tickwork/runtime';
+import type { RedisClient } from '@tickwork/core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { catalog, FX_KEYS, fxOverlapRuntime } from './testing/exactly-once-fixtures.js';
 import { readMetric } from './testing/read-metric.js';

@@ -1,6 +1,7 @@
-import type { Catalog, Enqueue, ExactlyOnce, Logger } from '@tickwork/runtime';
+import type { Catalog, Enqueue, Logger } from '@tickwork/core';
+import type { ExactlyOnce } from '@tickwork/exactly-once';
 import type { Job } from 'bullmq';
-import type { RedisClient } from '@tickwork/runtime';
+import type { RedisClient } from '@tickwork/core';
 import type { CancelListener } from './cancel-listener.js';
 import type { RunningJobs } from './running-jobs.js';
 import { JobRun } from './pipeline/job-run.js';

@@ -3,7 +3,9 @@
  * 30 s lock and lease): real worker processes, killed -9 or frozen with SIGSTOP while a run waits in the
  * middle of its handler (after a recorded step, before its effect).
  */
-import { createExactlyOnce, createLogger, jobOptions, listDeadLetters, QueueSet, workersKey, type IdempotencyLedger } from '@tickwork/runtime';
+import { createExactlyOnce, type IdempotencyLedger } from '@tickwork/exactly-once';
+import { createLogger, jobOptions, QueueSet, workersKey } from '@tickwork/core';
+import { listDeadLetters } from '@tickwork/operations';
 import { appEntry, fixtureModule, freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';

@@ -4,7 +4,8 @@
  * completed or dead-lettered exactly once (the move is idempotent and the sweep finishes interrupted
  * ones), and every completed job's run is recorded.
  */
-import { createLogger, listDeadLetters, QueueSet } from '@tickwork/runtime';
+import { createLogger, QueueSet } from '@tickwork/core';
+import { listDeadLetters } from '@tickwork/operations';
 import { startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CONSERVATION_PREFIX, enqueueMix, expectConserved, startConservationWorker, waitUntilSettled } from './testing/conservation-check.js';

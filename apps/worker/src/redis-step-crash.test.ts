@@ -4,7 +4,8 @@
  * commit together, so no customer is charged twice and none is missed, whether workers or Redis die.
  */
 import { fileURLToPath } from 'node:url';
-import { createExactlyOnce, createLogger, createRedis, ownerTagOf, parseLedgerRecord, QueueSet, type IdempotencyLedger } from '@tickwork/runtime';
+import { createExactlyOnce, parseLedgerRecord, type IdempotencyLedger } from '@tickwork/exactly-once';
+import { createLogger, createRedis, ownerTagOf, QueueSet } from '@tickwork/core';
 import { freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
 import type { Job } from 'bullmq';
 import { afterEach, describe, expect, it } from 'vitest';

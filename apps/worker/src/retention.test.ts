@@ -4,7 +4,9 @@
  * goes when its window ends, so Redis keeps nothing per run past it.
  */
 import { fileURLToPath } from 'node:url';
-import { createLogger, createRedis, IdempotencyLedger, jobRecordKey, listDlqItems, QueueSet, redriveDeadLetters, SCHEDULED_RUN_OPTION } from '@tickwork/runtime';
+import { createLogger, createRedis, QueueSet, SCHEDULED_RUN_OPTION } from '@tickwork/core';
+import { IdempotencyLedger, jobRecordKey } from '@tickwork/exactly-once';
+import { listDlqItems, redriveDeadLetters } from '@tickwork/operations';
 import { freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
 import type { Job, JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';

@@ -1,4 +1,4 @@
-import { defineJob, type JobContext } from '@tickwork/runtime';
+import { defineJob, type JobContext } from '@tickwork/core';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { JobTimeoutError } from './errors.js';

@@ -1,4 +1,4 @@
-import type { AnyJob, JobContext } from '@tickwork/runtime';
+import type { AnyJob, JobContext } from '@tickwork/core';
 import { JobCancelledError, JobTimeoutError, WorkerShutdownError } from './errors.js';
 import { asError } from './thrown-value.js';
 

@@ -1,4 +1,4 @@
-import { createCatalog, defineJob } from '@tickwork/runtime';
+import { createCatalog, defineJob } from '@tickwork/core';
 import type { Job } from 'bullmq';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';

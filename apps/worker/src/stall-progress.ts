@@ -1,6 +1,6 @@
-import type { Logger } from '@tickwork/runtime';
+import type { Logger } from '@tickwork/core';
 import type { Job } from 'bullmq';
-import type { RedisClient } from '@tickwork/runtime';
+import type { RedisClient } from '@tickwork/core';
 
 /** Resets BullMQ's stall count (`stc` in the job hash) only while `token` still holds the job's lock. */
 const RESET_STALLS = `if redis.call('GET', KEYS[2]) == ARGV[1] and redis.call('EXISTS', KEYS[1]) == 1 then

@@ -1,4 +1,5 @@
-import { createCatalog, createEnqueue, defineJob, listDeadLetters, redriveDeadLetters, type QueueSet } from '@tickwork/runtime';
+import { createCatalog, createEnqueue, defineJob, type QueueSet } from '@tickwork/core';
+import { listDeadLetters, redriveDeadLetters } from '@tickwork/operations';
 import { waitFor } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';

@@ -1,5 +1,6 @@
 import { inspect } from 'node:util';
-import { isCancellationReason, TickworkError } from '@tickwork/runtime';
+import { isCancellationReason } from '@tickwork/operations';
+import { TickworkError } from '@tickwork/core';
 import { JobCancelledError } from './errors.js';
 
 /** A handler threw something that is not an Error (a string, null, a plain object). */

@@ -1,4 +1,6 @@
-import { createExactlyOnce, createRedis, EVENTS_MAX_LEN, keyspaceOn, isCancellationReason, type AnyJob, type HealthCheck, type RedisOutageLog, type RedisClient, type RedisTarget } from '@tickwork/runtime';
+import { createExactlyOnce } from '@tickwork/exactly-once';
+import { createRedis, EVENTS_MAX_LEN, keyspaceOn, type AnyJob, type HealthCheck, type RedisOutageLog, type RedisClient, type RedisTarget } from '@tickwork/core';
+import { isCancellationReason } from '@tickwork/operations';
 import type { Worker } from 'bullmq';
 import { startCancelListener, type CancelListener } from './cancel-listener.js';
 import type { DeadLetterRouting } from './dead-letter.js';
@@ -6,7 +8,8 @@ import { createProcessor, type ProcessorDeps } from './processor.js';
 import { createRecovery } from './recovery/recovery.js';
 import { RunningJobs } from './running-jobs.js';
 import { soleDeliveryCheck } from './recovery/sole-delivery.js';
-import { TickworkWorker } from './tickwork-worker.js';
+import { TickworkWorker } from '@tickwork/bullmq-engine';
+import { ackConnectionOf } from '@tickwork/bullmq-engine';
 import { BatchRunner } from './batch/batch-runner.js';
 import { batchQueue } from './batch/batch-settle.js';
 
@@ -180,13 +183,6 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   };
 }
 
-/**
- * The connection `worker` acknowledges jobs on (moveToFinished). BullMQ hands out its ioredis instance
- * behind a thin proxy that passes commands through to it, so commands sent there share its order.
- */
-export function ackConnectionOf(worker: Worker | undefined): Promise<RedisClient> | undefined {
-  return worker?.getBackend().client as Promise<unknown> as Promise<RedisClient> | undefined;
-}
 
 /** The runner of batch job `def`'s queue, with connections of its own (a command one and a blocking one). */
 function startBatchRunner(opts: WorkerPoolOptions, queue: string, def: AnyJob, cancels: CancelListener): { queue: string; runner: BatchRunner; close(force?: boolean): Promise<void> } {

@@ -14,7 +14,8 @@
  * entry's index, as the cursor names it), not by paging 2,000 times.
  */
 import { performance } from 'node:perf_hooks';
-import { fillDeadLetters, filledEntryOf, startRedisServer, type FillOptions } from '@tickwork/testkit';
+import { fillDeadLetters, filledEntryOf, type FillOptions } from '@tickwork/operations';
+import { startRedisServer } from '@tickwork/testkit';
 import { reportPages, startBenchDashboard, timePages, type BenchDashboard } from './page-timing.js';
 
 const ENTRIES = Number(process.env.BENCH_DLQ_ENTRIES ?? 1_000_000);

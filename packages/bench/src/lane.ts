@@ -8,10 +8,11 @@
  * occurrence (handler start - nominal time) is recorded in the worker's memory (schedules/lag-recorder.ts).
  * Targets: tickwork p99 <= 100 ms behind the backlog, <= 20 ms idle.
  */
-import { createLogger, createRedis, createSchedules, DEFAULT_HEAD_START_MS, QueueSet } from '@tickwork/runtime';
+import { createLogger, createRedis, QueueSet } from '@tickwork/core';
+import { createSchedules, DEFAULT_HEAD_START_MS } from '@tickwork/schedules';
 import { Queue } from 'bullmq';
 import { fileURLToPath } from 'node:url';
-import type { RedisClient } from '@tickwork/runtime';
+import type { RedisClient } from '@tickwork/core';
 import { benchTick, catalog } from './schedules/catalog.js';
 import { cleanupAll, msUntilOk, percentile, privateRedis, sleep, startChild, type Child } from './schedules/harness.js';
 import type { LagReply } from './schedules/lag-recorder.js';

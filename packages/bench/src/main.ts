@@ -31,10 +31,12 @@
  * section), BENCH_LANE=0 (no scheduled-lane section), BENCH_LANE_SECONDS (default 45), BENCH_CLUSTER=0 (no
  * cluster row; cluster.ts has its own settings).
  */
-import { createCatalog, createExactlyOnce, parseLedgerRecord, createRedis, defineBatchJob, defineJob, runExactlyOnce, scanKeys, type Enqueue, type ExactlyOnce } from '@tickwork/runtime';
-import type { RedisClient } from '@tickwork/runtime';
+import { createCatalog, createRedis, defineBatchJob, defineJob, scanKeys, type Enqueue } from '@tickwork/core';
+import { createExactlyOnce, parseLedgerRecord, runExactlyOnce, type ExactlyOnce } from '@tickwork/exactly-once';
+import type { RedisClient } from '@tickwork/core';
 import { startRedisServer } from '@tickwork/testkit';
-import { createProcessor, RunningJobs, soleDeliveryCheck, startCancelListener, TickworkWorker } from '@tickwork/worker';
+import { createProcessor, RunningJobs, soleDeliveryCheck, startCancelListener } from '@tickwork/worker';
+import { TickworkWorker } from '@tickwork/bullmq-engine';
 import type { Job, Processor, Worker, WorkerOptions } from 'bullmq';
 import { pino } from 'pino';
 import { z } from 'zod';

@@ -2,8 +2,11 @@
  * One timed drain of a pre-filled queue by one BullMQ Worker (bench/main.ts runs it per mode and round):
  * jobs/s, the CPU each job cost Node and Redis, and the Redis commands each job cost the worker process.
  */
-import { ackBatchesSent, completionWriter, createRedis, EVENTS_MAX_LEN, jobOptions, keyspaceOn, type AnyJob, type RedisClient } from '@tickwork/runtime';
-import { ackConnectionOf, BatchRunner, batchQueue } from '@tickwork/worker';
+import { ackBatchesSent } from '@tickwork/bullmq-engine';
+import { completionWriter } from '@tickwork/exactly-once';
+import { createRedis, EVENTS_MAX_LEN, jobOptions, keyspaceOn, type AnyJob, type RedisClient } from '@tickwork/core';
+import { ackConnectionOf } from '@tickwork/bullmq-engine';
+import { BatchRunner, batchQueue } from '@tickwork/worker';
 import { pino } from 'pino';
 import { Queue, Worker, type JobsOptions, type Processor, type WorkerOptions } from 'bullmq';
 import { Redis } from 'ioredis';

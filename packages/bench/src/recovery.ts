@@ -17,10 +17,12 @@
  * Recovery: two real worker processes (defaults), a job waiting mid-run on one, that one killed -9; the
  * time until the job's handler starts again on the other.
  */
-import { createCatalog, createExactlyOnce, createRedis, defineJob, type Enqueue } from '@tickwork/runtime';
+import { createCatalog, createRedis, defineJob, type Enqueue } from '@tickwork/core';
+import { createExactlyOnce } from '@tickwork/exactly-once';
 import { appEntry, fixtureModule, freePort, startApp, startRedisServer, waitFor, type AppProcess } from '@tickwork/testkit';
 import { gated, RC_KEYS, RC_QUEUE } from '@tickwork/testkit/fixtures/recovery-catalog';
-import { ackConnectionOf, createProcessor, createRecovery, RunningJobs, type Recovery } from '@tickwork/worker';
+import { ackConnectionOf } from '@tickwork/bullmq-engine';
+import { createProcessor, createRecovery, RunningJobs, type Recovery } from '@tickwork/worker';
 import { Queue, Worker } from 'bullmq';
 import { pino } from 'pino';
 import { z } from 'zod';

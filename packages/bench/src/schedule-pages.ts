@@ -11,7 +11,8 @@
  */
 import { performance } from 'node:perf_hooks';
 import { catalog } from '@tickwork/jobs';
-import { createLogger, createSchedules, QueueSet } from '@tickwork/runtime';
+import { createLogger, QueueSet } from '@tickwork/core';
+import { createSchedules } from '@tickwork/schedules';
 import { startRedisServer } from '@tickwork/testkit';
 import { reportPages, startBenchDashboard, timePages, type BenchDashboard } from './page-timing.js';
 
@@ -29,7 +30,7 @@ function scheduleAt(i: number): { id: string; input: Parameters<ReturnType<typeo
 }
 
 async function fill(url: string): Promise<void> {
-  const { createRedis } = await import('@tickwork/runtime');
+  const { createRedis } = await import('@tickwork/core');
   const redis = createRedis(url, 'command');
   const queues = new QueueSet(redis, 'tw', createLogger('bench', 'silent'));
   const api = createSchedules({ redis, queues, catalog });

@@ -2,7 +2,7 @@
  * The soak's catalog (loaded by the stock worker through JOBS_MODULE): two no-op jobs, one per place a run's
  * record can live. Idempotent because: they do nothing.
  */
-import { createCatalog, defineJob } from '@tickwork/runtime';
+import { createCatalog, defineJob } from '@tickwork/core';
 import { z } from 'zod';
 
 /** Named by the job id BullMQ generates: its record lives in the job's own hash. */

@@ -12,7 +12,8 @@
  * lasts. Target (issue 9): at most 1 GiB, with every duplicate window honoured.
  */
 import { appEntry, freePort, startApp, startRedisServer, waitFor } from '@tickwork/testkit';
-import { classifyKey, createEnqueue, createLogger, createRedis, QueueSet, type Component } from '@tickwork/runtime';
+import { classifyKey, type Component } from '@tickwork/operations';
+import { createEnqueue, createLogger, createRedis, QueueSet } from '@tickwork/core';
 import type { Redis } from 'ioredis';
 import { fileURLToPath } from 'node:url';
 import { catalog, soakKeyed, soakNoop } from './soak-catalog.js';

@@ -2,7 +2,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { catalog, emailSend } from './index.js';
+import { catalog } from './index.js';
+import { emailSend } from './jobs/email-send.js';
 
 const jobsDir = join(dirname(fileURLToPath(import.meta.url)), 'jobs');
 

@@ -1,4 +1,4 @@
-import { createCatalog } from '@tickwork/runtime';
+import { createCatalog } from '@tickwork/core';
 import { billingChargeMonthly } from './jobs/billing-charge-monthly.js';
 import { digestMorning } from './jobs/digest-morning.js';
 import { digestUser } from './jobs/digest-user.js';
@@ -8,7 +8,7 @@ import { reportsDailyRevenue } from './jobs/reports-daily-revenue.js';
 import { sessionsCleanup } from './jobs/sessions-cleanup.js';
 
 export { billingChargeMonthly, digestMorning, digestUser, digestWeekly, emailSend, reportsDailyRevenue, sessionsCleanup };
-export * from './demo-data.js';
+export { DEMO_CUSTOMERS, DEMO_KEYS, type ChargeRecord } from './demo-data.js';
 
 /** Every job tickwork runs. Add a job: create a file in ./jobs and list it here. */
 export const catalog = createCatalog([

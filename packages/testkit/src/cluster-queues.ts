@@ -1,4 +1,4 @@
-import { createLogger, createRedis, QueueSet, type RedisClient } from '@tickwork/runtime';
+import { createLogger, createRedis, QueueSet, type RedisClient } from '@tickwork/core';
 import { startRedisCluster, type RedisClusterHandle } from './redis-cluster.js';
 
 /** A private cluster with a client made as the apps make theirs and a QueueSet over it: what the apps' cluster tests start with. */

@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { redisClusterNodes, redisTargetOf, redisUrl } from '@tickwork/runtime';
+import { redisClusterNodes, redisTargetOf, redisUrl } from '@tickwork/core';
 import { containerEnv, KUBERNETES_DIR, manifest, podSpecOf, readManifests, TEST_SECRETS, type Manifest } from './kubernetes.js';
 import { REPO_ROOT } from './paths.js';
 

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { DEFAULT_CLUSTER_FAILOVER_MS, type ClusterTarget } from '@tickwork/runtime';
+import { DEFAULT_CLUSTER_FAILOVER_MS, type ClusterTarget } from '@tickwork/core';
 import { Cluster, Redis } from 'ioredis';
 import { bindable, CLUSTER_BUS_OFFSET, freePort } from './free-port.js';
 import { spawnOnFreePort, spawnRedisServer } from './redis-server.js';

@@ -1,4 +1,4 @@
-import { createRedis, type ConnectionRole, type RedisClient } from '@tickwork/runtime';
+import { createRedis, type ConnectionRole, type RedisClient } from '@tickwork/core';
 import type { Cluster, Redis } from 'ioredis';
 import { startRedisCluster, type RedisClusterHandle } from './redis-cluster.js';
 import { startRedisServer, type RedisServerHandle } from './redis-server.js';

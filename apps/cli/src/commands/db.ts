@@ -1,4 +1,5 @@
-import { createPgPool, databaseUrl, migrateTickworkTables, safeUrl, TickworkError } from '@tickwork/runtime';
+import { createPgPool, migrateTickworkTables } from '@tickwork/exactly-once';
+import { databaseUrl, safeUrl, TickworkError } from '@tickwork/core';
 import type { CommandContext } from '../context.js';
 import type { Command } from './command.js';
 import { UsageError } from '../usage-error.js';

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { safeUrl, TickworkError } from '@tickwork/runtime';
+import { safeUrl, TickworkError } from '@tickwork/core';
 import { Redis } from 'ioredis';
 import type { Command } from './command.js';
 import { UsageError } from '../usage-error.js';

@@ -1,18 +1,5 @@
-import {
-  dlqListing,
-  DlqQueryError,
-  getDlqItem,
-  knownQueues,
-  parseDlqListQuery,
-  purgeAllDeadLetters,
-  purgeDeadLetters,
-  redriveAllDeadLetters,
-  redriveDeadLetters,
-  type BulkOutcome,
-  type BulkProgress,
-  DRY_RUN,
-  type DlqListing,
-} from '@tickwork/runtime';
+import { dlqListing, DlqQueryError, getDlqItem, parseDlqListQuery, purgeAllDeadLetters, purgeDeadLetters, redriveAllDeadLetters, redriveDeadLetters, type BulkOutcome, type BulkProgress, DRY_RUN, type DlqListing } from '@tickwork/operations';
+import { knownQueues } from '@tickwork/core';
 import type { CommandContext } from '../context.js';
 import type { Command } from './command.js';
 import { table } from '../table.js';

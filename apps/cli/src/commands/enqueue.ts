@@ -1,4 +1,4 @@
-import { enqueueByName } from '@tickwork/runtime';
+import { enqueueByName } from '@tickwork/core';
 import type { Command } from './command.js';
 import { integerFlag } from '../flags.js';
 import { readPayloadSource } from '../payload-source.js';

@@ -1,4 +1,4 @@
-import { hashPassword, parsePasswordHash, verifyPassword } from '@tickwork/runtime';
+import { hashPassword, parsePasswordHash, verifyPassword } from '@tickwork/operations';
 import type { Command } from './command.js';
 import { UsageError } from '../usage-error.js';
 

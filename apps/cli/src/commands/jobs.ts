@@ -1,4 +1,6 @@
-import { CancelInputError, describeSchedule, knownQueues, requestCancel } from '@tickwork/runtime';
+import { CancelInputError, requestCancel } from '@tickwork/operations';
+import { describeSchedule } from '@tickwork/schedules';
+import { knownQueues } from '@tickwork/core';
 import { userInfo } from 'node:os';
 import type { CommandContext } from '../context.js';
 import type { Command } from './command.js';

@@ -6,7 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { catalog } from '@tickwork/jobs';
-import { createCatalogSource, createLogger, createSchedules, QueueSet, type Schedules } from '@tickwork/runtime';
+import { createCatalogSource, createSchedules, type Schedules } from '@tickwork/schedules';
+import { createLogger, QueueSet } from '@tickwork/core';
 import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 

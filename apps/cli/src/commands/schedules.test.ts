@@ -2,7 +2,8 @@ import { execFile } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { mergeOccurrence, occurrenceKey, scheduleRegistryKey } from '@tickwork/runtime';
+import { mergeOccurrence, scheduleRegistryKey } from '@tickwork/schedules';
+import { occurrenceKey } from '@tickwork/core';
 import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 

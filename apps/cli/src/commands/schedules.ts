@@ -1,4 +1,4 @@
-import { loadScheduleOverviews, type ScheduleOverview } from '@tickwork/runtime';
+import { loadScheduleOverviews, type ScheduleOverview } from '@tickwork/schedules';
 import type { CommandContext } from '../context.js';
 import type { Command } from './command.js';
 import { integerFlag } from '../flags.js';

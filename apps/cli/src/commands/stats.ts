@@ -1,13 +1,4 @@
-import {
-  capacityReport,
-  COMPONENT_HELP,
-  DEFAULT_CAPACITY_SAMPLES,
-  estimateNote,
-  formatAge,
-  formatBytes,
-  formatRatio,
-  type CapacityReport,
-} from '@tickwork/runtime';
+import { capacityReport, COMPONENT_HELP, DEFAULT_CAPACITY_SAMPLES, estimateNote, formatAge, formatBytes, formatRatio, type CapacityReport } from '@tickwork/operations';
 import type { Command } from './command.js';
 import { table } from '../table.js';
 import { UsageError } from '../usage-error.js';

@@ -1,4 +1,4 @@
-import { CatalogScheduleError, readHistory, ScheduleNotFoundError, type ListQuery, type ScheduleSource, type ScheduleView } from '@tickwork/runtime';
+import { CatalogScheduleError, readHistory, ScheduleNotFoundError, type ListQuery, type ScheduleSource, type ScheduleView } from '@tickwork/schedules';
 import type { CommandContext } from '../context.js';
 import { integerFlag } from '../flags.js';
 import { UsageError } from '../usage-error.js';

@@ -1,4 +1,5 @@
-import type { MissedPolicy, OverlapPolicy, ScheduleInput } from '@tickwork/runtime';
+import type { MissedPolicy, OverlapPolicy } from '@tickwork/core';
+import type { ScheduleInput } from '@tickwork/schedules';
 import type { CommandContext } from '../context.js';
 import { durationFlag } from '../duration-flag.js';
 import { integerFlag } from '../flags.js';

@@ -1,4 +1,5 @@
-import { createRedis, createSchedules, QueueSet, TickworkError, type ScheduleInput, type Schedules, type ScheduleView } from '@tickwork/runtime';
+import { createRedis, QueueSet, TickworkError } from '@tickwork/core';
+import { createSchedules, type ScheduleInput, type Schedules, type ScheduleView } from '@tickwork/schedules';
 import { UsageError } from '../usage-error.js';
 import { stringFlag, type Subcommand } from './subcommand.js';
 

@@ -1,4 +1,4 @@
-import type { OccurrenceRecord, ScheduleView } from '@tickwork/runtime';
+import type { OccurrenceRecord, ScheduleView } from '@tickwork/schedules';
 import { DateTime } from 'luxon';
 import { table } from '../table.js';
 

@@ -1,5 +1,5 @@
 /** A catalog for CLI tests (JOBS_MODULE): one job whose payload may be large. */
-import { createCatalog, defineJob } from '@tickwork/runtime';
+import { createCatalog, defineJob } from '@tickwork/core';
 import { z } from 'zod';
 
 export const bulkImport = defineJob({

@@ -1,4 +1,5 @@
-import { dlqListing, knownQueues, type Catalog, type DlqListing, type DlqListQuery, type QueueSet, type RedisClient } from '@tickwork/runtime';
+import { dlqListing, type DlqListing, type DlqListQuery } from '@tickwork/operations';
+import { knownQueues, type Catalog, type QueueSet, type RedisClient } from '@tickwork/core';
 
 export interface DeadLetterSource {
   catalog: Catalog;

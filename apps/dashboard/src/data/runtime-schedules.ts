@@ -1,4 +1,5 @@
-import { readHistory, TickworkError, type ListPage, type OccurrenceRecord, type Schedules, type ScheduleView, type RedisClient } from '@tickwork/runtime';
+import { readHistory, type ListPage, type OccurrenceRecord, type Schedules, type ScheduleView } from '@tickwork/schedules';
+import { TickworkError, type RedisClient } from '@tickwork/core';
 import { HISTORY_ROWS } from './schedules.js';
 
 /** A listing parameter the dashboard cannot use (a 400 that names it). */

@@ -1,4 +1,5 @@
-import { loadScheduleOverview, loadScheduleOverviews, readHistory, type Catalog, type OccurrenceRecord, type ScheduleOverview, type RedisClient } from '@tickwork/runtime';
+import { loadScheduleOverview, loadScheduleOverviews, readHistory, type OccurrenceRecord, type ScheduleOverview } from '@tickwork/schedules';
+import type { Catalog, RedisClient } from '@tickwork/core';
 
 /** One schedule on the pages: what `tickwork schedules` shows too (see loadScheduleOverviews). */
 export type ScheduleRow = ScheduleOverview;

@@ -1,4 +1,4 @@
-import { COMPONENT_HELP, estimateNote, formatAge, formatBytes, formatRatio, type CapacityReport } from '@tickwork/runtime';
+import { COMPONENT_HELP, estimateNote, formatAge, formatBytes, formatRatio, type CapacityReport } from '@tickwork/operations';
 import { html, type SafeHtml } from '../html.js';
 import { layout, time } from './layout.js';
 

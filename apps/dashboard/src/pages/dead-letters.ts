@@ -1,4 +1,4 @@
-import { DLQ_BATCH_SIZE, type DlqItem, type DlqListing, type DlqListQuery, type DlqSummary, type ForeignDlqJob } from '@tickwork/runtime';
+import { DLQ_BATCH_SIZE, type DlqItem, type DlqListing, type DlqListQuery, type DlqSummary, type ForeignDlqJob } from '@tickwork/operations';
 import { html, type SafeHtml } from '../html.js';
 import { action } from './forms.js';
 import { layout, time, type Flash } from './layout.js';

@@ -1,4 +1,4 @@
-import type { CancelRequest } from '@tickwork/runtime';
+import type { CancelRequest } from '@tickwork/operations';
 import { CSRF_FIELD } from '../csrf.js';
 import { html, type SafeHtml } from '../html.js';
 import { layout, time, type Flash } from './layout.js';

@@ -1,4 +1,4 @@
-import { slowAfterMsOf, type OccurrenceRecord, type ScheduleView } from '@tickwork/runtime';
+import { slowAfterMsOf, type OccurrenceRecord, type ScheduleView } from '@tickwork/schedules';
 import { DEFAULT_PAGE, type RuntimePage, type RuntimeQuery } from '../data/runtime-schedules.js';
 import { html, type SafeHtml } from '../html.js';
 import { duration, layout, time, type Flash } from './layout.js';

@@ -1,4 +1,4 @@
-import type { ScheduleView } from '@tickwork/runtime';
+import type { ScheduleView } from '@tickwork/schedules';
 import { html, type SafeHtml } from '../html.js';
 import { action } from './forms.js';
 import { time } from './layout.js';

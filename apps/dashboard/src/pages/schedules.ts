@@ -1,4 +1,5 @@
-import { slowAfterMsOf, type OccurrenceRecord, type PreviewOccurrence, type SchedulePolicies, type ScheduleView } from '@tickwork/runtime';
+import { slowAfterMsOf, type OccurrenceRecord, type PreviewOccurrence, type ScheduleView } from '@tickwork/schedules';
+import type { SchedulePolicies } from '@tickwork/core';
 import { HISTORY_ROWS, type ScheduleRow } from '../data/schedules.js';
 import { html, type SafeHtml } from '../html.js';
 import { duration, layout, time, type Flash } from './layout.js';

@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import type { RedisClient } from '@tickwork/runtime';
+import type { RedisClient } from '@tickwork/core';
 import { AuditQueryError, readAudit } from '../audit.js';
 import { html } from '../html.js';
 import { layout } from '../pages/layout.js';

@@ -1,4 +1,4 @@
-import { capacityReport, type CapacitySource } from '@tickwork/runtime';
+import { capacityReport, type CapacitySource } from '@tickwork/operations';
 import { Router } from 'express';
 import { renderCapacity } from '../pages/capacity.js';
 import { sendPage } from './respond.js';

@@ -1,16 +1,5 @@
-import {
-  DeadLetterNotFoundError,
-  DLQ_BATCH_SIZE,
-  DlqQueryError,
-  getDlqItem,
-  parseDlqListQuery,
-  purgeAllDeadLetters,
-  purgeDeadLetters,
-  redriveAllDeadLetters,
-  redriveDeadLetters,
-  type DlqListQuery,
-  type Logger,
-} from '@tickwork/runtime';
+import { DeadLetterNotFoundError, DLQ_BATCH_SIZE, DlqQueryError, getDlqItem, parseDlqListQuery, purgeAllDeadLetters, purgeDeadLetters, redriveAllDeadLetters, redriveDeadLetters, type DlqListQuery } from '@tickwork/operations';
+import type { Logger } from '@tickwork/core';
 import express, { Router, type Request, type Response } from 'express';
 import { signedIn } from '../basic-auth.js';
 import type { Csrf } from '../csrf.js';

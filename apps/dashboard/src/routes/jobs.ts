@@ -1,13 +1,5 @@
-import {
-  CancelInputError,
-  JobNotCancellableError,
-  JobNotFoundError,
-  pendingCancels,
-  requestCancel,
-  type Catalog,
-  type QueueSet,
-  type RedisClient,
-} from '@tickwork/runtime';
+import { CancelInputError, JobNotCancellableError, JobNotFoundError, pendingCancels, requestCancel } from '@tickwork/operations';
+import type { Catalog, QueueSet, RedisClient } from '@tickwork/core';
 import express, { Router, type Request, type Response } from 'express';
 import { signedIn } from '../basic-auth.js';
 import type { Csrf } from '../csrf.js';

@@ -1,4 +1,5 @@
-import { CatalogScheduleError, TickworkError, type Catalog, type Logger, type Schedules } from '@tickwork/runtime';
+import { CatalogScheduleError, type Schedules } from '@tickwork/schedules';
+import { TickworkError, type Catalog, type Logger } from '@tickwork/core';
 import express, { Router, type Request, type Response } from 'express';
 import type { Csrf } from '../csrf.js';
 import { html } from '../html.js';

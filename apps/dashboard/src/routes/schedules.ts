@@ -1,4 +1,4 @@
-import type { Schedules } from '@tickwork/runtime';
+import type { Schedules } from '@tickwork/schedules';
 import { Router, type Request, type Response } from 'express';
 import { signedIn } from '../basic-auth.js';
 import type { Csrf } from '../csrf.js';

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import { catalog } from '@tickwork/jobs';
-import { createLogger, hashPassword, moveToDeadLetter, parsePasswordHash, QueueSet, type Logger, type RedisClient } from '@tickwork/runtime';
+import { createLogger, QueueSet, type Logger, type RedisClient } from '@tickwork/core';
+import { hashPassword, moveToDeadLetter, parsePasswordHash } from '@tickwork/operations';
 import { startTestRedis, waitFor, type TestRedis, type Topology } from '@tickwork/testkit';
 import { Worker } from 'bullmq';
 import { afterAll, beforeAll, beforeEach } from 'vitest';

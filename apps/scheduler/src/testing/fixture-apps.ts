@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { appEntry, freePort, redisEnvOf, REPO_ROOT, startApp, type AppProcess, type RedisClusterHandle } from '@tickwork/testkit';
-import type { RedisClient } from '@tickwork/runtime';
+import type { RedisClient } from '@tickwork/core';
 import { FX_RUNS_KEY } from './fixture-catalog.js';
 
 /**

@@ -2,7 +2,7 @@
  * Test-only catalog (built to dist/testing so scheduler and worker child processes can load it through
  * JOBS_MODULE). Not part of the production catalog.
  */
-import { createCatalog, defineJob } from '@tickwork/runtime';
+import { createCatalog, defineJob } from '@tickwork/core';
 import { z } from 'zod';
 
 /** List of JSON `{ key, catchUp, nominal }`, one per handler run. */

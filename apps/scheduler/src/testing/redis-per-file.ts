@@ -1,4 +1,4 @@
-import type { QueueSet } from '@tickwork/runtime';
+import type { QueueSet } from '@tickwork/core';
 import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';

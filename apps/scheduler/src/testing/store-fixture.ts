@@ -1,4 +1,5 @@
-import { createCatalog, createCatalogSource, createDispatcher, createLogger, createSchedules, defineJob, QueueSet, type ScheduleSpec } from '@tickwork/runtime';
+import { createCatalog, createLogger, defineJob, QueueSet, type ScheduleSpec } from '@tickwork/core';
+import { createCatalogSource, createDispatcher, createSchedules } from '@tickwork/schedules';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 

@@ -1,4 +1,5 @@
-import { cancellationReason, describeIssues, PayloadValidationError, validatePayload, type AnyJob, type BatchItem } from '@tickwork/runtime';
+import { cancellationReason } from '@tickwork/operations';
+import { describeIssues, PayloadValidationError, validatePayload, type AnyJob, type BatchItem } from '@tickwork/core';
 import type { CancelListener } from '../cancel-listener.js';
 import type { FailedAttempt } from './batch-settle.js';
 

@@ -5,7 +5,7 @@
  * a batch stopped by a shutdown past its drain deadline goes back to the queue, not as a failed attempt.
  */
 import { fileURLToPath } from 'node:url';
-import { createLogger, QueueSet } from '@tickwork/runtime';
+import { createLogger, QueueSet } from '@tickwork/core';
 import { appEntry, freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';

@@ -3,7 +3,8 @@
  * effects committed once, in batches no larger than the job's size; an invalid job failing alone; a failed
  * batch retried by its jobs' retry policy and dead-lettered when they run out; a paused queue left alone.
  */
-import { cancelRequestsKey, listDlqItems, metricsRegistry, requestCancel } from '@tickwork/runtime';
+import { cancelRequestsKey, listDlqItems, requestCancel } from '@tickwork/operations';
+import { metricsRegistry } from '@tickwork/core';
 import { waitFor } from '@tickwork/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { BT_KEYS, catalog } from '../testing/batch-fixtures.js';

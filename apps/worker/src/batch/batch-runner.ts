@@ -1,21 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import {
-  jobsCancelled,
-  jobTally,
-  leasesLost,
-  RedisStepSlotError,
-  RedisTx,
-  runScript,
-  type AnyJob,
-  type BatchItem,
-  type Enqueue,
-  type Logger,
-  type RedisClient,
-  type RedisOutageLog,
-} from '@tickwork/runtime';
+import { jobsCancelled, jobTally, RedisTx, runScript, type AnyJob, type BatchItem, type Enqueue, type Logger, type RedisClient, type RedisOutageLog } from '@tickwork/core';
+import { leasesLost, RedisStepSlotError } from '@tickwork/exactly-once';
 import type { CancelListener } from '../cancel-listener.js';
 import { admit, type FetchedJob } from './batch-admit.js';
-import { FETCH_BATCH, RECLAIM_BATCHES } from './batch-lua.js';
+import { FETCH_BATCH, RECLAIM_BATCHES } from '@tickwork/bullmq-engine';
 import { completeBatch, failAttempts, type BatchQueue, type FailedAttempt } from './batch-settle.js';
 
 export interface BatchRunnerOptions {

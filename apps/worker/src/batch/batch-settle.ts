@@ -1,6 +1,7 @@
-import { jobOptions, keyOutsideSlot, queueStructureKey, RedisStepSlotError, runScript, RedisTx, type AnyJob, type BatchItem, type QueueKeyspace, type RedisClient } from '@tickwork/runtime';
+import { jobOptions, keyOutsideSlot, queueStructureKey, runScript, RedisTx, type AnyJob, type BatchItem, type QueueKeyspace, type RedisClient } from '@tickwork/core';
+import { RedisStepSlotError } from '@tickwork/exactly-once';
 import { Backoffs, UnrecoverableError, type JobsOptions } from 'bullmq';
-import { COMPLETE_BATCH, FAIL_BATCH } from './batch-lua.js';
+import { COMPLETE_BATCH, FAIL_BATCH } from '@tickwork/bullmq-engine';
 
 /** The keys and constants one queue's batch scripts share. */
 export interface BatchQueue {

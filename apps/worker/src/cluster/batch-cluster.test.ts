@@ -3,7 +3,8 @@
  * jobs, its lease keys and its writes carrying the queue's hash tag all live on the queue's slot; a batch
  * writing a key outside that slot fails its jobs to the DLQ, naming the tag to give the key.
  */
-import { createEnqueue, listDeadLetters, scanKeys, slotOf, type QueueSet, type RedisClient } from '@tickwork/runtime';
+import { createEnqueue, scanKeys, slotOf, type QueueSet, type RedisClient } from '@tickwork/core';
+import { listDeadLetters } from '@tickwork/operations';
 import { appEntry, freePort, REPO_ROOT, startApp, startClusterQueues, waitFor, type AppProcess, type ClusterQueues, type RedisClusterHandle } from '@tickwork/testkit';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';

@@ -4,15 +4,8 @@
  * of a queue (BullMQ's, its DLQ's, its runs' ledger records and step results) is on that queue's slot,
  * and a final failure lands in the queue's DLQ.
  */
-import {
-  createEnqueue,
-  dlqName,
-  listDeadLetters,
-  type QueueSet,
-  scanKeys,
-  slotOf,
-  type RedisClient,
-} from '@tickwork/runtime';
+import { createEnqueue, dlqName, type QueueSet, scanKeys, slotOf, type RedisClient } from '@tickwork/core';
+import { listDeadLetters } from '@tickwork/operations';
 import { appEntry, freePort, REPO_ROOT, startApp, startClusterQueues, waitFor, type AppProcess, type ClusterQueues, type RedisClusterHandle } from '@tickwork/testkit';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';

@@ -5,12 +5,13 @@
  * Cluster client), so the writer's batches span two slots and are split per slot. Each master is watched
  * with MONITOR.
  */
-import { createExactlyOnce, createRedis, jobRecordKey, RedisStepSlotError, runExactlyOnce, type RedisClient, type RunRecordPlace } from '@tickwork/runtime';
+import { createExactlyOnce, jobRecordKey, RedisStepSlotError, runExactlyOnce, type RunRecordPlace } from '@tickwork/exactly-once';
+import { createRedis, type RedisClient } from '@tickwork/core';
 import { monitorRedis, startRedisCluster, waitFor, type RedisClusterHandle } from '@tickwork/testkit';
 import { Queue, Worker } from 'bullmq';
 import { pino } from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ackConnectionOf } from '../worker-pool.js';
+import { ackConnectionOf } from '@tickwork/bullmq-engine';
 
 const silent = pino({ level: 'silent' });
 const QUEUES = ['alpha', 'delta'] as const; // slots 865 and 9053: different masters

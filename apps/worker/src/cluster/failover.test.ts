@@ -3,7 +3,7 @@
  * 2 s) and the worker carries on by itself with tickwork's default failover budget. Every job completes,
  * none fails, and each job's exactly-once effect is committed once.
  */
-import { createEnqueue, createLogger, createRedis, QueueSet, type RedisClient } from '@tickwork/runtime';
+import { createEnqueue, createLogger, createRedis, QueueSet, type RedisClient } from '@tickwork/core';
 import { appEntry, freePort, REPO_ROOT, startApp, startRedisCluster, waitFor, type AppProcess, type RedisClusterHandle } from '@tickwork/testkit';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';

@@ -4,7 +4,7 @@
  * step's record while alpha's master is frozen, and delta's runs, claimed up front with a step each, still
  * complete meanwhile. Once the master answers again, alpha's run completes too.
  */
-import { createEnqueue, type QueueSet, type RedisClient } from '@tickwork/runtime';
+import { createEnqueue, type QueueSet, type RedisClient } from '@tickwork/core';
 import { appEntry, freePort, REPO_ROOT, startApp, startClusterQueues, waitFor, type AppProcess, type ClusterQueues, type RedisClusterHandle } from '@tickwork/testkit';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';

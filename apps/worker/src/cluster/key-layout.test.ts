@@ -4,7 +4,7 @@
  * and points to the README's migration section. A clean start on a cluster records the layout; one Redis's
  * keys stay as they were (nothing written).
  */
-import { checkKeyLayout, createRedis, KeyLayoutError, layoutKey, type RedisClient } from '@tickwork/runtime';
+import { checkKeyLayout, createRedis, KeyLayoutError, layoutKey, type RedisClient } from '@tickwork/core';
 import { appEntry, freePort, REPO_ROOT, startApp, startRedisCluster, startRedisServer, type RedisClusterHandle, type RedisServerHandle } from '@tickwork/testkit';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';

@@ -4,7 +4,9 @@
  * result, and it ran before the acknowledgement (same script); a refused completion is still counted; a
  * completion BullMQ never acknowledges is written anyway.
  */
-import { completionWriter, CompletionWriter, createCatalog, createExactlyOnce, defineJob, duplicatesRanUnclaimed, foldAcks, jobRecordKey, type ExactlyOnce } from '@tickwork/runtime';
+import { completionWriter, CompletionWriter, createExactlyOnce, duplicatesRanUnclaimed, jobRecordKey, type ExactlyOnce } from '@tickwork/exactly-once';
+import { createCatalog, defineJob } from '@tickwork/core';
+import { foldAcks } from '@tickwork/bullmq-engine';
 import { monitorRedis, startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -12,7 +14,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createProcessor } from '../processor.js';
-import { ackConnectionOf } from '../worker-pool.js';
+import { ackConnectionOf } from '@tickwork/bullmq-engine';
 
 let server: RedisServerHandle;
 let redis: Redis;

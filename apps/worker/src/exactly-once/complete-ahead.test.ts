@@ -5,21 +5,13 @@
  * was lost) is logged and counted; a record resent after a reconnect is accepted.
  */
 import { monitorRedis, startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
-import {
-  CompletionWriter,
-  IdempotencyLedger,
-  createExactlyOnce,
-  jobRecordKey,
-  leasesLost,
-  runExactlyOnce,
-  type RunRecordPlace,
-} from '@tickwork/runtime';
+import { CompletionWriter, IdempotencyLedger, createExactlyOnce, jobRecordKey, leasesLost, runExactlyOnce, type RunRecordPlace } from '@tickwork/exactly-once';
 import { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { captureLogger } from '../testing/capture-logger.js';
-import { ackConnectionOf } from '../worker-pool.js';
+import { ackConnectionOf } from '@tickwork/bullmq-engine';
 
 let server: RedisServerHandle;
 let redis: Redis;

@@ -6,17 +6,8 @@
  * - the documented cost: a handler without steps may run beside a redelivery of its job; it is counted,
  *   and the run's record keeps the other delivery's result.
  */
-import {
-  createCatalog,
-  createExactlyOnce,
-  defineJob,
-  duplicatesRanUnclaimed,
-  IdempotencyLedger,
-  jobRecordKey,
-  runExactlyOnce,
-  type ExactlyOnce,
-  type RunExactlyOnceOptions,
-} from '@tickwork/runtime';
+import { createCatalog, defineJob } from '@tickwork/core';
+import { createExactlyOnce, duplicatesRanUnclaimed, IdempotencyLedger, jobRecordKey, runExactlyOnce, type ExactlyOnce, type RunExactlyOnceOptions } from '@tickwork/exactly-once';
 import { monitorRedis, startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import { Queue, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';

@@ -1,15 +1,7 @@
 import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
-import {
-  IdempotencyLedger,
-  LeaseLostError,
-  StepError,
-  createExactlyOnce,
-  createSteps,
-  duplicatesSuppressed,
-  runExactlyOnce,
-} from '@tickwork/runtime';
+import { IdempotencyLedger, LeaseLostError, StepError, createExactlyOnce, createSteps, duplicatesSuppressed, runExactlyOnce } from '@tickwork/exactly-once';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let server: RedisServerHandle;

@@ -1,5 +1,5 @@
 import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
-import { createSteps, IdempotencyLedger, LeaseLostError, type RunRecordPlace } from '@tickwork/runtime';
+import { createSteps, IdempotencyLedger, LeaseLostError, type RunRecordPlace } from '@tickwork/exactly-once';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 

@@ -6,7 +6,8 @@
  * with its counters reset) is not sole, so its step is not run again; a delivery stops counting as sole
  * once its lock's first half has passed or its process's liveness is in doubt.
  */
-import { createCatalog, createExactlyOnce, defineJob, JOB_RECORD_FIELD, jobRecordKey, type ExactlyOnce } from '@tickwork/runtime';
+import { createCatalog, defineJob } from '@tickwork/core';
+import { createExactlyOnce, JOB_RECORD_FIELD, jobRecordKey, type ExactlyOnce } from '@tickwork/exactly-once';
 import { monitorRedis, startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import { Queue, type Job, type Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -15,8 +16,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createProcessor } from '../processor.js';
 import { soleDeliveryCheck } from '../recovery/sole-delivery.js';
-import { TickworkWorker } from '../tickwork-worker.js';
-import { ackConnectionOf } from '../worker-pool.js';
+import { TickworkWorker } from '@tickwork/bullmq-engine';
+import { ackConnectionOf } from '@tickwork/bullmq-engine';
 
 let server: RedisServerHandle;
 let redis: Redis;

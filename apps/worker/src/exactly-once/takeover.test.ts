@@ -4,7 +4,8 @@
  * process does) while its run waits, the second takes the run over at once instead of waiting out the lease,
  * and the first one's late step and completion are refused.
  */
-import { createExactlyOnce, IdempotencyLedger, LeaseLostError, runExactlyOnce, WorkerRegistry, type ExactlyOnce } from '@tickwork/runtime';
+import { createExactlyOnce, IdempotencyLedger, LeaseLostError, runExactlyOnce, type ExactlyOnce } from '@tickwork/exactly-once';
+import { WorkerRegistry } from '@tickwork/core';
 import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';

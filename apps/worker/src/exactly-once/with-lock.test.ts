@@ -1,16 +1,6 @@
 import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
-import {
-  InvalidLockOptionsError,
-  LockLostError,
-  LockNotAcquiredError,
-  RedisLock,
-  StaleFencingTokenError,
-  fencedGet,
-  fencedSet,
-  lockKeys,
-  withLock,
-} from '@tickwork/runtime';
+import { InvalidLockOptionsError, LockLostError, LockNotAcquiredError, RedisLock, StaleFencingTokenError, fencedGet, fencedSet, lockKeys, withLock } from '@tickwork/exactly-once';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let server: RedisServerHandle;

@@ -4,7 +4,8 @@
  * taking over. Every committed row must become exactly one job that runs exactly once.
  */
 import { fileURLToPath } from 'node:url';
-import { createLogger, enqueueInTransaction, inTransaction, QueueSet, type Pool } from '@tickwork/runtime';
+import { createLogger, QueueSet } from '@tickwork/core';
+import { enqueueInTransaction, inTransaction, type Pool } from '@tickwork/exactly-once';
 import { appEntry, freePort, startApp, waitFor, type AppProcess, type PostgresServerHandle, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';

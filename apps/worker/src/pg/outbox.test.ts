@@ -2,18 +2,8 @@
  * Transactional enqueue: rows written in the caller's transaction, relayed to BullMQ by startOutboxRelay,
  * against a private PostgreSQL and a private Redis (in-process relays; the crash test is outbox-crash.test.ts).
  */
-import {
-  createLogger,
-  createPgPool,
-  enqueueInTransaction,
-  inTransaction,
-  QueueSet,
-  relayOutboxOnce,
-  startOutboxRelay,
-  type Logger,
-  type OutboxRelay,
-  type Pool,
-} from '@tickwork/runtime';
+import { createLogger, QueueSet, type Logger } from '@tickwork/core';
+import { createPgPool, enqueueInTransaction, inTransaction, relayOutboxOnce, startOutboxRelay, type OutboxRelay, type Pool } from '@tickwork/exactly-once';
 import { waitFor, type PostgresServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';

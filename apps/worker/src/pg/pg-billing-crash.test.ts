@@ -4,7 +4,8 @@
  * while runs are in flight, then every customer of every run must be charged exactly once.
  */
 import { fileURLToPath } from 'node:url';
-import { createRedis, jobOptions, type Pool } from '@tickwork/runtime';
+import { createRedis, jobOptions } from '@tickwork/core';
+import type { Pool } from '@tickwork/exactly-once';
 import { appEntry, freePort, startApp, waitFor, type AppProcess, type PostgresServerHandle, type RedisServerHandle } from '@tickwork/testkit';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, expect, it } from 'vitest';

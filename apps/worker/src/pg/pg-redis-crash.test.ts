@@ -5,7 +5,7 @@
  * no customer is charged twice and none is missed.
  */
 import { fileURLToPath } from 'node:url';
-import { createRedis, jobOptions } from '@tickwork/runtime';
+import { createRedis, jobOptions } from '@tickwork/core';
 import { appEntry, freePort, startApp, waitFor, type AppProcess } from '@tickwork/testkit';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, expect, it } from 'vitest';

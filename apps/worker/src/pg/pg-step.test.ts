@@ -1,5 +1,6 @@
 /** pgStep against a private PostgreSQL: the effect and its record commit, roll back and race together. */
-import { createLogger, createPgPool, LeaseLostError, migrateTickworkTables, onStepRecordedFor, pgStep, pruneSteps, type Pool } from '@tickwork/runtime';
+import { createLogger } from '@tickwork/core';
+import { createPgPool, LeaseLostError, migrateTickworkTables, onStepRecordedFor, pgStep, pruneSteps, type Pool } from '@tickwork/exactly-once';
 import { startPostgresServer, waitFor, type PostgresServerHandle } from '@tickwork/testkit';
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
 

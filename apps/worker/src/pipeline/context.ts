@@ -1,4 +1,5 @@
-import { isCatchUpOf, lockFn, onStepRecordedFor, type Enqueue, type JobContext, type LockFn, type Logger, type RedisStepFn, type StepFn, type RedisClient } from '@tickwork/runtime';
+import { isCatchUpOf, type Enqueue, type JobContext, type LockFn, type Logger, type RedisStepFn, type StepFn, type RedisClient } from '@tickwork/core';
+import { lockFn, onStepRecordedFor } from '@tickwork/exactly-once';
 import type { JobRun } from './job-run.js';
 
 /**

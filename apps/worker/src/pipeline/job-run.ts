@@ -1,4 +1,6 @@
-import { jobTally, type AbortSource, type JobTally, type AnyJob, type Delivery, type ExactlyOnceRun, type Logger, type RunExactlyOnceOptions, type RunRecorder, type RunRecordPlace, type RedisClient } from '@tickwork/runtime';
+import { jobTally, type JobTally, type AnyJob, type Delivery, type Logger, type RedisClient } from '@tickwork/core';
+import type { AbortSource, ExactlyOnceRun, RunExactlyOnceOptions, RunRecordPlace } from '@tickwork/exactly-once';
+import type { RunRecorder } from '@tickwork/schedules';
 import { DelayedError, type Job } from 'bullmq';
 import type { ProcessorDeps } from '../processor.js';
 import type { Next } from './stage.js';

@@ -1,4 +1,4 @@
-import type { Logger, RedisClient } from '@tickwork/runtime';
+import type { Logger, RedisClient } from '@tickwork/core';
 import { Job, type Worker } from 'bullmq';
 import { activeLockedBy } from './reaper.js';
 

@@ -1,4 +1,4 @@
-import { defineScript, runScript, type DeadWorker, type Logger, type RedisClient } from '@tickwork/runtime';
+import { defineScript, runScript, type DeadWorker, type Logger, type RedisClient } from '@tickwork/core';
 import { Job, type Worker } from 'bullmq';
 
 /** BullMQ's own wording, so a dead letter reads the same whichever check counted the last stall. */

@@ -1,4 +1,4 @@
-import { createRedis, WorkerRegistry, type Logger, type RedisClient, type RedisOutageLog, type RedisTarget } from '@tickwork/runtime';
+import { createRedis, WorkerRegistry, type Logger, type RedisClient, type RedisOutageLog, type RedisTarget } from '@tickwork/core';
 import type { Worker } from 'bullmq';
 import { watchLostDeliveries, type LostDeliveryCheck } from './lost-deliveries.js';
 import { createReaper } from './reaper.js';

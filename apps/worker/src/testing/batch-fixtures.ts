@@ -2,7 +2,7 @@
  * Test-only catalog of a batch job (loaded in process, or by real worker processes through JOBS_MODULE).
  * Its effects are Redis writes committed with the batch (`ctx.tx`), under `bt:`, so tests can count them.
  */
-import { createCatalog, defineBatchJob, defineJob, type BatchContext } from '@tickwork/runtime';
+import { createCatalog, defineBatchJob, defineJob, type BatchContext } from '@tickwork/core';
 import { z } from 'zod';
 
 export const BT_KEYS = {

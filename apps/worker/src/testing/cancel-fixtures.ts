@@ -2,7 +2,7 @@
  * Test-only catalog (loaded by real worker processes through JOBS_MODULE) for the cancel tests. Effects go
  * to Redis lists under `cx:` so tests can see what ran.
  */
-import { createCatalog, defineJob } from '@tickwork/runtime';
+import { createCatalog, defineJob } from '@tickwork/core';
 import { z } from 'zod';
 
 export const CX_KEYS = {

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import type { Logger } from '@tickwork/runtime';
+import type { Logger } from '@tickwork/core';
 
 /** A pino logger whose JSON lines are kept in memory, for tests that assert on log output. */
 export function captureLogger(): { log: Logger; lines: string[]; entries(): Record<string, unknown>[] } {

@@ -3,7 +3,7 @@
  * one whose writes carry its queue's hash tag, one whose write does not (Redis Cluster cannot commit it
  * with the batch, so its batches fail).
  */
-import { createCatalog, defineBatchJob } from '@tickwork/runtime';
+import { createCatalog, defineBatchJob } from '@tickwork/core';
 import { z } from 'zod';
 
 /** The tagged key the `sigma` batches add to: on the queue's slot. */

@@ -3,7 +3,7 @@
  * processes through JOBS_MODULE=dist/testing/cluster-jobs.js. The queue names hash (with their tags
  * `{alpha}`, `{delta}`) to slots 865 and 9053: served by different masters of a 3-master cluster.
  */
-import { createCatalog, defineJob } from '@tickwork/runtime';
+import { createCatalog, defineJob } from '@tickwork/core';
 import { z } from 'zod';
 
 export const CLUSTER_QUEUES = ['alpha', 'delta'] as const;

@@ -3,7 +3,9 @@
  * or dead-lettered, exactly once, where its kind says, and every completed job's run is recorded done in
  * the idempotency ledger.
  */
-import { IdempotencyLedger, listDeadLetters, type QueueSet, type RedisClient } from '@tickwork/runtime';
+import { IdempotencyLedger } from '@tickwork/exactly-once';
+import { listDeadLetters } from '@tickwork/operations';
+import type { QueueSet, RedisClient } from '@tickwork/core';
 import { join } from 'node:path';
 import { appEntry, freePort, redisEnvOf, REPO_ROOT, startApp, waitFor, type AppProcess, type RedisClusterHandle } from '@tickwork/testkit';
 import { expect } from 'vitest';

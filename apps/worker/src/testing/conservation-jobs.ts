@@ -2,7 +2,7 @@
  * Fixture catalog for the conservation test (not part of the production catalog): run by real worker
  * processes through JOBS_MODULE=dist/testing/conservation-jobs.js.
  */
-import { createCatalog, defineJob } from '@tickwork/runtime';
+import { createCatalog, defineJob } from '@tickwork/core';
 import { z } from 'zod';
 
 export const CONSERVATION_QUEUE = 'cons';

@@ -2,7 +2,7 @@
  * Test-only catalog (loaded by real worker processes through JOBS_MODULE) for the exactly-once tests.
  * Not part of the production catalog. Side effects go to Redis lists under `fx:` so tests can count them.
  */
-import { createCatalog, defineJob, type JobContext, type OverlapPolicy } from '@tickwork/runtime';
+import { createCatalog, defineJob, type JobContext, type OverlapPolicy } from '@tickwork/core';
 import { z } from 'zod';
 
 export const FX_KEYS = {

@@ -2,7 +2,7 @@
  * Test-only catalog (loaded by real scheduler and worker processes through JOBS_MODULE) for the missed-run
  * policy at the worker: one every-second schedule per policy. Not part of the production catalog.
  */
-import { createCatalog, defineJob, type MissedPolicy, type ScheduleSpec } from '@tickwork/runtime';
+import { createCatalog, defineJob, type MissedPolicy, type ScheduleSpec } from '@tickwork/core';
 import { z } from 'zod';
 
 /** List of JSON `{ key, nominal, catchUp }` per schedule, one per handler run. */

@@ -3,7 +3,7 @@
  * of on-time occurrences: one job, run by a runtime schedule or added by hand with an occurrence option.
  * Not part of the production catalog.
  */
-import { createCatalog, defineJob } from '@tickwork/runtime';
+import { createCatalog, defineJob } from '@tickwork/core';
 import { z } from 'zod';
 
 /** List of JSON `{ jobId, nominal, startedAt }`, one per handler run (ms since the epoch). */

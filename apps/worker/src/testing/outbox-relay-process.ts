@@ -3,7 +3,8 @@
  * its transaction open forever (before the rows' DELETE and COMMIT), so a test can kill -9 it exactly
  * there. Env: REDIS_URL, FX_DATABASE_URL.
  */
-import { createLogger, createPgPool, createRedis, QueueSet, startOutboxRelay } from '@tickwork/runtime';
+import { createLogger, createRedis, QueueSet } from '@tickwork/core';
+import { createPgPool, startOutboxRelay } from '@tickwork/exactly-once';
 import { catalog } from './pg-fixtures.js';
 
 const log = createLogger('outbox-relay-process');

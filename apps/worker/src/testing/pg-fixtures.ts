@@ -2,7 +2,8 @@
  * Test-only catalog (loaded by real worker processes through JOBS_MODULE) for the PostgreSQL tests. The
  * jobs reach the test's private PostgreSQL through FX_DATABASE_URL. Not part of the production catalog.
  */
-import { createCatalog, createLogger, createPgPool, defineJob, pgStep, type Pool } from '@tickwork/runtime';
+import { createCatalog, createLogger, defineJob } from '@tickwork/core';
+import { createPgPool, pgStep, type Pool } from '@tickwork/exactly-once';
 import { z } from 'zod';
 
 export const PG_FX_KEYS = {

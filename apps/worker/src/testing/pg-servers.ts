@@ -1,4 +1,5 @@
-import { createLogger, createPgPool, migrateTickworkTables, type Pool } from '@tickwork/runtime';
+import { createLogger } from '@tickwork/core';
+import { createPgPool, migrateTickworkTables, type Pool } from '@tickwork/exactly-once';
 import { startPostgresServer, startRedisServer, type PostgresServerHandle, type RedisServerHandle } from '@tickwork/testkit';
 import { PG_FX_SCHEMA } from './pg-fixtures.js';
 

@@ -1,4 +1,5 @@
-import { createAlerter, createEnqueue, QueueSet, type Catalog } from '@tickwork/runtime';
+import { createAlerter } from '@tickwork/operations';
+import { createEnqueue, QueueSet, type Catalog } from '@tickwork/core';
 import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { createDeadLetterRouting, type DeadLetterRouting } from '../dead-letter.js';

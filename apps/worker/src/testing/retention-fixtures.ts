@@ -3,7 +3,7 @@
  * per place a run's record can live, with short windows so expiry can be watched. Effects go to Redis lists
  * under `rt:` so tests can count them.
  */
-import { createCatalog, defineJob, type JobContext } from '@tickwork/runtime';
+import { createCatalog, defineJob, type JobContext } from '@tickwork/core';
 import { z } from 'zod';
 
 export const RT_KEYS = {

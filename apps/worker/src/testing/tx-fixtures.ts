@@ -3,7 +3,7 @@
  * `tx.bill` charges `customers` customers, each charge a Redis step whose function records the charge and
  * then pauses before returning: a worker killed in that pause leaves neither the charge nor its record.
  */
-import { createCatalog, defineJob } from '@tickwork/runtime';
+import { createCatalog, defineJob } from '@tickwork/core';
 import { z } from 'zod';
 
 /** Hash per run: customer -> times charged. */

@@ -4,7 +4,7 @@
  * started against the occurrence's nominal time (lag-recorder.ts) and does nothing else, so what the bench
  * measures is the platform. Idempotent because: it does nothing.
  */
-import { createCatalog, defineJob } from '@tickwork/runtime';
+import { createCatalog, defineJob } from '@tickwork/core';
 import { z } from 'zod';
 import { recordLag, serve } from './lag-recorder.js';
 

@@ -3,7 +3,8 @@
  * schedule API, as the bench does. Used for the part of a large N beyond the timed upserts, several at once,
  * so a million schedules are stored in minutes; the table says when it was used (report.ts, '+').
  */
-import { createLogger, createRedis, createSchedules, QueueSet } from '@tickwork/runtime';
+import { createLogger, createRedis, QueueSet } from '@tickwork/core';
+import { createSchedules } from '@tickwork/schedules';
 import { catalog } from './catalog.js';
 import { runPool } from './harness.js';
 import { spreadFor, type SpreadMode } from './spread.js';

@@ -1,5 +1,5 @@
 /** Schedule i of the tickwork side as the schedule API takes it (shared by the bench and its fill processes). */
-import type { ScheduleInput } from '@tickwork/runtime';
+import type { ScheduleInput } from '@tickwork/schedules';
 import { benchTick } from './catalog.js';
 import type { Spread } from './spread.js';
 

@@ -3,7 +3,8 @@
  * packages/runtime/src/schedules/api.ts) on their own private Redis, then the stock worker process(es) and
  * the stock scheduler process, once per replica count (e.g. 1, then 3 started at once), on a bench catalog.
  */
-import { createLogger, createRedis, createSchedules, QueueSet, type Schedules } from '@tickwork/runtime';
+import { createLogger, createRedis, QueueSet } from '@tickwork/core';
+import { createSchedules, type Schedules } from '@tickwork/schedules';
 import { fileURLToPath } from 'node:url';
 import { benchTick, catalog } from './catalog.js';
 import { fireWindow, msUntilOk, privateRedis, progress, runPool, settledMemory, sleep, startChild, type Child } from './harness.js';

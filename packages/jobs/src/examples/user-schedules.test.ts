@@ -2,7 +2,8 @@
  * The per-user schedule example end to end: the producer upserts each user's schedule, a real scheduler
  * and worker fire them, and digest.user sends each user's digest once per occurrence.
  */
-import { createLogger, createSchedules, QueueSet, readHistory, type Schedules } from '@tickwork/runtime';
+import { createLogger, QueueSet } from '@tickwork/core';
+import { createSchedules, readHistory, type Schedules } from '@tickwork/schedules';
 import { appEntry, freePort, REPO_ROOT, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
 import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

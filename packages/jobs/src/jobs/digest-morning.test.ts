@@ -1,13 +1,6 @@
-import {
-  createEnqueue,
-  createLogger,
-  occurrencesBetween,
-  QueueSet,
-  ruleOf,
-  stepKey,
-  type Enqueue,
-  type JobContext,
-} from '@tickwork/runtime';
+import { createEnqueue, createLogger, QueueSet, type Enqueue, type JobContext } from '@tickwork/core';
+import { occurrencesBetween, ruleOf } from '@tickwork/schedules';
+import { stepKey } from '@tickwork/exactly-once';
 import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 import { DateTime } from 'luxon';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -5,7 +5,8 @@
  * Idempotent because: each email's job id is `digest.morning@<user>@<local date>`, so a retry, a catch-up
  * of the same slot or a second replica adds nothing new, and a user gets one digest per local day.
  */
-import { defineJob, localFanOutKey, usersAtLocalTime } from '@tickwork/runtime';
+import { defineJob } from '@tickwork/core';
+import { localFanOutKey, usersAtLocalTime } from '@tickwork/schedules';
 import { z } from 'zod';
 import { DEMO_DIGEST_USERS } from '../demo-data.js';
 import { emailSend } from './email-send.js';

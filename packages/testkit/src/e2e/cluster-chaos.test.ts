@@ -5,7 +5,8 @@
  * Nothing is lost, no effect happens twice, every occurrence is run once or recorded. Each queue's pause
  * in processing is measured and printed, not asserted.
  */
-import { createCatalog, createLogger, createSchedules, dlqName, jobKeyOf, jobOptions, keyspaceOn, QueueSet, readHistory, type RedisClient } from '@tickwork/runtime';
+import { createCatalog, createLogger, dlqName, jobKeyOf, jobOptions, keyspaceOn, QueueSet, type RedisClient } from '@tickwork/core';
+import { createSchedules, readHistory } from '@tickwork/schedules';
 import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type AppProcess } from '../app-process.js';

@@ -4,7 +4,7 @@
  * draining is not ready), /metrics wants the bearer token when METRICS_TOKEN is set.
  */
 import { request, type IncomingHttpHeaders } from 'node:http';
-import { createEnqueue, createLogger, QueueSet } from '@tickwork/runtime';
+import { createEnqueue, createLogger, QueueSet } from '@tickwork/core';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startApp, type AppProcess } from '../app-process.js';
 import { catalog } from '../fixtures/fast-catalog.js';

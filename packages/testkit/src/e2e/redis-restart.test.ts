@@ -3,7 +3,8 @@
  * every write, nothing is lost: every job is completed, none fails for good, and the workers reconnect
  * by themselves and still stop cleanly.
  */
-import { createCatalog, createEnqueue, createLogger, dlqName, IdempotencyLedger, jobRecordKey, QueueSet } from '@tickwork/runtime';
+import { createCatalog, createEnqueue, createLogger, dlqName, QueueSet } from '@tickwork/core';
+import { IdempotencyLedger, jobRecordKey } from '@tickwork/exactly-once';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type AppProcess } from '../app-process.js';

@@ -58,7 +58,7 @@ describe('the stack as real processes', () => {
     expect(cli.status, cli.stderr).toBe(0);
     expect(JSON.parse(cli.stdout)).toMatchObject({ job: 'fixture.work', queue: 'fixture' });
     const producer = new Redis(server.url);
-    const { createEnqueue, createCatalog, QueueSet, createLogger } = await import('@tickwork/runtime');
+    const { createEnqueue, createCatalog, QueueSet, createLogger } = await import('@tickwork/core');
     const { catalog } = await import('../fixtures/fast-catalog.js');
     const queues = new QueueSet(producer, 'tickwork', createLogger('test', 'silent'));
     const enqueue = createEnqueue(createCatalog(catalog.jobs), queues);

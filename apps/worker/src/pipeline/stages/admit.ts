@@ -1,15 +1,6 @@
-import {
-  checkedDeliveryOf,
-  describeIssues,
-  idempotencyKeyOf,
-  InvalidJobOptionError,
-  jobRecordKey,
-  nominalTimeOf,
-  PayloadValidationError,
-  runRecordPlaceOf,
-  runRecorder,
-  validatePayload,
-} from '@tickwork/runtime';
+import { checkedDeliveryOf, describeIssues, idempotencyKeyOf, InvalidJobOptionError, nominalTimeOf, PayloadValidationError, validatePayload } from '@tickwork/core';
+import { jobRecordKey, runRecordPlaceOf } from '@tickwork/exactly-once';
+import { runRecorder } from '@tickwork/schedules';
 import { UnrecoverableError } from 'bullmq';
 import type { JobRun } from '../job-run.js';
 

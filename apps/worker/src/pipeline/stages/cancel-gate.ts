@@ -1,4 +1,4 @@
-import { jobsCancelled } from '@tickwork/runtime';
+import { jobsCancelled } from '@tickwork/core';
 import { UnrecoverableError } from 'bullmq';
 import { JobCancelledError } from '../../errors.js';
 import type { JobRun } from '../job-run.js';

@@ -1,4 +1,6 @@
-import { foldAcks, jobRecordKey, runExactlyOnce, type RedisClient, type RunBody } from '@tickwork/runtime';
+import { foldAcks } from '@tickwork/bullmq-engine';
+import { jobRecordKey, runExactlyOnce, type RunBody } from '@tickwork/exactly-once';
+import type { RedisClient } from '@tickwork/core';
 import { stallResetOnProgress } from '../../stall-progress.js';
 import type { JobRun } from '../job-run.js';
 import type { Next, Stage } from '../stage.js';

@@ -1,4 +1,4 @@
-import { RunClaimRefusedError } from '@tickwork/runtime';
+import { RunClaimRefusedError } from '@tickwork/exactly-once';
 import { UnrecoverableError } from 'bullmq';
 import { JobCancelledError, WorkerShutdownError } from '../../errors.js';
 import { runHandler, type AttemptEnds } from '../../run-handler.js';

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DEFAULT_OVERLAP_POLICY, MAX_HEAD_START_MS } from '@tickwork/runtime';
+import { DEFAULT_OVERLAP_POLICY } from '@tickwork/core';
+import { MAX_HEAD_START_MS } from '@tickwork/schedules';
 import { judgeLateOccurrence } from '../../late-occurrence.js';
 import type { MissedRunResult } from '../../processor.js';
 import type { Stage } from '../stage.js';

@@ -1,0 +1,145 @@
+import { z } from 'zod';
+import { DEFAULT_CLUSTER_FAILOVER_MS, type RedisTarget } from './redis/connection.js';
+import { EnvError } from './errors.js';
+
+/**
+ * Parses an app's env once at start. Every problem is reported at once, each naming its variable,
+ * so a misconfigured deploy is fixed in one round trip.
+ */
+export function parseEnv<S extends z.ZodObject>(
+  app: string,
+  schema: S,
+  env: Record<string, string | undefined>,
+): z.output<S> {
+  const result = schema.safeParse(env);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => {
+    const variable = issue.path.map(String).join('.') || '(env)';
+    const value = env[variable];
+    const what = value === undefined ? 'is not set' : value.trim() === '' ? 'is set but empty' : 'is invalid';
+    return `${variable} ${what}: ${issue.message}`;
+  });
+  throw new EnvError(app, problems);
+}
+
+/** Fields every app's env shares. */
+export const redisUrl = z
+  .string()
+  .default('redis://127.0.0.1:6379')
+  .refine((v) => /^rediss?:\/\//.test(v), 'must be a redis:// or rediss:// URL, e.g. redis://127.0.0.1:6379');
+
+/** A PostgreSQL URL (may carry a password: log it only through safeUrl). */
+export const databaseUrl = z
+  .string()
+  .refine((v) => /^postgres(ql)?:\/\//.test(v), 'must be a postgres:// or postgresql:// URL, e.g. postgres://app:secret@db:5432/app');
+
+/**
+ * A TCP port. Unset means the default; set but empty is an error (it would otherwise coerce to 0, a
+ * random port nobody probes). 0 stays possible when asked for explicitly.
+ */
+export const port = (fallback: number) =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d+$/, 'must be a port number from 0 to 65535')
+    .transform(Number)
+    .pipe(z.number().int().max(65535, 'must be a port number from 0 to 65535'))
+    .default(fallback);
+
+export const logLevel = z
+  .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+  .default('info');
+
+export const queuePrefix = z
+  .string()
+  .default('tickwork')
+  .describe('Redis key prefix for every key tickwork writes; on Redis Cluster tickwork tags each queue itself, so no {hash tag} here');
+
+/** A positive integer, written as digits (`1e9` is refused), optionally at most `max`. */
+export const positiveInt = (fallback: number, max = Number.MAX_SAFE_INTEGER) =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d+$/, 'must be a positive integer, written as digits')
+    .transform(Number)
+    .pipe(z.number().int().positive('must be a positive integer').max(max, `must be at most ${max}`))
+    .default(fallback);
+
+/** How long an app waits for Redis at start before it gives up as misconfigured. */
+export const redisStartupTimeoutMs = positiveInt(10_000);
+
+/** NODE_ENV, read the way people write it: `Production` or `production ` count as production. */
+export const nodeEnv = z
+  .string()
+  .default('development')
+  .transform((v) => v.trim().toLowerCase());
+
+/** POST target for alerts. May carry a token: it is never logged in full. */
+export const alertWebhookUrl = z
+  .url({ protocol: /^https?$/, error: 'must be an http(s) URL, e.g. https://hooks.example.com/T0/B0/x' })
+  .optional();
+
+/**
+ * METRICS_TOKEN: when set, `/metrics` asks for `Authorization: Bearer <token>`. Unset leaves it open (a
+ * private network); set but short is refused, as a guessable token protects nothing.
+ */
+export const metricsToken = z.string().min(16, 'must be at least 16 characters (e.g. openssl rand -hex 24)').optional();
+
+const HOST_PORT = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$/;
+const NODES_FORMAT = 'must be host:port[,host:port...], e.g. redis-0:6379,redis-1:6379';
+
+/**
+ * REDIS_CLUSTER_NODES: seed nodes of a Redis Cluster. When set, every app uses a cluster client and
+ * REDIS_URL gives only the credentials and TLS (see connection.ts). Blank counts as unset, so a compose
+ * file or manifest can pass `${REDIS_CLUSTER_NODES:-}` through for both setups.
+ */
+export const redisClusterNodes = z
+  .string()
+  .optional()
+  .transform((raw, ctx) => {
+    if (raw === undefined || raw.trim() === '') return undefined;
+    const parts = raw.split(',').map((p) => p.trim());
+    const nodes: { host: string; port: number }[] = [];
+    for (const part of parts) {
+      const m = HOST_PORT.exec(part);
+      const port = Number(m?.[2]);
+      if (!m || port < 1 || port > 65535) {
+        ctx.addIssue({ code: 'custom', message: `${NODES_FORMAT} (${JSON.stringify(part)} is not host:port)` });
+        return z.NEVER;
+      }
+      nodes.push({ host: (m[1] as string).replace(/^\[|\]$/g, ''), port });
+    }
+    return nodes;
+  });
+
+/** REDIS_CLUSTER_FAILOVER_MS: how long a command rides out a master's failover (see clusterOptions). */
+export const redisClusterFailoverMs = positiveInt(DEFAULT_CLUSTER_FAILOVER_MS);
+
+/** The Redis variables every app reads: one Redis (REDIS_URL) or a cluster (REDIS_CLUSTER_NODES). */
+export const redisEnv = {
+  REDIS_URL: redisUrl,
+  REDIS_CLUSTER_NODES: redisClusterNodes,
+  REDIS_CLUSTER_FAILOVER_MS: redisClusterFailoverMs,
+};
+
+export interface RedisEnv {
+  REDIS_URL: string;
+  REDIS_CLUSTER_NODES?: { host: string; port: number }[] | undefined;
+  REDIS_CLUSTER_FAILOVER_MS?: number | undefined;
+  QUEUE_PREFIX: string;
+}
+
+/**
+ * Where `app` finds Redis. On a cluster, QUEUE_PREFIX must carry no hash tag: tickwork gives each queue
+ * its own (`<prefix>:{<queue>}`), and a tag in the prefix would put every queue on one slot, or be
+ * ignored in favour of it (Redis hashes the first {...} of a key only).
+ */
+export function redisTargetOf(app: string, env: RedisEnv): RedisTarget {
+  if (env.REDIS_CLUSTER_NODES === undefined) return env.REDIS_URL;
+  if (/[{}]/.test(env.QUEUE_PREFIX)) {
+    throw new EnvError(app, [
+      `QUEUE_PREFIX is invalid: ${JSON.stringify(env.QUEUE_PREFIX)} contains { or }, refused with REDIS_CLUSTER_NODES: tickwork gives each queue its own hash tag; use a plain prefix such as tickwork`,
+    ]);
+  }
+  return { nodes: env.REDIS_CLUSTER_NODES, url: env.REDIS_URL, failoverMs: env.REDIS_CLUSTER_FAILOVER_MS ?? DEFAULT_CLUSTER_FAILOVER_MS };
+}

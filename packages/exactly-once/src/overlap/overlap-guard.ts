@@ -1,0 +1,141 @@
+import type { RedisClient } from '@tickwork/core';
+import type { OverlapPolicy } from '@tickwork/core';
+
+/** How many skip records are kept per schedule, and for how long after the latest skip. */
+export const MAX_SKIP_RECORDS = 1000;
+export const SKIP_RECORDS_TTL_MS = 30 * 24 * 3600_000;
+
+/** A durable record of one skipped occurrence (newest first in the list). */
+export interface SkipRecord {
+  schedule: string;
+  /** The skipped occurrence's idempotency key. */
+  idempotencyKey: string;
+  nominalTime: string | undefined;
+  policy: OverlapPolicy;
+  /** The run that was still going. */
+  runningKey: string;
+  /** Server time of the decision, ms. */
+  at: number;
+}
+
+export type EnterOutcome =
+  | { kind: 'run' }
+  | { kind: 'wait'; retryInMs: number }
+  | { kind: 'skip'; runningKey: string };
+
+/**
+ * Per schedule, a hash `<prefix>:overlap:{<schedule>}` names the running occurrence (with a lease, so a
+ * crashed run frees the slot) and, for `buffer-one`, the one waiting. The skip list lives beside it under
+ * the same hash tag, so `enter` is one atomic script on one slot.
+ */
+const ENTER = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local slot, skips = KEYS[1], KEYS[2]
+local policy, me, leaseMs = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local running = redis.call('HGET', slot, 'running')
+local runningUntil = tonumber(redis.call('HGET', slot, 'runningUntil') or '0')
+local busy = running and running ~= me and runningUntil > now
+local waiting = redis.call('HGET', slot, 'waiting')
+local waitingUntil = tonumber(redis.call('HGET', slot, 'waitingUntil') or '0')
+local otherWaits = policy == 'buffer-one' and waiting and waiting ~= me and waitingUntil > now
+if not busy and not otherWaits then
+  if waiting == me then redis.call('HDEL', slot, 'waiting', 'waitingUntil') end
+  redis.call('HSET', slot, 'running', me, 'runningUntil', string.format('%d', now + leaseMs))
+  return {'run'}
+end
+if busy and policy == 'buffer-one' and not otherWaits then
+  redis.call('HSET', slot, 'waiting', me, 'waitingUntil', string.format('%d', now + leaseMs))
+  return {'wait'}
+end
+-- Skipped: either busy under 'skip', or another occurrence already holds the one waiting place.
+local ahead = running
+if not busy then ahead = waiting end
+redis.call('LPUSH', skips, cjson.encode({
+  schedule = ARGV[4], idempotencyKey = me, nominalTime = ARGV[5], policy = policy, runningKey = ahead, at = now
+}))
+redis.call('LTRIM', skips, 0, tonumber(ARGV[6]) - 1)
+redis.call('PEXPIRE', skips, tonumber(ARGV[7]))
+return {'skip', ahead}
+`;
+
+const RENEW = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if redis.call('HGET', KEYS[1], 'running') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'runningUntil', string.format('%d', now + tonumber(ARGV[2])))
+return 1
+`;
+
+const LEAVE = `
+if redis.call('HGET', KEYS[1], 'running') ~= ARGV[1] then return 0 end
+redis.call('HDEL', KEYS[1], 'running', 'runningUntil')
+return 1
+`;
+
+type OverlapRedis = RedisClient & {
+  tickworkOverlapEnter(slot: string, skips: string, ...args: (string | number)[]): Promise<string[]>;
+  tickworkOverlapRenew(slot: string, me: string, leaseMs: number): Promise<number>;
+  tickworkOverlapLeave(slot: string, me: string): Promise<number>;
+};
+
+export class OverlapGuard {
+  private readonly redis: OverlapRedis;
+
+  constructor(
+    redis: RedisClient,
+    private readonly opts: { prefix: string; leaseMs: number; pollMs?: number },
+  ) {
+    const r = redis as OverlapRedis;
+    if (typeof r.tickworkOverlapEnter !== 'function') {
+      redis.defineCommand('tickworkOverlapEnter', { numberOfKeys: 2, lua: ENTER });
+      redis.defineCommand('tickworkOverlapRenew', { numberOfKeys: 1, lua: RENEW });
+      redis.defineCommand('tickworkOverlapLeave', { numberOfKeys: 1, lua: LEAVE });
+    }
+    this.redis = r;
+  }
+
+  slotKey(schedule: string): string {
+    return `${this.opts.prefix}:overlap:{${schedule}}`;
+  }
+
+  skipsKey(schedule: string): string {
+    return `${this.opts.prefix}:overlap:{${schedule}}:skips`;
+  }
+
+  /** Decides whether the occurrence `key` of `schedule` may run now. `skip` outcomes are already recorded. */
+  async enter(schedule: string, key: string, policy: OverlapPolicy, nominalTime: Date | undefined): Promise<EnterOutcome> {
+    const [kind, ahead] = await this.redis.tickworkOverlapEnter(
+      this.slotKey(schedule),
+      this.skipsKey(schedule),
+      policy,
+      key,
+      this.opts.leaseMs,
+      schedule,
+      nominalTime?.toISOString() ?? '',
+      MAX_SKIP_RECORDS,
+      SKIP_RECORDS_TTL_MS,
+    );
+    if (kind === 'run') return { kind };
+    // A waiting occurrence polls: the running one has no way to wake a delayed BullMQ job cheaply.
+    if (kind === 'wait') return { kind, retryInMs: this.opts.pollMs ?? 500 };
+    return { kind: 'skip', runningKey: ahead ?? '' };
+  }
+
+  async renew(schedule: string, key: string): Promise<boolean> {
+    return (await this.redis.tickworkOverlapRenew(this.slotKey(schedule), key, this.opts.leaseMs)) === 1;
+  }
+
+  async leave(schedule: string, key: string): Promise<boolean> {
+    return (await this.redis.tickworkOverlapLeave(this.slotKey(schedule), key)) === 1;
+  }
+
+  /** The most recent skips of a schedule, newest first. */
+  async skips(schedule: string, limit = 100): Promise<SkipRecord[]> {
+    const raw = await this.redis.lrange(this.skipsKey(schedule), 0, limit - 1);
+    return raw.map((r) => {
+      const rec = JSON.parse(r) as SkipRecord;
+      return { ...rec, nominalTime: rec.nominalTime || undefined };
+    });
+  }
+}

@@ -1,0 +1,299 @@
+import { randomBytes } from 'node:crypto';
+import type { RedisClient } from '@tickwork/core';
+import type { Catalog } from '@tickwork/core';
+import type { Logger } from '@tickwork/core';
+import type { QueueSet } from '@tickwork/core';
+import { pipelineBySlot, type SlotCommand } from '@tickwork/core';
+import { runScriptMany, type ScriptCall } from '@tickwork/core';
+import { planOccurrences } from '../rules/catch-up.js';
+import { occurrenceJobId } from '../keys.js';
+import { occurrenceKey } from '@tickwork/core';
+import { nextOccurrences } from '../rules/occurrences.js';
+import { historyCapOf, parseDef, policiesOfCore, ruleOfCore } from '../store/definition.js';
+import { historyKeysOf, SCHEDULE_SHARDS, shardKeys } from '../store/shard-keys.js';
+import { CLAIM, COMMIT } from '../store/lua.js';
+import { addOccurrenceJobs, type OccurrenceJob } from './occurrence-jobs.js';
+import { createFireLane, MAX_HEAD_START_MS, type Claimed } from './fire-lane.js';
+import { intervalAfter } from '../store/resume.js';
+
+export interface DispatcherOptions {
+  redis: RedisClient;
+  queues: QueueSet;
+  catalog: Catalog;
+  log: Logger;
+  /** An occurrence noticed later than this after its time is judged by its schedule's missed policy. */
+  graceMs: number;
+  /** Occurrences due within this are claimed ahead and added at their exact time, less the head start (fire-lane.ts). */
+  lookaheadMs: number;
+  /**
+   * How long before its time an on-time occurrence is added (fire-lane.ts; at most MAX_HEAD_START_MS), or
+   * a function read at each claim round (the scheduler's HeadStart: SCHEDULE_HEAD_START_MS while every
+   * worker holds early occurrences, head-start.ts). Default 0: added at its exact time.
+   */
+  headStartMs?: number | (() => number);
+  /** How long a claim is held before another replica may take it over (this one died mid-way). */
+  leaseMs?: number;
+  /** Entries claimed per shard per round. */
+  batch?: number;
+  /** Rounds per tick while shards return full batches (after an outage), so one tick stays bounded. */
+  maxRounds?: number;
+  /**
+   * Whether `tick` waits for the occurrences it holds until their time (see fire-lane.ts). The scheduler's
+   * loop does not (false: the next tick claims on while they wait, and `idle()` awaits them on shutdown);
+   * the default true suits a caller that checks the queue right after a tick.
+   */
+  waitHeld?: boolean;
+  /**
+   * Redis Cluster: how long a tick waits for a shard whose master does not answer (frozen, or dead until
+   * its replica is promoted) before it returns without it. That shard's rounds go on by themselves, and
+   * later ticks skip it until they end, so the other shards keep firing on time.
+   */
+  stuckShardMs?: number;
+}
+
+export interface DispatchResult {
+  claimed: number;
+  enqueued: number;
+  caughtUp: number;
+  missed: number;
+  skippedPaused: number;
+  committed: number;
+  rounds: number;
+}
+
+export const DEFAULT_CLAIM_LEASE_MS = 10_000;
+export const DEFAULT_CLAIM_BATCH = 200;
+const UNKNOWN_JOB_RETRY_MS = 60_000;
+const DEFAULT_STUCK_SHARD_MS = 500;
+
+const emptyResult = (): DispatchResult => ({ claimed: 0, enqueued: 0, caughtUp: 0, missed: 0, skippedPaused: 0, committed: 0, rounds: 0 });
+
+function addInto(into: DispatchResult, from: DispatchResult): void {
+  for (const k of Object.keys(into) as (keyof DispatchResult)[]) into[k] += from[k];
+}
+
+export interface Commit {
+  id: string;
+  next: number | null;
+  watchDeadline: number | null;
+  cap: number;
+  records: { id: string; score: number; patch: Record<string, unknown>; defaults: Record<string, unknown> }[];
+}
+
+/**
+ * The dispatcher: claim -> enqueue -> commit, O(occurrences due) per tick. One pipelined round trip claims
+ * due entries on every shard (starting at a random shard, so replicas spread); each claimed entry is planned
+ * with the pure planner (missed/catch-up policies, grace) from its nominal time, its runs are added with
+ * deterministic job ids, and one COMMIT per shard puts the next occurrence back in the due index and writes
+ * the history records, only where this lease still holds. A replica that dies after claiming leaves its lease
+ * to expire; another re-plans from the same nominal: same job ids (adding is a no-op while the job exists),
+ * same occurrence keys (the ledger suppresses a second effect).
+ */
+export function createDispatcher(opts: DispatcherOptions) {
+  const { redis, queues, catalog, log } = opts;
+  const prefix = queues.prefix;
+  const leaseMs = opts.leaseMs ?? DEFAULT_CLAIM_LEASE_MS;
+  const batch = opts.batch ?? DEFAULT_CLAIM_BATCH;
+  const maxRounds = opts.maxRounds ?? 8;
+  const stuckShardMs = opts.stuckShardMs ?? DEFAULT_STUCK_SHARD_MS;
+  const headStart = opts.headStartMs ?? 0;
+  const headStartNow = (): number => Math.min(Math.max(typeof headStart === 'function' ? headStart() : headStart, 0), MAX_HEAD_START_MS);
+  const replica = randomBytes(4).toString('hex');
+  let seq = 0;
+
+  /** Every shard, starting at a random one, so replicas spread. */
+  const shardOrder = (): number[] => {
+    const start = Math.floor(Math.random() * SCHEDULE_SHARDS);
+    return Array.from({ length: SCHEDULE_SHARDS }, (_, i) => (start + i) % SCHEDULE_SHARDS);
+  };
+
+  /** Claim rounds on `shards` until none returns a full batch (at most maxRounds). */
+  async function rounds(shards: number[], now: number, startedAt: number, result: DispatchResult): Promise<void> {
+    for (let r = 0; r < maxRounds; r++) {
+      result.rounds++;
+      const before = result.claimed;
+      const full = await round(shards, now, startedAt, result);
+      if (!full || result.claimed === before) break;
+    }
+  }
+
+  async function round(shards: number[], now: number, startedAt: number, result: DispatchResult): Promise<boolean> {
+    const token = `${replica}.${++seq}`;
+    const claimArgs = [now, now + opts.lookaheadMs, batch, now + leaseMs, token];
+    const replies = await runScriptMany(
+      redis,
+      CLAIM,
+      shards.map((s): ScriptCall => {
+        const k = shardKeys(prefix, s);
+        return { keys: [k.due, k.claimed, k.inflight, k.defs], argv: claimArgs };
+      }),
+    );
+    let full = false;
+    const claimed: Claimed[] = [];
+    replies.forEach((reply, i) => {
+      const flat = reply as string[];
+      if (flat.length / 3 >= batch) full = true;
+      const shard = shards[i] as number;
+      for (let j = 0; j < flat.length; j += 3) {
+        const runs: OccurrenceJob[] = [];
+        const commit = plan(flat[j] as string, Number(flat[j + 1]), flat[j + 2] as string, now, runs, result);
+        claimed.push({ shard, commit, runs });
+        result.claimed++;
+      }
+    });
+    if (claimed.length === 0) return false;
+    await lane.fire(claimed, now, startedAt, token, result, headStartNow());
+    return full;
+  }
+
+  /** Adds a group's runs, then commits its claims (only where this round's lease still holds). */
+  async function fire(group: readonly Claimed[], token: string, headStartMs: number): Promise<number> {
+    await addOccurrenceJobs(queues, catalog, group.flatMap((c) => c.runs), Date.now(), headStartMs);
+    const byShard = new Map<number, Commit[]>();
+    for (const c of group) {
+      let list = byShard.get(c.shard);
+      if (!list) byShard.set(c.shard, (list = []));
+      list.push(c.commit);
+    }
+    let committed = 0;
+    for (const n of await runScriptMany(redis, COMMIT, [...byShard].map(([shard, list]) => commitCall(shard, token, list)))) committed += Number(n);
+    return committed;
+  }
+  const lane = createFireLane({ fire, log, waitHeld: opts.waitHeld ?? true, maxHoldMs: leaseMs / 2 });
+
+  function plan(id: string, nominal: number, raw: string, now: number, runs: OccurrenceJob[], result: DispatchResult): Commit {
+    const def = parseDef(raw);
+    const cap = historyCapOf(def.core);
+    if (!catalog.get(def.core.j)) {
+      // A runtime schedule of a job this deploy lacks (removed, or a newer deploy added it): retry later.
+      log.warn({ schedule: id, job: def.core.j }, 'schedule runs a job this catalog does not have; retrying in a minute');
+      return { id, next: now + UNKNOWN_JOB_RETRY_MS, watchDeadline: null, cap, records: [] };
+    }
+    const rule = ruleOfCore(id, def.core);
+    const policies = policiesOfCore(def.core);
+    const planned = planOccurrences({ rule, policies, cursor: nominal - 1, now, graceMs: opts.graceMs, lookaheadMs: opts.lookaheadMs });
+    const after = planned.items.length > 0 ? planned.cursor : nominal - 1;
+    const next = nextOccurrences(rule, new Date(after), 1)[0]?.at.getTime() ?? null;
+    // The deadline index is for runtime schedules that opted in; catalog schedules have the watchdog's full pass.
+    const watched = def.core.W === 1;
+    const claimedAt = new Date(now).toISOString();
+    const records: Commit['records'] = [];
+    let watchDeadline: number | null = null;
+    for (const item of planned.items) {
+      const at = item.at.getTime();
+      const rid = occurrenceKey(id, item.at);
+      const trigger = item.action === 'catch-up' ? 'catch-up' : 'schedule';
+      if (item.action === 'missed' || def.paused) {
+        const outcome = item.action === 'missed' ? 'missed' : 'skipped-paused';
+        if (outcome === 'missed') result.missed++;
+        else result.skippedPaused++;
+        records.push({ id: rid, score: at, patch: { outcome }, defaults: { id: rid, schedule: id, nominal: item.at.toISOString(), trigger, claimedAt } });
+        continue;
+      }
+      const intervalMs = watched ? intervalAfter(rule, at) : null;
+      if (watched && watchDeadline === null) watchDeadline = at + 3 * (intervalMs ?? 60_000);
+      runs.push({ id, def, nominal: at, catchUp: item.action === 'catch-up', intervalMs });
+      if (item.action === 'catch-up') result.caughtUp++;
+      else result.enqueued++;
+      const jobId = occurrenceJobId(id, item.at);
+      records.push({ id: rid, score: at, patch: { enqueuedAt: new Date().toISOString() }, defaults: { id: rid, schedule: id, nominal: item.at.toISOString(), trigger, claimedAt, jobId } });
+    }
+    if (planned.items.some((i) => i.action !== 'enqueue')) {
+      log.warn({ schedule: id, policy: policies.missed, items: planned.items.length }, 'occurrences were due while no scheduler ran');
+    }
+    return { id, next, watchDeadline, cap, records };
+  }
+
+  function commitCall(shard: number, token: string, list: readonly Commit[]): ScriptCall {
+    const k = shardKeys(prefix, shard);
+    const keys = [k.due, k.claimed, k.inflight, k.watch];
+    const argv: (string | number)[] = [token, list.length];
+    for (const c of list) {
+      const h = historyKeysOf(prefix, c.id);
+      keys.push(h.history, h.records);
+      argv.push(c.id, c.next ?? '', c.watchDeadline ?? '', keys.length - 1, c.cap, c.records.length);
+      for (const r of c.records) argv.push(r.id, r.score, JSON.stringify(r.patch), JSON.stringify(r.defaults));
+    }
+    return { keys, argv };
+  }
+
+  /** Cluster: shards whose rounds still run from an earlier tick; later ticks skip them until they end. */
+  const busy = new Map<number, Promise<void>>();
+  /** What shard rounds that ended after their tick had returned did: counted in the next tick's result. */
+  let carried = emptyResult();
+
+  /**
+   * A tick on a cluster: each free shard's rounds on their own (a shard is one slot), awaited at most
+   * stuckShardMs. Why not one pipeline for all the shards, as on one Redis: it would wait for the slowest
+   * master, so a master that stops answering would hold up every schedule until its replica is promoted.
+   */
+  async function clusterTick(now: number, startedAt: number, result: DispatchResult): Promise<void> {
+    let returned = false;
+    const work: Promise<void>[] = [];
+    for (const shard of shardOrder()) {
+      if (busy.has(shard)) continue;
+      const own = emptyResult();
+      const done = rounds([shard], now, startedAt, own)
+        .then(
+          () => addInto(returned ? carried : result, own),
+          (err: unknown) => {
+            addInto(returned ? carried : result, own);
+            // Before the tick returns, its caller reports the failure; after, no one would.
+            if (!returned) throw err;
+            log.error({ err, shard }, 'schedule shard round failed; will retry');
+          },
+        )
+        .finally(() => busy.delete(shard));
+      busy.set(shard, done.catch(() => undefined));
+      work.push(done);
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const stuck = new Promise<'stuck'>((resolve) => (timer = setTimeout(() => resolve('stuck'), stuckShardMs)));
+    try {
+      if ((await Promise.race([Promise.all(work), stuck])) === 'stuck') {
+        log.warn({ shards: [...busy.keys()], waitedMs: stuckShardMs }, 'schedule shards slow to answer; the others tick on without them until they do');
+      }
+    } finally {
+      clearTimeout(timer);
+      returned = true;
+    }
+  }
+
+  return {
+    /** One tick: claim rounds until no shard returns a full batch (at most maxRounds). */
+    async tick(now = Date.now()): Promise<DispatchResult> {
+      const startedAt = Date.now(); // the wall clock at `now`: held runs wait for `at - now` less what the tick took since
+      const result = carried;
+      carried = emptyResult();
+      // One Redis: every shard in one round trip. A cluster: each shard on its own (see clusterTick).
+      if (!redis.isCluster) await rounds(shardOrder(), now, startedAt, result);
+      else await clusterTick(now, startedAt, result);
+      return result;
+    },
+    /** Resolves once every held occurrence has been added and committed, and every shard's rounds ended (shutdown). */
+    idle: async () => {
+      await Promise.all(busy.values());
+      await lane.idle();
+    },
+  };
+}
+
+export type Dispatcher = ReturnType<typeof createDispatcher>;
+
+/** Due entries at or before `now` over all shards (16 ZCOUNTs), and the oldest due score: the lag gauge. */
+export async function dueBacklog(redis: RedisClient, prefix: string, now = Date.now()): Promise<{ backlog: number; oldestDue: number | null }> {
+  const reads: SlotCommand[] = [];
+  for (let s = 0; s < SCHEDULE_SHARDS; s++) {
+    const k = shardKeys(prefix, s);
+    reads.push(['zcount', k.due, '-inf', now], ['zrange', k.due, '0', '0', 'WITHSCORES']);
+  }
+  const replies = await pipelineBySlot(redis, reads);
+  let backlog = 0;
+  let oldestDue: number | null = null;
+  for (let i = 0; i < replies.length; i += 2) {
+    backlog += Number(replies[i]?.[1] ?? 0);
+    const first = replies[i + 1]?.[1] as string[] | undefined;
+    if (first?.[1] !== undefined) oldestDue = Math.min(oldestDue ?? Number.POSITIVE_INFINITY, Number(first[1]));
+  }
+  return { backlog, oldestDue };
+}

@@ -1,0 +1,75 @@
+import type { JobsOptions } from 'bullmq';
+import type { Catalog } from '@tickwork/core';
+import { jobOptions, type QueueSet } from '@tickwork/core';
+import { SCHEDULED_RUN_OPTION, type ScheduledRun } from '@tickwork/core';
+import { slowAfterMsOf } from '../health/health.js';
+import { CATALOG_HISTORY_CAP } from '../store/definition.js';
+import { occurrenceJobId } from '../keys.js';
+import { historyCapOf, policiesOfCore, type StoredDef } from '../store/definition.js';
+import { DEFAULT_OVERLAP_POLICY } from '@tickwork/core';
+import { FIRE_NOW_MS } from './fire-lane.js';
+
+/** One run to add: a schedule's occurrence (on time or catch-up) or a manual run. */
+export interface OccurrenceJob {
+  id: string;
+  def: StoredDef;
+  nominal: number;
+  catchUp: boolean;
+  /** The rule's interval near this occurrence (for the default slowAfter of watched schedules). */
+  intervalMs: number | null;
+  /** Set for runNow: the token naming the manual run; its job id and key. */
+  manual?: { token: string; jobId: string };
+}
+
+/** The occurrence option: everything the worker's hot path needs, defaults left out. */
+export function scheduledRunFor(o: OccurrenceJob): ScheduledRun {
+  const { core } = o.def;
+  const policies = policiesOfCore(core);
+  const cap = historyCapOf(core);
+  return {
+    schedule: o.id,
+    nominal: o.nominal,
+    catchUp: o.catchUp,
+    v: o.def.version,
+    ...(policies.overlap !== DEFAULT_OVERLAP_POLICY && { o: policies.overlap }),
+    ...(cap !== CATALOG_HISTORY_CAP && { h: cap }),
+    // Runtime schedules that opted in (watch: true) use the slow-run index; catalog ones the watchdog's own pass.
+    ...(core.W === 1 && { sa: Math.round(slowAfterMsOf(policies, o.intervalMs)) }),
+    ...(o.manual && { m: o.manual.token }),
+  };
+}
+
+/**
+ * Adds the runs, one `addBulk` per queue (deterministic job ids: adding one that exists is a no-op, so a
+ * replica re-planning a claim it took over adds nothing twice). The dispatcher adds an on-time occurrence
+ * at its time (fire-lane.ts): it goes to the head of the wait list (`lifo`), ahead of any backlog, as does
+ * a manual run; a catch-up run queues behind the backlog like any late work. An on-time occurrence is
+ * added up to its head start before its time (the worker holds it until then); one due later than that (a
+ * caller with its own clock) is delayed until its head start before its time.
+ * Returns the ids of runs whose job is unknown to this catalog (not added).
+ */
+export async function addOccurrenceJobs(queues: QueueSet, catalog: Catalog, runs: readonly OccurrenceJob[], now = Date.now(), headStartMs = 0): Promise<string[]> {
+  const byQueue = new Map<string, { name: string; data: unknown; opts: JobsOptions }[]>();
+  const unknown: string[] = [];
+  for (const r of runs) {
+    const job = catalog.get(r.def.core.j);
+    if (!job) {
+      unknown.push(r.id);
+      continue;
+    }
+    const early = r.nominal - headStartMs - now;
+    const delay = early > FIRE_NOW_MS ? early : 0;
+    const opts = {
+      ...jobOptions(job),
+      jobId: r.manual?.jobId ?? occurrenceJobId(r.id, new Date(r.nominal)),
+      delay,
+      ...(delay === 0 && !r.catchUp && { lifo: true }),
+      [SCHEDULED_RUN_OPTION]: scheduledRunFor(r),
+    } as JobsOptions;
+    let list = byQueue.get(job.queue);
+    if (!list) byQueue.set(job.queue, (list = []));
+    list.push({ name: job.name, data: r.def.core.d ?? {}, opts });
+  }
+  await Promise.all([...byQueue].map(([queue, jobs]) => queues.get(queue).addBulk(jobs)));
+  return unknown;
+}

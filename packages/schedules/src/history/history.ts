@@ -1,0 +1,192 @@
+import type { RedisClient } from '@tickwork/core';
+import type { AnyJob } from '@tickwork/core';
+import type { Logger } from '@tickwork/core';
+import { runScript } from '@tickwork/core';
+import type { Delivery } from '@tickwork/core';
+import { historyKeysOf, shardKeys, shardOf } from '../store/shard-keys.js';
+import { MERGE_RECORD, START_RUN } from '../store/lua.js';
+import { manualOccurrenceKey, occurrenceKey } from '@tickwork/core';
+
+/** Occurrences kept per catalog schedule; last success and last failure are kept apart and never trimmed. */
+export const HISTORY_CAP = 500;
+/** How long a run keeps retrying a history write that failed (Redis unreachable) before giving up on it. */
+export const HISTORY_RETRY_MS = 30_000;
+
+/**
+ * - `completed` / `failed`: an on-time run finished (failed = its final attempt failed);
+ * - `caught-up`: a catch-up run completed; `manual`: an on-demand run of a scheduled job completed;
+ * - `missed`: never run, by the missed-run policy; `skipped-overlap`: not run because a previous run was active;
+ * - `skipped-paused`: due while its schedule was paused; `skipped-removed` / `skipped-changed`: enqueued
+ *   before its schedule was removed or changed, and not run;
+ * - `cancelled`: an operator cancelled the run (running or before it started).
+ * An occurrence without an outcome is scheduled or running.
+ */
+export type OccurrenceOutcome =
+  | 'completed'
+  | 'failed'
+  | 'skipped-overlap'
+  | 'missed'
+  | 'caught-up'
+  | 'manual'
+  | 'skipped-paused'
+  | 'skipped-removed'
+  | 'skipped-changed'
+  | 'cancelled';
+export type OccurrenceTrigger = 'schedule' | 'catch-up' | 'manual';
+
+export interface OccurrenceRecord {
+  /** `<schedule>@<nominal ISO>`, or `<schedule>@manual-<token or job id>`. */
+  id: string;
+  schedule: string;
+  /** ISO UTC; for manual runs, when it was enqueued. */
+  nominal: string;
+  trigger: OccurrenceTrigger;
+  jobId?: string;
+  /** When the scheduler decided about the occurrence (claimed it). */
+  claimedAt?: string;
+  enqueuedAt?: string;
+  startedAt?: string;
+  endedAt?: string;
+  attempts?: number;
+  outcome?: OccurrenceOutcome;
+  error?: string;
+  /** Who asked for a manual run (runNow's `by`). */
+  by?: string;
+}
+
+/**
+ * Merges fields into a record (creating it with `defaults` if absent; a JSON null in `patch` deletes the
+ * field) and optionally copies the result to last-success/last-failure. Trims to `cap`.
+ */
+export async function mergeOccurrence(
+  redis: RedisClient,
+  prefix: string,
+  schedule: string,
+  id: string,
+  nominalMs: number,
+  patch: Partial<OccurrenceRecord>,
+  defaults: Partial<OccurrenceRecord> = {},
+  copyTo?: 'lastSuccess' | 'lastFailure',
+  opts: { cap?: number; running?: string } = {},
+): Promise<OccurrenceRecord> {
+  const k = historyKeysOf(prefix, schedule);
+  const keys = [k.history, k.records];
+  if (copyTo) keys.push(k[copyTo]);
+  if (opts.running) keys.push(shardKeys(prefix, shardOf(schedule)).running);
+  const argv = [opts.cap ?? HISTORY_CAP, id, nominalMs, JSON.stringify(patch), JSON.stringify(defaults), copyTo ? '1' : '0', opts.running ?? ''];
+  return JSON.parse(String(await runScript(redis, MERGE_RECORD, keys, argv))) as OccurrenceRecord;
+}
+
+/** Newest first. */
+export async function readHistory(redis: RedisClient, prefix: string, schedule: string, limit = 50): Promise<OccurrenceRecord[]> {
+  const k = historyKeysOf(prefix, schedule);
+  const ids = await redis.zrevrange(k.history, 0, limit - 1);
+  if (ids.length === 0) return [];
+  const raw = await redis.hmget(k.records, ...ids);
+  return raw.flatMap((r) => (r ? [JSON.parse(r) as OccurrenceRecord] : []));
+}
+
+export async function lastOutcomes(
+  redis: RedisClient,
+  prefix: string,
+  schedule: string,
+): Promise<{ lastSuccess: OccurrenceRecord | null; lastFailure: OccurrenceRecord | null }> {
+  const k = historyKeysOf(prefix, schedule);
+  const [s, f] = await redis.mget(k.lastSuccess, k.lastFailure);
+  return { lastSuccess: s ? (JSON.parse(s) as OccurrenceRecord) : null, lastFailure: f ? (JSON.parse(f) as OccurrenceRecord) : null };
+}
+
+/** Why a scheduled run does not run at all (its start's gate): its schedule is gone, changed, or paused. */
+export type StartVerdict = 'ok' | 'removed' | 'changed' | 'paused';
+
+/** The worker side: what a run of a scheduled job records. Never throws (history must not fail a job). */
+export interface RunRecorder {
+  /** Records the start; for occurrences of the schedule store also checks the schedule (see START_RUN). */
+  started(attempt: number): Promise<StartVerdict>;
+  succeeded(): Promise<void>;
+  /** `final`: no retry follows, so the occurrence's outcome is `failed`. */
+  failed(err: unknown, final: boolean): Promise<void>;
+  /** For the overlap policy: this occurrence is not run because an earlier run is still active. */
+  skippedOverlap(reason?: string): Promise<void>;
+  /** For the missed-run policy at the worker: this late occurrence is not run. */
+  missed(reason: string): Promise<void>;
+  /** This occurrence started late and runs as a catch-up: its trigger becomes `catch-up`, success `caught-up`. */
+  catchingUp(): Promise<void>;
+  /** An operator cancelled the run; `reason` is the failed reason (`cancelled by ...`). */
+  cancelled(reason: string): Promise<void>;
+}
+
+/**
+ * A recorder for runs of scheduled jobs (on time, catch-up or manual); undefined for unscheduled jobs.
+ *
+ * Redis Cluster: a schedule's history stays in its schedule shard (`{sched:<k>}`), not under its queue's
+ * tag, because the start gate (START_RUN) reads the definition and writes the history in one script, and
+ * the dispatcher commits history with its claims. So on a cluster these writes go to the shard's master,
+ * on another connection than the job's acknowledgement. The order still holds: the worker awaits each
+ * history write (execute stage) before it returns the result, so the write is done before the result is
+ * written ahead and the job acknowledged. What is lost is only the shared connection (one more node).
+ */
+export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, delivery: Delivery, log: Logger): RunRecorder | undefined {
+  const scheduled = delivery.scheduled;
+  if (!job.schedule && !scheduled) return undefined;
+  const schedule = scheduled?.schedule ?? job.name;
+  const nominalMs = scheduled?.nominal ?? Date.now();
+  const manual = !scheduled || scheduled.m !== undefined;
+  const trigger: OccurrenceTrigger = manual ? 'manual' : scheduled.catchUp ? 'catch-up' : 'schedule';
+  const id = !scheduled
+    ? `${schedule}@manual-${delivery.id}`
+    : scheduled.m !== undefined
+      ? manualOccurrenceKey(schedule, scheduled.m)
+      : occurrenceKey(schedule, new Date(nominalMs));
+  const cap = scheduled?.h ?? HISTORY_CAP;
+  // Runs of watched schedules enter the slow-run index at start and leave it when they end.
+  const running = scheduled?.sa !== undefined ? id : undefined;
+  const defaults: Partial<OccurrenceRecord> = { id, schedule, nominal: new Date(nominalMs).toISOString(), trigger, jobId: delivery.id };
+  // A Redis blip must not leave an occurrence `started` forever while its run completes: the write is
+  // retried (merging is idempotent) until Redis is back or HISTORY_RETRY_MS has passed. The job cannot be
+  // acknowledged while Redis is down anyway, so waiting here holds nothing up that could proceed.
+  const retried = async <T>(write: () => Promise<T>, fallback: T): Promise<T> => {
+    const deadline = Date.now() + HISTORY_RETRY_MS;
+    for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
+      try {
+        return await write();
+      } catch (err) {
+        if (Date.now() + delay > deadline) {
+          log.warn({ err: { message: (err as Error).message }, occurrence: id }, 'could not record schedule history');
+          return fallback;
+        }
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
+  };
+  const merge = (patch: Partial<OccurrenceRecord>, copyTo?: 'lastSuccess' | 'lastFailure') =>
+    retried(async () => {
+      await mergeOccurrence(redis, prefix, schedule, id, nominalMs, patch, defaults, copyTo, { cap, ...(running && { running }) });
+    }, undefined);
+  const now = () => new Date().toISOString();
+  let successOutcome: OccurrenceOutcome = trigger === 'catch-up' ? 'caught-up' : trigger === 'manual' ? 'manual' : 'completed';
+  return {
+    started: (attempt) =>
+      retried(async () => {
+        const k = historyKeysOf(prefix, schedule);
+        const sk = shardKeys(prefix, shardOf(schedule));
+        // The gate applies to planned occurrences of the store (they carry the version), not to manual runs.
+        const version = scheduled?.v !== undefined && !manual ? String(scheduled.v) : '';
+        const slowAt = scheduled?.sa !== undefined ? String(Date.now() + scheduled.sa) : '';
+        const argv = [cap, id, nominalMs, JSON.stringify({ startedAt: now(), attempts: attempt }), JSON.stringify(defaults), schedule, version, nominalMs, slowAt, now()];
+        return (await runScript(redis, START_RUN, [k.history, k.records, sk.defs, sk.running], argv)) as StartVerdict;
+      }, 'ok' as StartVerdict),
+    succeeded: () => merge({ endedAt: now(), outcome: successOutcome }, 'lastSuccess'),
+    failed: (err, final) =>
+      final
+        ? merge({ endedAt: now(), outcome: 'failed', error: (err as Error)?.message ?? String(err) }, 'lastFailure')
+        : merge({ error: (err as Error)?.message ?? String(err) }),
+    skippedOverlap: (reason) => merge({ endedAt: now(), outcome: 'skipped-overlap', ...(reason && { error: reason }) }),
+    missed: (reason) => merge({ endedAt: now(), outcome: 'missed', error: reason }),
+    cancelled: (reason) => merge({ endedAt: now(), outcome: 'cancelled', error: reason }),
+    catchingUp: () => {
+      successOutcome = 'caught-up';
+      return merge({ trigger: 'catch-up' });
+    },
+  };
+}

@@ -1,0 +1,75 @@
+import { occurrencesBetween, type Occurrence, type OccurrenceRule } from './occurrences.js';
+import type { SchedulePolicies } from '@tickwork/core';
+
+/**
+ * - `enqueue`: due now or within the look-ahead; enqueued (delayed to its nominal time) as a normal run;
+ * - `catch-up`: was due while nobody was scheduling; run now, flagged `isCatchUp`;
+ * - `missed`: was due, not run by policy (or outside the catch-up window); recorded as `missed`.
+ */
+/** How many past-due occurrences a missed-run policy may run: none, the latest one, or up to maxCatchUp. */
+export function catchUpQuota(policies: Pick<SchedulePolicies, 'missed' | 'maxCatchUp'>): number {
+  return policies.missed === 'skip' ? 0 : policies.missed === 'once' ? 1 : policies.maxCatchUp;
+}
+
+export type OccurrenceAction = 'enqueue' | 'catch-up' | 'missed';
+
+export interface PlannedOccurrence extends Occurrence {
+  action: OccurrenceAction;
+}
+
+export interface PlanInput {
+  rule: OccurrenceRule;
+  policies: Pick<SchedulePolicies, 'missed' | 'catchUpWindowMs' | 'maxCatchUp'>;
+  /** Nominal time (ms) of the last occurrence already dealt with; planning starts strictly after it. */
+  cursor: number;
+  now: number;
+  /** An occurrence late by less than this is still run as a normal (on-time) occurrence. */
+  graceMs: number;
+  /** Occurrences due up to `now + lookaheadMs` are enqueued ahead, delayed to their exact time. */
+  lookaheadMs: number;
+  /** Bounds the work of one tick after a very long outage; the rest is planned on the next tick. */
+  limit?: number;
+}
+
+export interface Plan {
+  items: PlannedOccurrence[];
+  /** The new cursor: the last planned occurrence (unchanged when there is none). */
+  cursor: number;
+  /** More occurrences are due than `limit`; call again. */
+  truncated: boolean;
+}
+
+export const PLAN_LIMIT = 5000;
+
+/**
+ * Pure: decides, for every occurrence after the cursor up to the look-ahead horizon, whether it is
+ * enqueued, caught up or recorded as missed. Every occurrence gets exactly one of the three, so none is
+ * silently lost. Catch-up picks the latest past-due occurrences inside the window (the freshest runs are
+ * the useful ones; the older ones are in the history as `missed` for a manual replay).
+ */
+export function planOccurrences(input: PlanInput): Plan {
+  const { rule, policies, cursor, now } = input;
+  const found = occurrencesBetween(
+    rule,
+    new Date(cursor),
+    new Date(now + input.lookaheadMs),
+    input.limit ?? PLAN_LIMIT,
+  );
+  const lateBefore = now - input.graceMs;
+  const windowStart = now - policies.catchUpWindowMs;
+  // A truncated batch cannot know which past-due occurrences are the latest; settle only those older than
+  // the window (missed whatever the policy) and leave the rest for the next call.
+  const { truncated } = found;
+  const outside = truncated ? found.occurrences.filter((o) => o.at.getTime() < windowStart) : [];
+  const occurrences = outside.length > 0 ? outside : found.occurrences;
+  const pastDue = occurrences.filter((o) => o.at.getTime() < lateBefore);
+  const eligible = pastDue.filter((o) => o.at.getTime() >= windowStart);
+  const quota = catchUpQuota(policies);
+  const caughtUp = new Set(quota > 0 ? eligible.slice(-quota) : []);
+  const items = occurrences.map((o): PlannedOccurrence => {
+    if (o.at.getTime() >= lateBefore) return { ...o, action: 'enqueue' };
+    return { ...o, action: caughtUp.has(o) ? 'catch-up' : 'missed' };
+  });
+  const last = items.at(-1);
+  return { items, cursor: last ? last.at.getTime() : cursor, truncated };
+}

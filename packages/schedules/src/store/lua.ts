@@ -1,0 +1,204 @@
+import { defineScript } from '@tickwork/core';
+
+/**
+ * The schedule store's scripts. Each touches the keys of one shard only (one hash tag), so each is one slot
+ * on Redis Cluster. Definitions are `<core JSON>\n<meta JSON array>` (definition.ts): scripts compare cores
+ * as strings and read the meta with cjson when they need the version or the pause.
+ */
+
+/** Trims a history zset to its cap, deleting the evicted records. */
+const TRIM_FN = `
+local function trim(hk, rk, cap)
+  local excess = redis.call('ZCARD', hk) - cap
+  if excess > 0 then
+    local old = redis.call('ZRANGE', hk, 0, excess - 1)
+    redis.call('ZREMRANGEBYRANK', hk, 0, excess - 1)
+    for _, id in ipairs(old) do redis.call('HDEL', rk, id) end
+  end
+end`;
+
+/**
+ * Merges a JSON patch into a history record (JSON null deletes a field), fills defaults, trims. keepRun:
+ * a patch with an outcome leaves alone a record whose run started (the planner's verdicts, see COMMIT).
+ */
+export const MERGE_FN = `${TRIM_FN}
+local function merge(hk, rk, cap, id, score, patch, defaults, keepRun)
+  local cur = redis.call('HGET', rk, id)
+  local rec = {}
+  if cur then rec = cjson.decode(cur) end
+  if keepRun and patch.outcome ~= nil and rec.startedAt ~= nil then return cur end
+  for k, v in pairs(patch) do if v == cjson.null then rec[k] = nil else rec[k] = v end end
+  for k, v in pairs(defaults) do if rec[k] == nil then rec[k] = v end end
+  local json = cjson.encode(rec)
+  redis.call('HSET', rk, id, json)
+  redis.call('ZADD', hk, score, id)
+  trim(hk, rk, cap)
+  return json
+end`;
+
+/**
+ * Compare-and-set of a definition. Only when the stored value is still ARGV[2] ('' = absent) is it replaced
+ * by ARGV[3]; the indexes follow. ARGV[4]: the due score, '' = none (exhausted), '-' = leave due and claims
+ * as they are (pause). Setting due also drops an in-flight claim, so a dispatcher that claimed the old
+ * definition cannot commit over the new one. ARGV[5] = '1': a (re)created schedule keeps its history for
+ * good (a removed one's was set to expire).
+ * KEYS: defs, due, claimed, inflight, ids, job index, previous job index, history, records, last-success,
+ * last-failure.
+ */
+export const SET_DEF = defineScript(`
+local cur = redis.call('HGET', KEYS[1], ARGV[1]) or ''
+if cur ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+redis.call('ZADD', KEYS[5], 0, ARGV[1])
+if KEYS[7] ~= KEYS[6] then redis.call('ZREM', KEYS[7], ARGV[1]) end
+redis.call('ZADD', KEYS[6], 0, ARGV[1])
+if ARGV[4] ~= '-' then
+  redis.call('ZREM', KEYS[3], ARGV[1])
+  redis.call('HDEL', KEYS[4], ARGV[1])
+  if ARGV[4] == '' then redis.call('ZREM', KEYS[2], ARGV[1]) else redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1]) end
+end
+if ARGV[5] == '1' then
+  for i = 8, 11 do redis.call('PERSIST', KEYS[i]) end
+end
+return 1`);
+
+/**
+ * Compare-and-delete of a definition with every index entry.
+ * KEYS: defs, due, claimed, inflight, ids, job index, watch, stale.
+ */
+export const DELETE_DEF = defineScript(`
+local cur = redis.call('HGET', KEYS[1], ARGV[1]) or ''
+if cur ~= ARGV[2] or cur == '' then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+for i = 2, 8 do
+  if i == 4 then redis.call('HDEL', KEYS[i], ARGV[1]) else redis.call('ZREM', KEYS[i], ARGV[1]) end
+end
+return 1`);
+
+/**
+ * CLAIM: expired leases first (their dispatcher died between claim and commit), then due entries with a
+ * score up to ARGV[2] (now + look-ahead), at most ARGV[3] in all. Each moves to `claimed` with the lease
+ * deadline ARGV[4]; `inflight` keeps its nominal and the lease token ARGV[5]. Entries whose definition is
+ * gone are dropped. Returns flat (id, nominal, definition) triples.
+ * KEYS: due, claimed, inflight, defs. ARGV: now, horizon, batch, lease deadline, token.
+ */
+export const CLAIM = defineScript(`
+local out = {}
+local batch = tonumber(ARGV[3])
+local n = 0
+local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, batch)
+for _, id in ipairs(expired) do
+  local inf = redis.call('HGET', KEYS[3], id)
+  local def = redis.call('HGET', KEYS[4], id)
+  if inf and def then
+    local nominal = string.match(inf, '^([^:]+)')
+    redis.call('ZADD', KEYS[2], ARGV[4], id)
+    redis.call('HSET', KEYS[3], id, nominal .. ':' .. ARGV[5])
+    out[#out + 1] = id
+    out[#out + 1] = nominal
+    out[#out + 1] = def
+    n = n + 1
+  else
+    redis.call('ZREM', KEYS[2], id)
+    redis.call('HDEL', KEYS[3], id)
+  end
+end
+if n < batch then
+  local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[2], 'WITHSCORES', 'LIMIT', 0, batch - n)
+  for i = 1, #due, 2 do
+    local id = due[i]
+    local nominal = due[i + 1]
+    redis.call('ZREM', KEYS[1], id)
+    local def = redis.call('HGET', KEYS[4], id)
+    if def then
+      redis.call('ZADD', KEYS[2], ARGV[4], id)
+      redis.call('HSET', KEYS[3], id, nominal .. ':' .. ARGV[5])
+      out[#out + 1] = id
+      out[#out + 1] = nominal
+      out[#out + 1] = def
+    end
+  end
+end
+return out`);
+
+/**
+ * COMMIT of one shard's claims, each only while it is still held under this lease token (ARGV[1]): an
+ * upsert, pause/resume or remove since the claim dropped it, and that writer's state stands. For each
+ * commit: the next due score, the watchdog's first deadline (NX) and the occurrences' history records.
+ * A planner's verdict (a patch with an outcome: missed, skipped-paused) never overwrites the record of a run
+ * that started: after a claimer died between adding its runs and committing, the replica that takes over
+ * re-plans the same occurrences later than they were due, and may judge missed one that ran.
+ * KEYS: due, claimed, inflight, watch, then per commit its history and records keys.
+ * ARGV: token, commits, then per commit: id, next ('' = none), watch deadline ('' = none), key index,
+ * history cap, record count, then per record: id, score, patch JSON, defaults JSON.
+ */
+export const COMMIT = defineScript(`${MERGE_FN}
+local token = ':' .. ARGV[1]
+local i = 3
+local committed = 0
+for c = 1, tonumber(ARGV[2]) do
+  local id, nxt, wd, k, cap, nrec = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4]), tonumber(ARGV[i + 5])
+  i = i + 6
+  local inf = redis.call('HGET', KEYS[3], id)
+  local held = inf and string.sub(inf, -#token) == token
+  if held then
+    redis.call('HDEL', KEYS[3], id)
+    redis.call('ZREM', KEYS[2], id)
+    if nxt ~= '' then redis.call('ZADD', KEYS[1], nxt, id) end
+    if wd ~= '' then redis.call('ZADD', KEYS[4], 'NX', wd, id) end
+    committed = committed + 1
+  end
+  for r = 1, nrec do
+    if held then merge(KEYS[k], KEYS[k + 1], cap, ARGV[i], ARGV[i + 1], cjson.decode(ARGV[i + 2]), cjson.decode(ARGV[i + 3]), true) end
+    i = i + 4
+  end
+end
+return committed`);
+
+/**
+ * Merges into one history record; optionally copies it to a last-success/failure key and removes the run
+ * from the slow-run index. KEYS: history, records, [last], [running]. ARGV: cap, id, score, patch, defaults,
+ * copy ('1' = KEYS[3] is the last key), running member ('' = none; KEYS[4] or KEYS[3] is the index).
+ */
+export const MERGE_RECORD = defineScript(`${MERGE_FN}
+local json = merge(KEYS[1], KEYS[2], tonumber(ARGV[1]), ARGV[2], ARGV[3], cjson.decode(ARGV[4]), cjson.decode(ARGV[5]))
+local next = 3
+if ARGV[6] == '1' then
+  redis.call('SET', KEYS[3], json)
+  next = 4
+end
+if ARGV[7] ~= '' then redis.call('ZREM', KEYS[next], ARGV[7]) end
+return json`);
+
+/**
+ * The worker's start of a scheduled run, with its gate in the same script (the definition shares the
+ * history's slot, so the check costs no extra round trip): the run is skipped when its schedule is gone
+ * ('removed'), was changed since the occurrence was planned ('changed'), or is paused since before the
+ * occurrence's nominal time ('paused'); else 'ok', and a watched run enters the slow-run index.
+ * KEYS: history, records, defs, running. ARGV: cap, id, score, patch, defaults, schedule id,
+ * version ('' = no gate), nominal ms, slow deadline ('' = not watched), end time ISO.
+ */
+export const START_RUN = defineScript(`${MERGE_FN}
+local verdict = 'ok'
+if ARGV[7] ~= '' then
+  local def = redis.call('HGET', KEYS[3], ARGV[6])
+  if not def then
+    verdict = 'removed'
+  else
+    local nl = string.find(def, '\\n', 1, true)
+    local meta = cjson.decode(string.sub(def, nl + 1))
+    if tostring(meta[1]) ~= ARGV[7] then
+      verdict = 'changed'
+    elseif meta[4] ~= nil and meta[4] ~= cjson.null and tonumber(ARGV[8]) >= tonumber(meta[4]) then
+      verdict = 'paused'
+    end
+  end
+end
+local patch = cjson.decode(ARGV[4])
+if verdict ~= 'ok' then
+  patch = { endedAt = ARGV[10], outcome = 'skipped-' .. verdict }
+elseif ARGV[9] ~= '' then
+  redis.call('ZADD', KEYS[4], ARGV[9], ARGV[2])
+end
+merge(KEYS[1], KEYS[2], tonumber(ARGV[1]), ARGV[2], ARGV[3], patch, cjson.decode(ARGV[5]))
+return verdict`);
