@@ -40,6 +40,11 @@ const schema = z.object({
    * whose worker died is put back within about 1.25 times this (README, Batch jobs).
    */
   WORKER_BATCH_LEASE_MS: positiveInt(8000),
+  /**
+   * `auto`: tickwork's fast paths into BullMQ when the installed BullMQ matches the engine's contract (else its
+   * public paths, with a warning); `off`: BullMQ's public paths only (docs/upgrading-bullmq.md).
+   */
+  WORKER_BULLMQ_FAST_PATH: z.enum(['auto', 'off']).default('auto'),
   /** How long a completed run with an explicit key (idempotencyKey, occurrence, re-drive) suppresses duplicates. */
   IDEMPOTENCY_RETENTION_HOURS: positiveInt(24),
   /** How long a failed or interrupted run keeps its record and step results (a re-drive within it resumes). */

@@ -37,6 +37,7 @@ async function main(): Promise<void> {
     heartbeatMs: env.WORKER_HEARTBEAT_MS,
     deadAfterMs: env.WORKER_DEAD_AFTER_MS,
     batchLeaseMs: env.WORKER_BATCH_LEASE_MS,
+    fastPath: env.WORKER_BULLMQ_FAST_PATH,
     idempotencyWindowMs: env.IDEMPOTENCY_RETENTION_HOURS * 3600_000,
     unfinishedRunTtlMs: env.IDEMPOTENCY_UNFINISHED_RETENTION_HOURS * 3600_000,
     graceMs: env.SCHEDULE_GRACE_MS,

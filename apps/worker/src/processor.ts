@@ -4,6 +4,7 @@ import type { Job } from 'bullmq';
 import type { RedisClient } from '@tickwork/core';
 import type { CancelListener } from './cancel-listener.js';
 import type { RunningJobs } from './running-jobs.js';
+import type { StallProgress } from './stall-progress.js';
 import { JobRun } from './pipeline/job-run.js';
 import { compose, type Next } from './pipeline/stage.js';
 import { identify, validate } from './pipeline/stages/admit.js';
@@ -37,6 +38,14 @@ export interface ProcessorDeps {
    * such a step claims first.
    */
   soleDelivery?: (job: Job) => boolean;
+  /**
+   * Stalls and progress (stall-progress.ts): a step recorded after a stall starts the job's stall count
+   * again, and on BullMQ's public paths a job stalled too often without progress fails. Without it stalls
+   * are counted as BullMQ counts them.
+   */
+  stallProgress?: StallProgress;
+  /** WORKER_MAX_STALLED_COUNT, for the reason a job stalled too often fails with (default 2). */
+  maxStalledCount?: number;
 }
 
 /** The result a late occurrence dropped by its missed-run policy completes with (also in the ledger). */

@@ -1,5 +1,5 @@
 import { createExactlyOnce } from '@tickwork/exactly-once';
-import { createRedis, EVENTS_MAX_LEN, keyspaceOn, type AnyJob, type HealthCheck, type RedisOutageLog, type RedisClient, type RedisTarget } from '@tickwork/core';
+import { createRedis, keyspaceOn, type AnyJob, type HealthCheck, type RedisOutageLog, type RedisClient, type RedisTarget } from '@tickwork/core';
 import { isCancellationReason } from '@tickwork/operations';
 import type { Worker } from 'bullmq';
 import { startCancelListener, type CancelListener } from './cancel-listener.js';
@@ -8,10 +8,10 @@ import { createProcessor, type ProcessorDeps } from './processor.js';
 import { createRecovery } from './recovery/recovery.js';
 import { RunningJobs } from './running-jobs.js';
 import { soleDeliveryCheck } from './recovery/sole-delivery.js';
-import { TickworkWorker } from '@tickwork/bullmq-engine';
-import { ackConnectionOf } from '@tickwork/bullmq-engine';
+import { bullmqStallProgress, ownStallProgress, PUBLIC_PATH_MAX_STALLED } from './stall-progress.js';
+import { createEngine, type Engine } from '@tickwork/bullmq-engine';
 import { BatchRunner } from './batch/batch-runner.js';
-import { batchQueue } from './batch/batch-settle.js';
+import { openBatchStore } from './batch/open-batch-store.js';
 
 export interface WorkerPoolOptions extends Omit<ProcessorDeps, 'redis' | 'exactlyOnce' | 'cancels'> {
   /** Where Redis is (REDIS_URL or the cluster), for the connections this opens. */
@@ -39,6 +39,9 @@ export interface WorkerPoolOptions extends Omit<ProcessorDeps, 'redis' | 'exactl
   deadAfterMs?: number;
   /** How long a batch job's batch holds its lease unrenewed (renewed every quarter of it). Default 8 s. */
   batchLeaseMs?: number;
+  /** How BullMQ is run (@tickwork/bullmq-engine); made from `fastPath` (WORKER_BULLMQ_FAST_PATH) when not given. */
+  engine?: Engine;
+  fastPath?: 'auto' | 'off';
 }
 
 export interface WorkerPool {
@@ -61,13 +64,18 @@ export interface WorkerPool {
 
 /** One BullMQ Worker per queue, each with its own blocking connection (BullMQ requires that). */
 export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
+  // Fast paths when the installed BullMQ matches the engine's contract, else BullMQ's public paths (engine.ts).
+  const engine = opts.engine ?? createEngine({ log: opts.log, ...(opts.fastPath && { fastPath: opts.fastPath }) });
   // The ledger gets its own command connection, so its claims never queue behind demo/job traffic.
   // Auto-pipelining was measured (`pnpm bench`) to cost more Node CPU per job than it saved: off.
   const ledgerRedis = createRedis(opts.redisTarget, 'command');
   if (opts.outage) opts.outage.watch(ledgerRedis);
   else ledgerRedis.on('error', (err) => opts.log.warn({ err: { message: err.message } }, 'ledger redis connection error'));
+  // Its writes of one turn (results written ahead, Redis steps) leave together on the engine's fast path.
+  engine.holdWrites(ledgerRedis);
   // BullMQ's lock, also the ledger's lease and the bound of a sole delivery (sole-delivery.ts).
   const lockDurationMs = opts.lockDurationMs ?? 30_000;
+  const maxStalled = opts.maxStalledCount ?? 2;
   // Aborts reach running jobs through this, not BullMQ's cancelJob (processor.ts says why).
   const running = new RunningJobs();
   // Recovery: a per-process heartbeat; a dead process's jobs and runs are taken over (recovery/recovery.ts).
@@ -78,6 +86,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     deadAfterMs: opts.deadAfterMs,
     leaseMs: lockDurationMs,
     maxStalledCount: opts.maxStalledCount ?? 2,
+    stalls: engine.stalls,
     isRunning: (queue, jobId) => running.has(queue, jobId),
     log: opts.log,
     outage: opts.outage,
@@ -99,26 +108,38 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     outage: opts.outage,
     cancelRunning: (queue, jobId, reason) => running.cancel(queue, jobId, reason),
   });
-  const soleDelivery = soleDeliveryCheck({ lockDurationMs, recovery });
-  const processor = createProcessor({ ...opts, exactlyOnce, cancels, running, soleDelivery, ackConnectionOf: (queue) => ackConnectionOf(byQueue.get(queue)) });
+  // On BullMQ's public paths no delivery is known to be sole, results are awaited, stalls are BullMQ's to count.
+  const soleDelivery = engine.mode === 'fast' ? soleDeliveryCheck({ lockDurationMs, recovery, unrecordedAtDelivery: engine.unrecordedAtDelivery }) : undefined;
+  const ackOf = engine.ackConnectionOf;
+  const processor = createProcessor({
+    ...opts,
+    exactlyOnce,
+    cancels,
+    running,
+    ...(soleDelivery && { soleDelivery }),
+    ...(ackOf && { ackConnectionOf: (queue: string) => ackOf(byQueue.get(queue)) }),
+    stallProgress: engine.stalls ? bullmqStallProgress(opts.redis, engine.stalls) : ownStallProgress(opts.redis, opts.prefix, maxStalled),
+    maxStalledCount: maxStalled,
+  });
   // A batch job's queue is run by a BatchRunner of its own (batch/), every other queue by a BullMQ Worker.
   const batchRunners: ReturnType<typeof startBatchRunner>[] = [];
   const queues: string[] = [];
   for (const queue of opts.queues ?? opts.catalog.queues) {
     const def = opts.catalog.batchJobOf(queue);
-    if (def) batchRunners.push(startBatchRunner(opts, queue, def, cancels));
+    if (def) batchRunners.push(startBatchRunner(opts, engine, queue, def, cancels));
     else queues.push(queue);
   }
   const workers = queues.map((queue) => {
     const connection = createRedis(opts.redisTarget, 'blocking');
     opts.outage?.watch(connection);
-    // A TickworkWorker notes sole deliveries and completes jobs on a short path (tickwork-worker.ts).
-    const worker: Worker = new TickworkWorker(queue, processor, {
+    // The engine's Worker: tickwork's on the fast path (sole deliveries noted, a short completion path), else BullMQ's own.
+    const worker: Worker = engine.createWorker(queue, processor, {
       connection,
       prefix: keyspaceOn(connection, opts.prefix, queue).bullPrefix,
       concurrency: opts.concurrency,
-      // A crashed worker's jobs are redelivered after the lock expires; handlers are idempotent.
-      maxStalledCount: opts.maxStalledCount ?? 2,
+      // A crashed worker's jobs are redelivered after the lock expires; handlers are idempotent. On BullMQ's
+      // public paths tickwork holds jobs to the limit itself, forgiving stalls followed by progress (stall-progress.ts).
+      maxStalledCount: engine.stalls ? maxStalled : PUBLIC_PATH_MAX_STALLED,
       ...(opts.lockDurationMs !== undefined && { lockDuration: opts.lockDurationMs }),
       ...(opts.stalledIntervalMs !== undefined && { stalledInterval: opts.stalledIntervalMs }),
       ...limiterOf(opts.catalog.rateLimitOf(queue)),
@@ -184,37 +205,43 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
 }
 
 
-/** The runner of batch job `def`'s queue, with connections of its own (a command one and a blocking one). */
-function startBatchRunner(opts: WorkerPoolOptions, queue: string, def: AnyJob, cancels: CancelListener): { queue: string; runner: BatchRunner; close(force?: boolean): Promise<void> } {
-  const command = createRedis(opts.redisTarget, 'command');
-  const blocking = createRedis(opts.redisTarget, 'blocking');
-  for (const c of [command, blocking]) {
-    if (opts.outage) opts.outage.watch(c);
-    else c.on('error', (err) => opts.log.warn({ err: { message: err.message }, queue }, 'batch redis connection error'));
-  }
+/**
+ * The runner of batch job `def`'s queue, on a store with connections of its own (batch/open-batch-store.ts):
+ * the fast store, or on the engine's public paths (`mode`, the engine's) the public one.
+ */
+function startBatchRunner(
+  opts: WorkerPoolOptions,
+  engine: Engine,
+  queue: string,
+  def: AnyJob,
+  cancels: CancelListener,
+): { queue: string; runner: BatchRunner; close(force?: boolean): Promise<void> } {
   opts.deadLetter?.watch(queue);
-  const runner = new BatchRunner({
-    q: batchQueue(command, keyspaceOn(command, opts.prefix, queue), queue, def, EVENTS_MAX_LEN),
+  const store = openBatchStore({
+    engine,
+    redisTarget: opts.redisTarget,
+    prefix: opts.prefix,
+    queue,
     def,
-    blocking,
+    leaseMs: opts.batchLeaseMs ?? 8000,
+    maxStalledCount: opts.maxStalledCount ?? 2,
+    ...(opts.stalledIntervalMs !== undefined && { stalledIntervalMs: opts.stalledIntervalMs }),
+    log: opts.log,
+    ...(opts.outage && { outage: opts.outage }),
+  });
+  const runner = new BatchRunner({
+    store,
+    def,
     appRedis: opts.redis,
     enqueue: opts.enqueue,
     log: opts.log,
-    leaseMs: opts.batchLeaseMs ?? 8000,
-    maxStalledCount: opts.maxStalledCount ?? 2,
     onFinalFailures: () => void opts.deadLetter?.sweep().catch(() => undefined),
     cancels,
     ...(opts.outage && { outage: opts.outage }),
   });
   runner.start();
-  return {
-    queue,
-    runner,
-    async close(force) {
-      await runner.close(force);
-      command.disconnect();
-    },
-  };
+  // The runner closes its store (and the store its connections).
+  return { queue, runner, close: (force) => runner.close(force) };
 }
 
 /** BullMQ's limiter for a queue whose jobs set a rate limit (catalog.rateLimitOf). */

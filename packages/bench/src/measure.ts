@@ -2,11 +2,11 @@
  * One timed drain of a pre-filled queue by one BullMQ Worker (bench/main.ts runs it per mode and round):
  * jobs/s, the CPU each job cost Node and Redis, and the Redis commands each job cost the worker process.
  */
-import { ackBatchesSent } from '@tickwork/bullmq-engine';
+import { ackBatchesSent, type Engine } from '@tickwork/bullmq-engine';
 import { completionWriter } from '@tickwork/exactly-once';
 import { createRedis, EVENTS_MAX_LEN, jobOptions, keyspaceOn, type AnyJob, type RedisClient } from '@tickwork/core';
 import { ackConnectionOf } from '@tickwork/bullmq-engine';
-import { BatchRunner, batchQueue } from '@tickwork/worker';
+import { BatchRunner } from '@tickwork/worker';
 import { pino } from 'pino';
 import { Queue, Worker, type JobsOptions, type Processor, type WorkerOptions } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -42,6 +42,15 @@ Redis.prototype.sendCommand = function (this: Redis, ...args: Parameters<Redis['
   return send.apply(this, args);
 } as Redis['sendCommand'];
 
+/** How a mode's Worker is made and where its acknowledgements go (an engine's createWorker and ackConnectionOf, or BullMQ's own). */
+export interface WorkerMaker {
+  create(name: string, processor: Processor, opts: WorkerOptions): Worker;
+  ackOf(worker: Worker): Promise<RedisClient> | undefined;
+}
+
+/** A stock BullMQ Worker, its acknowledgement connection as BullMQ has it. */
+export const stockWorker: WorkerMaker = { create: (name, processor, opts) => new Worker(name, processor, opts), ackOf: (worker) => ackConnectionOf(worker) };
+
 /** Pre-fills a fresh queue with `jobs` jobs named `name`, then times a worker draining it. */
 export async function measure(
   url: string,
@@ -51,8 +60,8 @@ export async function measure(
   jobs: number,
   concurrency: number,
   ledgerSent: { batches: number; ops: number },
-  /** tickwork's modes run on its own Worker class, as the worker app does (TickworkWorker). */
-  workerClass: new (name: string, processor: Processor, opts: WorkerOptions) => Worker = Worker,
+  /** How the mode's Worker is made, and its acknowledgement connection found: tickwork's modes as the worker app does (its engine). */
+  maker: WorkerMaker = stockWorker,
 ): Promise<Measured> {
   const filled = await filledQueue(url, queueName, name, jobs, { removeOnComplete: true, removeOnFail: true });
   let done = 0;
@@ -62,7 +71,7 @@ export async function measure(
   const windowEnd = await timedWindow(filled.producer);
   const ledger0 = ledgerSent.ops - ledgerSent.batches;
   const blocking = createRedis(url, 'blocking');
-  const worker: Worker = new workerClass(queueName, processorFor(() => ackConnectionOf(worker)), { connection: blocking, prefix: PREFIX, concurrency });
+  const worker: Worker = maker.create(queueName, processorFor(() => maker.ackOf(worker)), { connection: blocking, prefix: PREFIX, concurrency });
   worker.on('completed', () => {
     if (++done === jobs) finish();
   });
@@ -133,7 +142,7 @@ export function median(xs: number[]): number {
  * worker app runs it: each job added as `enqueue` adds it (the job's options), validated, handled in
  * batches, completed with its queue's retention, counted in the job's metrics, failures to the DLQ.
  */
-export async function measureBatch(url: string, queueName: string, def: AnyJob, jobs: number): Promise<Measured> {
+export async function measureBatch(url: string, queueName: string, def: AnyJob, jobs: number, engine: Engine): Promise<Measured> {
   const renamed = { ...def, queue: queueName };
   const filled = await filledQueue(url, queueName, def.name, jobs, jobOptions(def));
   let done = 0;
@@ -144,19 +153,19 @@ export async function measureBatch(url: string, queueName: string, def: AnyJob, 
   const command = createRedis(url, 'command');
   const blocking = createRedis(url, 'blocking');
   await Promise.all([command.ping(), blocking.ping()]);
+  // The batch store as `engine` makes it (the fast one on a matching BullMQ, else the public one), with the
+  // connections, before the window, as the worker app makes it at its start.
+  const store = engine.createBatchStore({ redis: command, blocking, keyspace: keyspaceOn(command, PREFIX, queueName), queue: queueName, def: renamed, maxEvents: EVENTS_MAX_LEN, leaseMs: 8000, maxStalledCount: 2 });
   const windowEnd = await timedWindow(filled.producer);
   let failures = 0;
   const runner = new BatchRunner({
-    q: batchQueue(command, keyspaceOn(command, PREFIX, queueName), queueName, renamed, EVENTS_MAX_LEN),
+    store,
     def: renamed,
-    blocking,
     appRedis: command,
     enqueue: async () => {
       throw new Error('the bench jobs enqueue nothing');
     },
     log: silentLog,
-    leaseMs: 8000,
-    maxStalledCount: 2,
     onFinalFailures: () => void failures++,
     onCompleted: (n) => {
       done += n;
@@ -166,8 +175,8 @@ export async function measureBatch(url: string, queueName: string, def: AnyJob, 
   runner.start();
   await finished;
   const window = await windowEnd(jobs);
+  // Closes the store and its connections.
   await runner.close();
-  command.disconnect();
   await filled.remove();
   if (failures > 0) throw new Error(`bench batch jobs failed in ${queueName}`);
   return { rate: window.rate, nodeUs: window.nodeUs, redisUs: window.redisUs, commandsPerJob: window.sent / jobs, completionsPerCall: undefined };

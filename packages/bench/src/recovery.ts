@@ -21,7 +21,7 @@ import { createCatalog, createRedis, defineJob, type Enqueue } from '@tickwork/c
 import { createExactlyOnce } from '@tickwork/exactly-once';
 import { appEntry, fixtureModule, freePort, startApp, startRedisServer, waitFor, type AppProcess } from '@tickwork/testkit';
 import { gated, RC_KEYS, RC_QUEUE } from '@tickwork/testkit/fixtures/recovery-catalog';
-import { ackConnectionOf } from '@tickwork/bullmq-engine';
+import { createEngine } from '@tickwork/bullmq-engine';
 import { createProcessor, createRecovery, RunningJobs, type Recovery } from '@tickwork/worker';
 import { Queue, Worker } from 'bullmq';
 import { pino } from 'pino';
@@ -95,6 +95,9 @@ export async function benchRecovery(): Promise<void> {
 }
 
 /** Runs `RUNNING` waiting jobs under `s` on a Redis of its own and counts what keeping them alive costs. */
+/** The worker's engine, as the worker app makes it (its fast path on a matching BullMQ). */
+const engine = createEngine({ log: silent });
+
 async function keepAlive(s: SetUp): Promise<{ traffic: Traffic; finish: () => Promise<void> }> {
   const server = await startRedisServer();
   const command = createRedis(server.url, 'command');
@@ -104,10 +107,12 @@ async function keepAlive(s: SetUp): Promise<{ traffic: Traffic; finish: () => Pr
   let recovery: Recovery | undefined;
   const running = new RunningJobs();
   if (s.heartbeat) {
-    recovery = createRecovery({ redisTarget: server.url, prefix: PREFIX, leaseMs: s.lockMs, maxStalledCount: 2, isRunning: (q, id) => running.has(q, id), log: silent });
+    recovery = createRecovery({ redisTarget: server.url, prefix: PREFIX, leaseMs: s.lockMs, maxStalledCount: 2, stalls: engine.stalls, isRunning: (q, id) => running.has(q, id), log: silent });
   }
+  engine.holdWrites(ledgerRedis);
   const exactlyOnce = createExactlyOnce(ledgerRedis, { prefix: PREFIX, leaseMs: s.lockMs, ...(recovery && { liveness: recovery.registry }) });
-  const processor = createProcessor({ catalog, redis: command, enqueue, log: silent, exactlyOnce, running, ackConnectionOf: () => ackConnectionOf(worker) });
+  const ackOf = engine.ackConnectionOf;
+  const processor = createProcessor({ catalog, redis: command, enqueue, log: silent, exactlyOnce, running, ...(ackOf && { ackConnectionOf: () => ackOf(worker) }) });
   const startedAt = performance.now();
   const worker: Worker = new Worker(hold.queue, processor, {
     connection: blocking,

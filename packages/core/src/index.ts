@@ -45,5 +45,6 @@ export { RedisTx } from './redis/redis-tx.js';
 export { keyNodes, scanKeys } from './redis/scan.js';
 export { defineScript, runScript, runScriptMany } from './redis/scripts.js';
 export type { Script, ScriptCall } from './redis/scripts.js';
-export { holdUntilTurnEnds } from './redis/turn-hold.js';
+export { holdUntilTurnEnds, holdWritesOn } from './redis/turn-hold.js';
+export type { TurnHold } from './redis/turn-hold.js';
 export { exitOnStartupError, onShutdown } from './shutdown.js';

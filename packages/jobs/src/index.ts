@@ -1,4 +1,4 @@
-import { createCatalog } from '@tickwork/core';
+import { createCatalog } from 'tickwork';
 import { billingChargeMonthly } from './jobs/billing-charge-monthly.js';
 import { digestMorning } from './jobs/digest-morning.js';
 import { digestUser } from './jobs/digest-user.js';

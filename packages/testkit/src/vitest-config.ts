@@ -2,9 +2,33 @@
  * The vitest settings every package shares (each package's vitest.config.ts re-exports this), so
  * `pnpm test` and a plain `npx vitest run` in a package behave alike.
  */
+/**
+ * The tests of tickwork's fast paths into BullMQ's internals (the engine's own, and the worker's that drive
+ * them), as globs under a package's folder. They hold the fast paths to what the installed BullMQ does, so
+ * they only mean something while it matches the engine's contract: `pnpm test:bullmq` against a BullMQ that
+ * does not (scripts/test-bullmq.sh) leaves them out (TICKWORK_FAST_PATH_TESTS=off) and runs everything else,
+ * the worker then on BullMQ's public paths.
+ */
+export const FAST_PATH_TESTS = [
+  // packages/bullmq-engine
+  'src/ack/**/*.test.ts',
+  'src/worker/**/*.test.ts',
+  'src/batch/**/*.test.ts',
+  'src/lua/**/*.test.ts',
+  'src/stalls.test.ts',
+  'src/contract/**/*.test.ts',
+  // apps/worker
+  'src/exactly-once/ack-fold.test.ts',
+  'src/exactly-once/sole-delivery.test.ts',
+  'src/exactly-once/complete-ahead.test.ts',
+  'src/exactly-once/lazy-claim.test.ts',
+  'src/cluster/complete-ahead-cluster.test.ts',
+];
+
 const shared = {
   test: {
     include: ['src/**/*.test.ts'],
+    exclude: ['**/node_modules/**', ...(process.env.TICKWORK_FAST_PATH_TESTS === 'off' ? FAST_PATH_TESTS : [])],
     // Tests start redis-server and real app processes; on a loaded 2-core CI machine that takes seconds.
     testTimeout: 60_000,
     hookTimeout: 60_000,

@@ -1,10 +1,7 @@
+import type { FailedAttempt, FetchedBatchJob } from '@tickwork/bullmq-engine';
 import { cancellationReason } from '@tickwork/operations';
 import { describeIssues, PayloadValidationError, validatePayload, type AnyJob, type BatchItem } from '@tickwork/core';
 import type { CancelListener } from '../cancel-listener.js';
-import type { FailedAttempt } from './batch-settle.js';
-
-/** A fetched job: [id, name, data as stored, attempts made]. */
-export type FetchedJob = [string, string, string, number];
 
 export interface Admitted {
   /** The jobs the handler gets. */
@@ -19,7 +16,7 @@ export interface Admitted {
  * Sorts a fetched batch into the jobs its handler gets and those that end before it (batch-runner.ts): one
  * bad job never holds up the others. Checked in memory: no round trip.
  */
-export function admit(def: AnyJob, queue: string, jobs: readonly FetchedJob[], cancels: CancelListener | undefined): Admitted {
+export function admit(def: AnyJob, queue: string, jobs: readonly FetchedBatchJob[], cancels: CancelListener | undefined): Admitted {
   const out: Admitted = { items: [], invalid: [], cancelled: [] };
   for (const [id, name, raw, attemptsMade] of jobs) {
     const request = cancels?.pending(queue, id);

@@ -1,24 +1,22 @@
 import { randomUUID } from 'node:crypto';
-import { jobsCancelled, jobTally, RedisTx, runScript, type AnyJob, type BatchItem, type Enqueue, type Logger, type RedisClient, type RedisOutageLog } from '@tickwork/core';
+import { BatchFormatError, type BatchStore, type FailedAttempt, type FetchedBatchJob } from '@tickwork/bullmq-engine';
+import { jobsCancelled, jobTally, RedisTx, type AnyJob, type BatchItem, type Enqueue, type Logger, type RedisClient, type RedisOutageLog } from '@tickwork/core';
 import { leasesLost, RedisStepSlotError } from '@tickwork/exactly-once';
 import type { CancelListener } from '../cancel-listener.js';
-import { admit, type FetchedJob } from './batch-admit.js';
-import { FETCH_BATCH, RECLAIM_BATCHES } from '@tickwork/bullmq-engine';
-import { completeBatch, failAttempts, type BatchQueue, type FailedAttempt } from './batch-settle.js';
+import { admit } from './batch-admit.js';
+import { FIRST_FOREIGN_CHECK_MS, FOREIGN_CHECK_MS, ForeignConsumerWatch } from './foreign-consumers.js';
 
 export interface BatchRunnerOptions {
-  q: BatchQueue;
+  /**
+   * Everything the runner does to Redis (@tickwork/bullmq-engine: the fast store, or the public one on a
+   * BullMQ that does not match the engine's contract). The runner closes it.
+   */
+  store: BatchStore;
   def: AnyJob;
-  /** A connection of its own for the blocking wait for new jobs (closed to stop the wait). */
-  blocking: RedisClient;
   /** The connection handlers get as `ctx.redis`. */
   appRedis: RedisClient;
   enqueue: Enqueue;
   log: Logger;
-  /** How long a batch's lease lasts unrenewed; renewed and checked every quarter of it. */
-  leaseMs: number;
-  /** A job put back this many times after its batch's lease expired fails for good. */
-  maxStalledCount: number;
   /** Jobs that failed for good are in the failed set: the DLQ routing takes them from there. */
   onFinalFailures(): void;
   /** Told how many jobs each committed batch completed (the bench counts them). */
@@ -27,11 +25,13 @@ export interface BatchRunnerOptions {
   cancels?: CancelListener;
   /** The app's Redis outage log: connection errors during an outage are its to report (once), not one line each. */
   outage?: RedisOutageLog;
+  /** How often the runner looks for consumers it does not own on its queue (default a minute). */
+  foreignCheckMs?: number;
 }
 
 interface Fetched {
   token: string;
-  jobs: FetchedJob[];
+  jobs: FetchedBatchJob[];
 }
 
 /** How a batch's handler ended: returned (its writes, and the jobs it failed alone), or threw. */
@@ -50,42 +50,58 @@ class StopAbort extends Error {
 }
 
 /**
- * Runs one batch job's queue: `def.batch.concurrency` loops, each fetching up to `def.batch.size` jobs in one
- * script call, then per batch: admit (an invalid or cancelled job ends alone) → run the handler → settle
- * (the jobs it failed alone, then the rest completed with its `ctx.tx` writes, in one script call). A batch holds a lease,
- * renewed while it runs; a batch whose lease expired (its worker died) is put back by whichever worker
- * checks first, and a settle that finds its lease gone writes nothing (batch-lua.ts).
+ * Runs one batch job's queue: `def.batch.concurrency` loops, each fetching up to `def.batch.size` jobs from
+ * its store, then per batch: admit (an invalid or cancelled job ends alone) → run the handler → settle (the
+ * jobs it failed alone, then the rest completed with its `ctx.tx` writes). A batch holds a lease, renewed
+ * while it runs; a batch whose lease expired (its worker died) is put back by whichever worker checks first,
+ * and a settle that finds its lease gone writes nothing (the store's fence: @tickwork/bullmq-engine batch/).
+ * A queue whose batch keys another tickwork's format wrote is refused: the runner stops, saying why.
  */
 export class BatchRunner {
   private closing = false;
   private readonly running = new Map<string, AbortController>();
   private loops: Promise<void>[] = [];
-  private timer: NodeJS.Timeout | undefined;
+  private timers: NodeJS.Timeout[] = [];
   private waiting: Promise<void> | undefined;
   private readonly tally;
+  private readonly store: BatchStore;
+  private readonly queue: string;
+  private readonly foreign: ForeignConsumerWatch;
+  private closed: Promise<void> | undefined;
 
   constructor(private readonly o: BatchRunnerOptions) {
-    this.tally = jobTally(o.q.queue, o.def.name);
+    this.store = o.store;
+    this.queue = o.store.queue;
+    this.tally = jobTally(this.queue, o.def.name);
+    this.foreign = new ForeignConsumerWatch(o.store, o.log, o.outage);
   }
 
   start(): void {
     const loops = this.o.def.batch?.concurrency ?? 2;
     this.loops = Array.from({ length: loops }, () => this.loop());
-    this.timer = setInterval(() => void this.tend(), Math.max(50, Math.floor(this.o.leaseMs / 4)));
-    this.timer.unref();
+    const every = this.o.foreignCheckMs ?? FOREIGN_CHECK_MS;
+    this.timers = [
+      setInterval(() => void this.tend(), Math.max(50, Math.floor(this.store.leaseMs / 4))),
+      // The first look a moment after the start, off the first batches' way; then every `every`.
+      setTimeout(() => void this.foreign.check(), Math.min(FIRST_FOREIGN_CHECK_MS, every)),
+      setInterval(() => void this.foreign.check(), every),
+    ];
+    for (const t of this.timers) t.unref();
   }
 
   get isRunning(): boolean {
     return !this.closing;
   }
 
-  /** Stops fetching and waits for the batches in flight; `force` aborts them first. */
+  /** Stops fetching and waits for the batches in flight (`force` aborts them first), then closes the store. */
   async close(force = false): Promise<void> {
     this.closing = true;
     if (force) for (const c of this.running.values()) c.abort(new StopAbort('worker shutting down'));
-    this.o.blocking.disconnect();
+    this.store.wake();
     await Promise.allSettled(this.loops);
-    clearInterval(this.timer);
+    for (const t of this.timers) clearInterval(t);
+    this.closed ??= this.store.close();
+    await this.closed;
   }
 
   /** Aborts every batch in flight (a stop while Redis is unreachable). */
@@ -101,21 +117,33 @@ export class BatchRunner {
         if (Array.isArray(got)) await this.waitForWork(got[0]);
         else await this.handle(got);
       } catch (err) {
+        if (err instanceof BatchFormatError) return this.refuse(err);
         if (this.closing) return;
-        if (!this.o.outage?.note(err)) this.o.log.warn({ err: { message: (err as Error).message }, queue: this.o.q.queue }, 'batch fetch or settle failed; retrying');
+        if (!this.o.outage?.note(err)) this.o.log.warn({ err: { message: (err as Error).message }, queue: this.queue }, 'batch fetch or settle failed; retrying');
         // A pause before the next try, so an outage is not a busy loop; a batch taken meanwhile is put back when its lease expires.
         await new Promise((r) => setTimeout(r, 1000));
       }
     }
   }
 
+  /**
+   * A queue whose batch keys another format wrote: the runner stops (its readiness fails) rather than
+   * misread them, and says so once.
+   */
+  private refuse(err: BatchFormatError): void {
+    if (this.closing) return;
+    this.closing = true;
+    for (const t of this.timers) clearInterval(t);
+    this.store.wake();
+    this.o.log.error({ queue: this.queue, job: this.o.def.name, found: err.found, expected: err.expected }, err.message);
+  }
+
   /** A batch, or [the next delayed job's time] when there is none to take. */
   private async fetch(): Promise<Fetched | [number | undefined]> {
-    const { q, def } = this.o;
     const token = randomUUID();
-    const reply = (await runScript(q.redis, FETCH_BATCH, q.keys.fetch, [q.jobPrefix, Date.now(), def.batch?.size ?? 1, token, this.o.leaseMs, q.maxEvents])) as string[];
-    if (reply[0] === 'jobs') return { token, jobs: JSON.parse(reply[1] as string) as Fetched['jobs'] };
-    return [reply[0] === 'empty' && reply[1] ? Number(reply[1]) : undefined];
+    const got = await this.store.fetch(token, this.o.def.batch?.size ?? 1);
+    if (got.kind === 'jobs') return { token, jobs: got.jobs };
+    return [got.kind === 'empty' ? got.nextDelayedAt : undefined];
   }
 
   /** Waits for the queue's wake-up marker (a job added), or the next delayed job, at most a few seconds. */
@@ -123,9 +151,9 @@ export class BatchRunner {
     const seconds = Math.min(MAX_IDLE_WAIT_S, nextDelayed === undefined ? MAX_IDLE_WAIT_S : (nextDelayed - Date.now()) / 1000);
     if (seconds <= 0) return Promise.resolve();
     // One blocking call at a time per runner: the other loops wait on the same one.
-    this.waiting ??= this.o.blocking
-      .bzpopmin(this.o.q.key('marker'), Math.max(0.01, seconds))
-      .then(() => undefined, () => undefined)
+    this.waiting ??= this.store
+      .waitForJobs(seconds)
+      .catch(() => undefined)
       .finally(() => (this.waiting = undefined));
     return this.waiting;
   }
@@ -134,9 +162,9 @@ export class BatchRunner {
   private async handle({ token, jobs }: Fetched): Promise<void> {
     const cancels = this.o.cancels;
     if (cancels && !cancels.loaded) await cancels.ready;
-    const { items, invalid, cancelled } = admit(this.o.def, this.o.q.queue, jobs, cancels);
+    const { items, invalid, cancelled } = admit(this.o.def, this.queue, jobs, cancels);
     if (invalid.length > 0) {
-      this.o.log.error({ queue: this.o.q.queue, job: this.o.def.name, jobs: invalid.map((f) => ({ jobId: f.id, reason: f.reason })) }, 'batch jobs failed validation');
+      this.o.log.error({ queue: this.queue, job: this.o.def.name, jobs: invalid.map((f) => ({ jobId: f.id, reason: f.reason })) }, 'batch jobs failed validation');
       await this.settleFailures(token, invalid, items.length === 0 && cancelled.length === 0);
     }
     if (cancelled.length > 0) await this.cancelled(token, cancelled, items.length === 0);
@@ -168,7 +196,7 @@ export class BatchRunner {
     }
     if (committed === 'lost') return this.leaseLost(token, done.length);
     const reason = committed.error instanceof Error ? committed.error.message : String(committed.error);
-    this.o.log.warn({ queue: this.o.q.queue, job: this.o.def.name, jobs: done.length, err: { message: reason } }, 'batch attempt failed');
+    this.o.log.warn({ queue: this.queue, job: this.o.def.name, jobs: done.length, err: { message: reason } }, 'batch attempt failed');
     this.count('failed', done.length, seconds);
     const failures = done.map((i) => attemptOf(i, reason));
     await this.settleFailures(token, failures, true, committed.error);
@@ -185,7 +213,7 @@ export class BatchRunner {
   /** Completes the batch with its writes; a write refused (its slot, its type) fails the attempt instead. */
   private async commit(token: string, items: BatchItem<unknown>[], tx: RedisTx): Promise<'done' | 'lost' | { error: unknown }> {
     try {
-      const result = await completeBatch(this.o.q, token, items, tx);
+      const result = await this.store.complete(token, items, tx);
       return typeof result === 'string' ? result : { error: new Error(result.error) };
     } catch (error) {
       if (error instanceof RedisStepSlotError) return { error };
@@ -194,7 +222,8 @@ export class BatchRunner {
   }
 
   private async runHandler(token: string, items: BatchItem<unknown>[]): Promise<HandlerOutcome> {
-    const { def, q } = this.o;
+    const { def } = this.o;
+    const queue = this.queue;
     const controller = new AbortController();
     this.running.set(token, controller);
     const timeoutMs = def.timeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -209,7 +238,7 @@ export class BatchRunner {
     try {
       const handler = def.batch?.handler;
       if (!handler) throw new Error(`${def.name} is not a batch job`);
-      const ctx = { jobs: items, log: this.o.log.child({ queue: q.queue, job: def.name, batch: token }), jobName: def.name, queue: q.queue, signal: controller.signal, tx, fail, enqueue: this.o.enqueue, redis: this.o.appRedis };
+      const ctx = { jobs: items, log: this.o.log.child({ queue, job: def.name, batch: token }), jobName: def.name, queue, signal: controller.signal, tx, fail, enqueue: this.o.enqueue, redis: this.o.appRedis };
       await Promise.race([handler(ctx), aborted]);
       return { ok: true, tx, failed };
     } catch (error) {
@@ -226,50 +255,43 @@ export class BatchRunner {
    * operator's retry runs them.
    */
   private async cancelled(token: string, jobs: FailedAttempt[], release: boolean): Promise<void> {
-    const { q, def } = this.o;
+    const { def } = this.o;
+    const queue = this.queue;
     await this.settleFailures(token, jobs, release);
     for (const j of jobs) {
-      jobsCancelled.inc({ queue: q.queue, job: def.name });
-      this.o.log.info({ queue: q.queue, job: def.name, jobId: j.id, reason: j.reason }, 'job cancelled before its batch started');
-      await this.o.cancels?.finished(q.queue, j.id);
+      jobsCancelled.inc({ queue, job: def.name });
+      this.o.log.info({ queue, job: def.name, jobId: j.id, reason: j.reason }, 'job cancelled before its batch started');
+      await this.o.cancels?.finished(queue, j.id);
     }
   }
 
   private async settleFailures(token: string, failures: FailedAttempt[], release: boolean, err?: unknown): Promise<void> {
-    const finals = await failAttempts(this.o.q, token, failures, release, err);
+    const finals = await this.store.fail(token, failures, release, err);
     if (!finals) this.leaseLost(token, failures.length);
     else if (finals.length > 0) this.o.onFinalFailures();
   }
 
-  /**
-   * A batch stopped by a shutdown is not a failed attempt of its jobs: its lease is given up (its deadline
-   * set in the past), so the next look for expired leases, by any worker, puts its jobs back at once.
-   */
+  /** A batch stopped by a shutdown is not a failed attempt of its jobs: the store gives them back (the fast one as a stall). */
   private async giveBack(token: string, jobs: number): Promise<void> {
-    this.o.log.warn({ queue: this.o.q.queue, job: this.o.def.name, batch: token, jobs }, 'batch stopped by the shutdown; its jobs go back to the queue');
-    await this.o.q.redis.zadd(this.o.q.key('batches'), 'XX', 0, token);
+    this.o.log.warn({ queue: this.queue, job: this.o.def.name, batch: token, jobs }, 'batch stopped by the shutdown; its jobs go back to the queue');
+    await this.store.giveBack(token);
   }
 
   private leaseLost(token: string, jobs: number): void {
-    leasesLost.inc({ queue: this.o.q.queue, job: this.o.def.name });
-    this.o.log.error({ queue: this.o.q.queue, job: this.o.def.name, batch: token, jobs }, "batch's lease was lost before it was settled: nothing was written, its jobs run again in another batch");
+    leasesLost.inc({ queue: this.queue, job: this.o.def.name });
+    this.o.log.error({ queue: this.queue, job: this.o.def.name, batch: token, jobs }, "batch's lease was lost before it was settled: nothing was written, its jobs run again in another batch");
   }
 
   /** Renews the leases of the batches in flight, then puts back batches whose lease expired (anyone's). */
   private async tend(): Promise<void> {
-    const { q } = this.o;
     try {
-      if (this.running.size > 0) {
-        const deadline = Date.now() + this.o.leaseMs;
-        const args: (string | number)[] = [];
-        for (const token of this.running.keys()) args.push(deadline, token);
-        await q.redis.zadd(q.key('batches'), 'XX', 'GT', ...args);
-      }
-      const [back, failed] = (await runScript(q.redis, RECLAIM_BATCHES, q.keys.reclaim, [q.jobPrefix, Date.now(), this.o.maxStalledCount, q.maxEvents])) as [number, string[]];
-      if (back > 0 || failed.length > 0) this.o.log.warn({ queue: q.queue, putBack: back, failed: failed.length }, "batches' leases expired: their jobs were put back");
+      if (this.running.size > 0) await this.store.renew([...this.running.keys()]);
+      const { back, failed } = await this.store.reclaimExpired();
+      if (back > 0 || failed.length > 0) this.o.log.warn({ queue: this.queue, putBack: back, failed: failed.length }, "batches' leases expired: their jobs were put back");
       if (failed.length > 0) this.o.onFinalFailures();
     } catch (err) {
-      if (!this.closing && !this.o.outage?.note(err)) this.o.log.warn({ err: { message: (err as Error).message }, queue: q.queue }, 'could not renew or reclaim batch leases; retrying');
+      if (err instanceof BatchFormatError) return this.refuse(err);
+      if (!this.closing && !this.o.outage?.note(err)) this.o.log.warn({ err: { message: (err as Error).message }, queue: this.queue }, 'could not renew or reclaim batch leases; retrying');
     }
   }
 }

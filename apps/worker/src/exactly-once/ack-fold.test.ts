@@ -6,7 +6,7 @@
  */
 import { completionWriter, CompletionWriter, createExactlyOnce, duplicatesRanUnclaimed, jobRecordKey, type ExactlyOnce } from '@tickwork/exactly-once';
 import { createCatalog, defineJob } from '@tickwork/core';
-import { foldAcks } from '@tickwork/bullmq-engine';
+import { ackConnectionOf, createEngine, foldAcks } from '@tickwork/bullmq-engine';
 import { monitorRedis, startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -14,11 +14,14 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createProcessor } from '../processor.js';
-import { ackConnectionOf } from '@tickwork/bullmq-engine';
 
 let server: RedisServerHandle;
 let redis: Redis;
 let eo: ExactlyOnce;
+/** The worker's engine on its fast path: the connection it hands out has results folded into its acknowledgements. */
+const engine = createEngine({ log: pino({ level: 'silent' }) });
+const foldedAcksOf = (worker: Worker) => (engine.ackConnectionOf as NonNullable<typeof engine.ackConnectionOf>)(worker);
+
 const silent = pino({ level: 'silent' });
 
 const fold = defineJob({ name: 'af.noop', queue: 'af', schema: z.object({ i: z.number() }), handler: async (ctx) => ({ i: ctx.data.i }) });
@@ -109,7 +112,7 @@ afterAll(async () => {
  */
 async function drain(count: number, concurrency = 1, errors: Error[] = []): Promise<void> {
   let done = 0;
-  const processor = createProcessor({ catalog, redis, log: silent, exactlyOnce: eo, enqueue: async () => ({ id: 'unused' }), ackConnectionOf: () => ackConnectionOf(worker) });
+  const processor = createProcessor({ catalog, redis, log: silent, exactlyOnce: eo, enqueue: async () => ({ id: 'unused' }), ackConnectionOf: () => foldedAcksOf(worker) });
   const worker: Worker = new Worker('af', processor, { connection: server.client(), prefix: 'tw', concurrency });
   worker.on('completed', () => done++);
   worker.on('error', (err) => errors.push(err));
@@ -198,7 +201,7 @@ describe('a result recorded in its job\'s hash', () => {
   it('refused by BullMQ because another token holds the job\'s lock is recorded anyway, and the job left to that holder', async () => {
     const queue = new Queue('af', { connection: server.client(), prefix: 'tw' });
     const errors: Error[] = [];
-    const processor = createProcessor({ catalog, redis, log: silent, exactlyOnce: eo, enqueue: async () => ({ id: 'unused' }), ackConnectionOf: () => ackConnectionOf(worker) });
+    const processor = createProcessor({ catalog, redis, log: silent, exactlyOnce: eo, enqueue: async () => ({ id: 'unused' }), ackConnectionOf: () => foldedAcksOf(worker) });
     const worker: Worker = new Worker('af', processor, { connection: server.client(), prefix: 'tw' });
     worker.on('error', (err) => errors.push(err));
     try {

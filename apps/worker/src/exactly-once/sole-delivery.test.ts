@@ -16,13 +16,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createProcessor } from '../processor.js';
 import { soleDeliveryCheck } from '../recovery/sole-delivery.js';
-import { TickworkWorker } from '@tickwork/bullmq-engine';
-import { ackConnectionOf } from '@tickwork/bullmq-engine';
+import { createEngine, TickworkWorker } from '@tickwork/bullmq-engine';
 
 let server: RedisServerHandle;
 let redis: Redis;
 let eo: ExactlyOnce;
 let queue: Queue;
+/** The worker's engine on its fast path, as worker-pool.ts makes it. */
+const engine = createEngine({ log: pino({ level: 'silent' }) });
+
 const silent = pino({ level: 'silent' });
 const effects = (jobId: string) => `sd:effects:${jobId}`;
 
@@ -49,9 +51,9 @@ afterAll(async () => {
 });
 
 /** The stock processor on a TickworkWorker, as worker-pool.ts runs it (without recovery); resolves once `count` jobs completed. */
-async function drain(count: number, soleDelivery = soleDeliveryCheck({ lockDurationMs: 30_000 })): Promise<void> {
+async function drain(count: number, soleDelivery = soleDeliveryCheck({ lockDurationMs: 30_000, unrecordedAtDelivery: engine.unrecordedAtDelivery })): Promise<void> {
   let done = 0;
-  const processor = createProcessor({ catalog, redis, log: silent, exactlyOnce: eo, enqueue: async () => ({ id: 'unused' }), soleDelivery, ackConnectionOf: () => ackConnectionOf(worker) });
+  const processor = createProcessor({ catalog, redis, log: silent, exactlyOnce: eo, enqueue: async () => ({ id: 'unused' }), soleDelivery, ackConnectionOf: () => (engine.ackConnectionOf as NonNullable<typeof engine.ackConnectionOf>)(worker) });
   const worker: Worker = new TickworkWorker('sd', processor, { connection: server.client(), prefix: 'tw', concurrency: 1 });
   worker.on('completed', () => done++);
   try {
@@ -94,7 +96,7 @@ describe('a sole delivery', () => {
       sole = await add();
       await drain(sole.length);
       notSole = await add();
-      await drain(notSole.length, soleDeliveryCheck({ lockDurationMs: 0 })); // never within its lock's first half
+      await drain(notSole.length, soleDeliveryCheck({ lockDurationMs: 0, unrecordedAtDelivery: engine.unrecordedAtDelivery })); // never within its lock's first half
       await redis.ping(); // MONITOR lines arrive in order: this one's shows the drains' have all arrived
       await waitFor(async () => seen.some((c) => !c.lua && c.args[0]?.toLowerCase() === 'ping'), { timeoutMs: 5_000, what: 'the last MONITOR line' });
     } finally {
@@ -146,7 +148,7 @@ describe('soleDeliveryCheck', () => {
   }
 
   it("is sole for a new job's delivery, and not once its lock's first half has passed", async () => {
-    const check = soleDeliveryCheck({ lockDurationMs: 600 });
+    const check = soleDeliveryCheck({ lockDurationMs: 600, unrecordedAtDelivery: engine.unrecordedAtDelivery });
     const answers = await probeDelivery(async (job) => {
       const atStart = check(job);
       await waitFor(async () => Date.now() - (job.processedOn ?? 0) >= 300, { timeoutMs: 5_000, what: "half the lock's term" });
@@ -157,7 +159,7 @@ describe('soleDeliveryCheck', () => {
 
   it('is not sole while recovery is not certain of this process (a late heartbeat, trouble on the connection)', async () => {
     let certain = true;
-    const check = soleDeliveryCheck({ lockDurationMs: 30_000, recovery: { certain: () => certain } });
+    const check = soleDeliveryCheck({ lockDurationMs: 30_000, recovery: { certain: () => certain }, unrecordedAtDelivery: engine.unrecordedAtDelivery });
     const answers = await probeDelivery(async (job) => {
       const before = check(job);
       certain = false;
@@ -168,6 +170,6 @@ describe('soleDeliveryCheck', () => {
 
   it('is not sole for a job a plain BullMQ Worker delivered (nothing noted what its hash held)', async () => {
     const job = await queue.add('sd.charge', {});
-    expect(soleDeliveryCheck({ lockDurationMs: 30_000 })((await queue.getJob(String(job.id))) as Job)).toBe(false);
+    expect(soleDeliveryCheck({ lockDurationMs: 30_000, unrecordedAtDelivery: engine.unrecordedAtDelivery })((await queue.getJob(String(job.id))) as Job)).toBe(false);
   });
 });

@@ -1,12 +1,14 @@
 import type { Logger, RedisClient } from '@tickwork/core';
 import { Job, type Worker } from 'bullmq';
-import { activeLockedBy } from './reaper.js';
+import type { StallBook } from '@tickwork/bullmq-engine';
 
 export interface LostDeliveryOptions {
   /** Recovery's own connection (recovery.ts), for the scans and the takeback. */
   redis: RedisClient;
   worker: Worker;
   queue: string;
+  /** The engine's reader of BullMQ's lock tokens (StallBook.activeLockedBy). */
+  activeLockedBy: StallBook['activeLockedBy'];
   /** The Worker's connection: its trouble is what arms the check. */
   connection: RedisClient;
   /** Whether this process is running the job (running-jobs.ts). */
@@ -64,7 +66,7 @@ export function watchLostDeliveries(opts: LostDeliveryOptions): LostDeliveryChec
     try {
       const next = new Set<string>();
       // Locked with this Worker's token, and not running here.
-      const orphaned = await activeLockedBy(opts.redis, worker, worker.id, (id) => !opts.isRunning(id));
+      const orphaned = await opts.activeLockedBy(opts.redis, worker, worker.id, (id) => !opts.isRunning(id));
       for (const { id, token } of orphaned) {
         const key = `${id} ${token}`;
         if (!seen.has(key)) next.add(key);

@@ -1,4 +1,5 @@
 import { createRedis, WorkerRegistry, type Logger, type RedisClient, type RedisOutageLog, type RedisTarget } from '@tickwork/core';
+import type { StallBook } from '@tickwork/bullmq-engine';
 import type { Worker } from 'bullmq';
 import { watchLostDeliveries, type LostDeliveryCheck } from './lost-deliveries.js';
 import { createReaper } from './reaper.js';
@@ -16,6 +17,12 @@ export interface RecoveryOptions {
   /** The ledger lease: a dead process is remembered at least this long past its death (see WorkerRegistry). */
   leaseMs: number;
   maxStalledCount: number;
+  /**
+   * BullMQ's stall bookkeeping (the engine's, on its fast path): with it this process takes back a dead
+   * process's jobs within seconds (reaper.ts) and jobs whose delivery was lost (lost-deliveries.ts); without
+   * it (BullMQ's public paths) both are left to BullMQ's own stalled check, after the lock expires.
+   */
+  stalls: StallBook | undefined;
   /** Whether this process is running a job (running-jobs.ts), for the lost-delivery check. */
   isRunning: (queue: string, jobId: string) => boolean;
   log: Logger;
@@ -61,7 +68,9 @@ export function createRecovery(opts: RecoveryOptions): Recovery {
   });
   const byQueue = new Map<string, Worker>();
   const lost = new Map<string, LostDeliveryCheck>();
-  const reap = createReaper({
+  const stalls = opts.stalls;
+  const reap = stalls && createReaper({
+    stalls,
     redis,
     prefix: opts.prefix,
     registryKey: registry.key,
@@ -74,6 +83,7 @@ export function createRecovery(opts: RecoveryOptions): Recovery {
     track(worker, queue, connection) {
       byQueue.set(queue, worker);
       registry.track(worker.id, queue);
+      if (!stalls) return;
       lost.set(
         queue,
         watchLostDeliveries({
@@ -81,6 +91,7 @@ export function createRecovery(opts: RecoveryOptions): Recovery {
           worker,
           queue,
           connection,
+          activeLockedBy: stalls.activeLockedBy,
           isRunning: (jobId) => opts.isRunning(queue, jobId),
           everyMs: opts.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
           windowMs: opts.leaseMs,

@@ -1,8 +1,8 @@
 import type { Job } from 'bullmq';
-import { DeliveredJob } from '@tickwork/bullmq-engine';
-
 
 export interface SoleDeliveryOptions {
+  /** Condition 1: the engine's note of a job whose hash held no run record when delivered (Engine.unrecordedAtDelivery). */
+  unrecordedAtDelivery: (job: Job) => boolean;
   /** BullMQ's lock duration for the Worker (its `lockDuration`). */
   lockDurationMs: number;
   /** Conditions 3 and 4 (recovery.ts); without recovery (no reaper, no lost-delivery check) they hold. */
@@ -14,7 +14,7 @@ export interface SoleDeliveryOptions {
  * before it runs its function without claiming the run first (runtime lazy-run.ts; README, "When a run is
  * claimed"). Yes only when all of these hold:
  *
- * 1. the job's hash held no run record when BullMQ delivered it (`TickworkWorker`, tickwork-worker.ts, notes it
+ * 1. the job's hash held no run record when BullMQ delivered it (the engine's TickworkWorker notes it
  *    from the hash the delivering script returns): no delivery had claimed the run, and this is not an operator's retry
  *    (counters reset) of a run already made;
  * 2. the delivery's BullMQ lock is within the first half of its first term: BullMQ sets it for
@@ -36,8 +36,7 @@ export interface SoleDeliveryOptions {
 export function soleDeliveryCheck(opts: SoleDeliveryOptions): (job: Job) => boolean {
   const firstHalf = opts.lockDurationMs / 2;
   return (job) =>
-    job instanceof DeliveredJob &&
-    job.unrecordedAtDelivery &&
+    opts.unrecordedAtDelivery(job) &&
     job.processedOn !== undefined &&
     Date.now() - job.processedOn < firstHalf &&
     (opts.recovery?.certain(job.queueName, job.processedOn) ?? true);

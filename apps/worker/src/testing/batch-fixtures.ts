@@ -18,6 +18,8 @@ export const BT_KEYS = {
   pauseOnce: 'bt:pause-once',
   /** Set while a batch is in its pause: its job ids. */
   paused: 'bt:paused',
+  /** A pause in ms for every batch (while set), so batches outlast a BullMQ Worker's stalled interval. */
+  slowEvery: 'bt:slow-every',
 };
 
 const schema = z.object({
@@ -36,7 +38,8 @@ const schema = z.object({
  */
 async function handler(ctx: BatchContext<z.output<typeof schema>>): Promise<void> {
   await ctx.redis.rpush(BT_KEYS.handled, ...ctx.jobs.map((j) => j.jobId));
-  const pauseMs = Number(await ctx.redis.getdel(BT_KEYS.pauseOnce));
+  const [pauseOnce, slowEvery] = await Promise.all([ctx.redis.getdel(BT_KEYS.pauseOnce), ctx.redis.get(BT_KEYS.slowEvery)]);
+  const pauseMs = Number(pauseOnce) || Number(slowEvery);
   if (pauseMs > 0) {
     await ctx.redis.set(BT_KEYS.paused, ctx.jobs.map((j) => j.jobId).join(','));
     await new Promise((r) => setTimeout(r, pauseMs));

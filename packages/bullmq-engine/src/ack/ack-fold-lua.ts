@@ -1,5 +1,5 @@
 import { unpack } from 'msgpackr';
-import { LEAN_FINISH_LUA } from './ack-lean-lua.js';
+import { leanFinishLua } from './ack-lean-lua.js';
 import { AckOptions, OPTIONS_INDEX, withoutNulls } from './ack-options.js';
 import { recordField, recordPair, RIDE_FIELDS_INDEX } from './ack-ride.js';
 import { COMPLETE_OP_LUA, JOB_RECORD_FIELD } from '@tickwork/exactly-once';
@@ -69,7 +69,7 @@ end}
 local function moveToFinished(KEYS, ARGV)
 ${moveToFinished}
 end
-${LEAN_FINISH_LUA}
+${leanFinishLua()}
 -- A compact acknowledgement: the lean path where it serves (ack-lean-lua.ts), else BullMQ's script.
 local function finishCompact(keys, argv)
   local r = leanFinish(keys, argv)
@@ -163,7 +163,7 @@ for i = 1, acks do
   out[i] = {reply, result}
 end
 -- Every acknowledgement has its reply by now; should this fail (a key of the wrong type), none is failed for it.
-if prefix ~= '' then pcall(leanAfter, KEYS[4], KEYS[${SHARED_KEYS.indexOf(13) + 1}]) end
+if prefix ~= '' then pcall(leanAfter, KEYS[${SHARED_KEYS.indexOf(3) + 1}], KEYS[${SHARED_KEYS.indexOf(8) + 1}]) end
 return out
 `;
 }

@@ -1,3 +1,5 @@
+import { bullmqLua } from '../lua/bullmq-includes.js';
+
 /**
  * The lean acknowledgement: what BullMQ's moveToFinished does for the usual completed job, in about half
  * its Redis calls (ack-fold-lua.ts runs it for compact acknowledgements, BullMQ's own text for the rest).
@@ -6,99 +8,86 @@
  * at concurrency 50 Redis, not Node, is what a tickwork worker waits on. Most of them are checks for
  * what a plain job does not use (parents, deduplication, metrics, rate limits, a removal policy), or are
  * repeated per job where once per call is the same (the queue's meta, the event stream's trim, the
- * promotion of due delayed jobs, the marker that wakes idle workers).
+ * promotion of due delayed jobs).
  *
  * When: a job completed (a compact acknowledgement) that is removed on completion (keepJobs count 0), on a
  * worker without metrics or a rate limiter, on a queue neither paused nor rate limited nor with a global
  * concurrency (its meta, read once per call), whose hash holds no parent and no deduplication id, that has
- * no children (no dependencies or failed-children keys), whose lock is this delivery's, and that is in the
- * active list. For anything else `leanFinish` returns nil having written nothing, and BullMQ's own script
- * runs. Then, as BullMQ's does (BullMQ 6.7.0's moveToFinished, fetchNextJob, prepareJobForProcessing,
- * promoteDelayedJobs, moveJobFromPrioritizedToActive, getNextDelayedTimestamp, removeLock, removeJobKeys,
- * trimEvents; ack-fold-lua.test.ts pins their text, so a BullMQ upgrade that changes them fails there):
- * the job leaves the active list and the stalled set, its lock and keys are deleted, a `completed` event is
- * added; if asked, the next job is fetched: due delayed jobs promoted, one moved from wait (or the
- * prioritized set) to active, locked, stamped (processedOn, processedBy, attempts started), an `active`
- * event added and its hash returned; with none, the next delayed job's time or, with the queue empty, a
- * `drained` event. What differs, none of it observable to BullMQ or its users: the record and attempt
+ * no children (no dependencies or failed-children keys), and whose lock is this delivery's. For anything
+ * else `leanFinish` returns nil having written nothing, and BullMQ's own script runs (and refuses, or
+ * finishes the job, as it would have).
+ *
+ * What BullMQ does, BullMQ's own Lua does: the installed BullMQ's include functions, inlined by bullmqLua
+ * (lua/bullmq-includes.ts) from the files it ships, so the steps are always the installed version's:
+ * `removeLock` (the lock checked and removed, the job out of the stalled set), `removeJobKeys`,
+ * `promoteDelayedJobs` (due delayed jobs to wait or the prioritized set, their `waiting` events, the
+ * wake-up marker), `moveJobFromPrioritizedToActive`, `prepareJobForProcessing` (the next job locked,
+ * stamped with processedOn, processedBy and attempts started, its `active` event, the wake-up marker, its
+ * hash returned), `getNextDelayedTimestamp`, `trimEvents` and, for a job that holds this delivery's lock but
+ * is not active, `updateJobFields` (BullMQ's script writes the job's fields before it refuses that one: -3).
+ * What is tickwork's own, written here after BullMQ's moveToFinished and fetchNextJob (their bodies are not
+ * includes): when to take the lean path (above); the order of the steps (the job leaves the active list,
+ * its keys are deleted, its `completed` event added; if asked, the next job is fetched: from wait, or the
+ * prioritized set when wait is empty or holds the old `0:0` marker; with none, the next delayed job's time;
+ * then, with the queue empty, a `drained` event); and what is done once per call rather than per job: the
+ * queue's meta read, due delayed jobs promoted (at the call's first fetch) and the event stream trimmed
+ * (after the call's events: leanAfter). ack-fold-lua.test.ts pins the text of every BullMQ file this mirrors
+ * or includes (contract/scripts.ts, MIRRORED_SCRIPTS), so a BullMQ upgrade that changes one fails there.
+ *
+ * What differs from BullMQ's script, none of it observable to BullMQ or its users: the record and attempt
  * counter BullMQ writes into a hash it deletes in the same script are not written; the event stream is
- * trimmed once per call, after its events, and delayed jobs promoted once per call (at its first fetch),
- * rather than per job; the wake-up marker set once per call.
+ * trimmed once per call, after its events, and delayed jobs promoted once per call, rather than per job.
+ *
+ * In the fold's script this text sits at the top level, beside BullMQ's whole moveToFinished wrapped in a
+ * function (whose own `rcall` and include functions are local to it): it defines the `rcall` BullMQ's
+ * include functions call, and ack-fold-lua.test.ts checks that no name it defines is defined again there.
  */
-export const LEAN_FINISH_LUA = `
+const LEAN_SOURCE = `local rcall = redis.call
+--- @include "includes/removeLock"
+--- @include "includes/updateJobFields"
+--- @include "includes/removeJobKeys"
+--- @include "includes/promoteDelayedJobs"
+--- @include "includes/moveJobFromPrioritizedToActive"
+--- @include "includes/prepareJobForProcessing"
+--- @include "includes/getNextDelayedTimestamp"
+--- @include "includes/trimEvents"
 local leanOff = nil
-local leanMaxEvents = nil
+local leanUsed = false
 local leanPromoted = false
-local leanMarker = false
+-- The queue neither paused nor rate limited nor with a global concurrency: its meta, read once per call.
 local function leanUsable(keys)
   if leanOff == nil then
-    local m = redis.call('HMGET', keys[9], 'paused', 'concurrency', 'max', 'duration')
+    local m = rcall('HMGET', keys[9], 'paused', 'concurrency', 'max', 'duration')
     leanOff = (m[1] or m[2] or m[3] or m[4]) and true or false
   end
   return not leanOff
 end
-local function leanPromote(keys, prefix, timestamp)
-  local jobs = redis.call('ZRANGEBYSCORE', keys[7], 0, (timestamp + 1) * 0x1000 - 1, 'LIMIT', 0, 1000)
-  if #jobs == 0 then return end
-  redis.call('ZREM', keys[7], unpack(jobs))
-  for _, jobId in ipairs(jobs) do
-    local jobKey = prefix .. jobId
-    local priority = tonumber(redis.call('HGET', jobKey, 'priority')) or 0
-    if priority == 0 then
-      redis.call('LPUSH', keys[1], jobId)
-    else
-      local counter = redis.call('INCR', keys[10])
-      redis.call('ZADD', keys[3], priority * 0x100000000 + counter % 0x100000000, jobId)
-    end
-    redis.call('XADD', keys[4], '*', 'event', 'waiting', 'jobId', jobId, 'prev', 'delayed')
-    redis.call('HSET', jobKey, 'delay', 0)
-  end
-  leanMarker = true
-end
+-- As fetchNextJob once its queue is known to be neither paused, maxed nor rate limited (no limiter: maxJobs nil).
 local function leanPrepare(keys, prefix, jobId, timestamp, opts)
-  local jobKey = prefix .. jobId
-  redis.call('SET', jobKey .. ':lock', opts['token'], 'PX', opts['lockDuration'])
-  redis.call('XADD', keys[4], '*', 'event', 'active', 'jobId', jobId, 'prev', 'waiting')
-  if opts['name'] then
-    redis.call('HMSET', jobKey, 'processedOn', timestamp, 'pb', opts['name'])
-  else
-    redis.call('HMSET', jobKey, 'processedOn', timestamp)
-  end
-  redis.call('HINCRBY', jobKey, 'ats', 1)
-  leanMarker = true
-  return {redis.call('HGETALL', jobKey), jobId, 0, 0}
-end
-local function leanFromPrioritized(keys)
-  local popped = redis.call('ZPOPMIN', keys[3])
-  if #popped > 0 then
-    redis.call('LPUSH', keys[2], popped[1])
-    return popped[1]
-  end
-  redis.call('DEL', keys[10])
+  return prepareJobForProcessing(prefix, keys[6], keys[4], jobId, timestamp, nil, nil, keys[14], opts)
 end
 local function leanFetch(keys, prefix, timestamp, opts)
   if not leanPromoted then
     leanPromoted = true
-    leanPromote(keys, prefix, timestamp)
+    promoteDelayedJobs(keys[7], keys[14], keys[1], keys[3], keys[4], prefix, timestamp, keys[10], false)
   end
-  local jobId = redis.call('RPOPLPUSH', keys[1], keys[2])
+  local jobId = rcall('RPOPLPUSH', keys[1], keys[2])
   if jobId then
     if string.sub(jobId, 1, 2) == '0:' then
-      redis.call('LREM', keys[2], 1, jobId)
+      rcall('LREM', keys[2], 1, jobId)
       if jobId == '0:0' then
-        jobId = leanFromPrioritized(keys)
+        jobId = moveJobFromPrioritizedToActive(keys[3], keys[2], keys[10])
         return leanPrepare(keys, prefix, jobId, timestamp, opts)
       end
     else
       return leanPrepare(keys, prefix, jobId, timestamp, opts)
     end
   else
-    jobId = leanFromPrioritized(keys)
+    jobId = moveJobFromPrioritizedToActive(keys[3], keys[2], keys[10])
     if jobId then return leanPrepare(keys, prefix, jobId, timestamp, opts) end
   end
-  local nextDelayed = redis.call('ZRANGE', keys[7], 0, 0, 'WITHSCORES')
-  local score = tonumber(nextDelayed[2])
-  if score ~= nil then return {0, 0, 0, score / 0x1000} end
+  local nextTimestamp = getNextDelayedTimestamp(keys[7])
+  if nextTimestamp ~= nil then return {0, 0, 0, nextTimestamp} end
 end
 -- keys, argv: BullMQ's moveToFinished KEYS and ARGV of a compact acknowledgement (its options, argv[8], a table).
 -- nil: not for the lean path, nothing written.
@@ -108,34 +97,41 @@ local function leanFinish(keys, argv)
   if type(keep) ~= 'table' or keep['count'] ~= 0 or opts['maxMetricsSize'] ~= '' or opts['limiter'] ~= nil or opts['token'] == '0' then return nil end
   if not leanUsable(keys) then return nil end
   local jobKey, jobId = keys[12], argv[1]
-  local job = redis.call('HMGET', jobKey, 'timestamp', 'parentKey', 'parent', 'deid')
+  local job = rcall('HMGET', jobKey, 'timestamp', 'parentKey', 'parent', 'deid')
   if not job[1] or job[2] or job[3] or job[4] then return nil end
-  if redis.call('EXISTS', jobKey .. ':dependencies', jobKey .. ':unsuccessful') ~= 0 then return nil end
-  local lockKey = jobKey .. ':lock'
-  if redis.call('GET', lockKey) ~= opts['token'] then return nil end
-  if redis.call('LREM', keys[2], -1, jobId) < 1 then return nil end
-  redis.call('SREM', keys[5], jobId)
-  redis.call('DEL', lockKey, jobKey, jobKey .. ':logs', jobKey .. ':dependencies', jobKey .. ':processed', jobKey .. ':failed', jobKey .. ':unsuccessful')
-  redis.call('XADD', keys[4], '*', 'event', 'completed', 'jobId', jobId, argv[3], argv[4], 'prev', 'active')
-  if leanMaxEvents == nil then
-    leanMaxEvents = redis.call('HGET', keys[9], 'opts.maxLenEvents')
-    if not leanMaxEvents then
-      leanMaxEvents = 10000
-      redis.call('HSET', keys[9], 'opts.maxLenEvents', leanMaxEvents)
-    end
+  if rcall('EXISTS', jobKey .. ':dependencies', jobKey .. ':unsuccessful') ~= 0 then return nil end
+  -- A lock missing or another's: removeLock writes nothing, and BullMQ's script refuses it alike.
+  if removeLock(jobKey, keys[5], opts['token'], jobId) < 0 then return nil end
+  if rcall('LREM', keys[2], -1, jobId) < 1 then
+    -- Locked by this delivery but not active: BullMQ's script, its lock removed, writes the job's fields and refuses.
+    updateJobFields(jobKey, argv[9])
+    return -3
   end
+  leanUsed = true
+  removeJobKeys(jobKey)
+  rcall('XADD', keys[4], '*', 'event', 'completed', 'jobId', jobId, argv[3], argv[4], 'prev', 'active')
   if argv[6] == '1' then
     local next = leanFetch(keys, argv[7], argv[2], opts)
     if next then return next end
   end
-  if redis.call('LLEN', keys[1]) == 0 and redis.call('LLEN', keys[2]) == 0 and redis.call('ZCARD', keys[3]) == 0 then
-    redis.call('XADD', keys[4], '*', 'event', 'drained')
+  if rcall('LLEN', keys[1]) == 0 and rcall('LLEN', keys[2]) == 0 and rcall('ZCARD', keys[3]) == 0 then
+    rcall('XADD', keys[4], '*', 'event', 'drained')
   end
   return 0
 end
--- After every acknowledgement of the call: the stream trimmed and idle workers woken, once.
-local function leanAfter(eventsKey, markerKey)
-  if leanMaxEvents then redis.call('XTRIM', eventsKey, 'MAXLEN', '~', leanMaxEvents) end
-  if leanMarker then redis.call('ZADD', markerKey, 0, '0') end
+-- After every acknowledgement of the call: the event stream trimmed once, if the lean path added to it.
+local function leanAfter(eventsKey, metaKey)
+  if leanUsed then trimEvents(metaKey, eventsKey) end
 end
 `;
+
+let built: string | undefined;
+
+/**
+ * The lean path's Lua (leanFinish, leanAfter and what they call), its BullMQ include lines resolved from the
+ * installed BullMQ (built once; throws, naming the file, if the installed BullMQ lacks one).
+ */
+export function leanFinishLua(): string {
+  built ??= bullmqLua(LEAN_SOURCE);
+  return built;
+}

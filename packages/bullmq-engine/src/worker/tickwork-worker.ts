@@ -4,6 +4,7 @@ import type { RedisClient } from '@tickwork/core';
 import { raw2NextJobData, UnrecoverableError, Worker, type Job, type JobJson } from 'bullmq';
 import { completionArgs, type CompletionBackend } from './completion-args.js';
 import { DeliveredJob } from './delivered-job.js';
+import { reportMismatch } from '../guard.js';
 
 /** BullMQ's backend's execCommand: a script by name, on a connection (ioredis-client.js's runCommand). */
 type ExecCommand = (client: unknown, name: string, args: unknown[]) => Promise<unknown>;
@@ -82,9 +83,12 @@ export class TickworkWorker<D = unknown, R = unknown, N extends string = string>
         const reply = exec(client, name, args);
         return name === 'moveToActive' || name === 'moveToFinished' ? reply.then((raw) => (this.note(raw), raw)) : reply;
       };
-    }
+    } else reportMismatch({ name: 'RedisQueueBackend#execCommand', detail: "the Worker's backend has no execCommand" }, 'no delivery is judged sole and completions go BullMQ\'s own way');
     this.completing = this.opts.telemetry || !this.exec ? undefined : completingBackendOf(this.backend, this as unknown as Partial<WorkerInternals>);
+    if (!this.opts.telemetry && this.exec && !this.completing)
+      reportMismatch({ name: "Worker's completion members", detail: 'the Worker or its backend lacks a member the short completion path calls' }, "completions go BullMQ's own way");
     this.internals = this.completing ? processInternalsOf(this) : undefined;
+    if (this.completing && !this.internals) reportMismatch({ name: "Worker's processJob members", detail: 'the Worker lacks a private member processJob calls' }, "jobs run through BullMQ's own processJob");
   }
 
   /**

@@ -3,8 +3,7 @@
  * timezones) her own 09:00 digest schedule, as a sign-up handler would, and prints what each upsert did.
  * Running it again changes nothing. REDIS_URL and QUEUE_PREFIX as for every app.
  */
-import { createLogger, createRedis, QueueSet } from '@tickwork/core';
-import { createSchedules } from '@tickwork/schedules';
+import { createLogger, createRedis, createSchedules, QueueSet } from 'tickwork';
 import { DEMO_DIGEST_USERS } from '../demo-data.js';
 import { catalog } from '../index.js';
 import { scheduleUserDigest, userDigestScheduleId } from './user-schedules.js';

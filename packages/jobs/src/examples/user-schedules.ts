@@ -4,7 +4,7 @@
  * about users (a sign-up handler, a settings page); upserting the same definition again changes nothing,
  * so calling it on every login or on every deploy is safe.
  */
-import type { Schedules, UpsertResult } from '@tickwork/schedules';
+import type { Schedules, UpsertResult } from 'tickwork';
 import { digestUser } from '../jobs/digest-user.js';
 
 export interface DigestUser {

@@ -8,7 +8,7 @@
  * (`<run key>/step/charge:<customer>`), as a real payment provider's call would. The cycle comes from the
  * nominal fire time, not the wall clock, so a run that starts late still bills the right month.
  */
-import { defineJob } from '@tickwork/core';
+import { defineJob } from 'tickwork';
 import { DateTime } from 'luxon';
 import { z } from 'zod';
 import { DEMO_CUSTOMERS, DEMO_KEYS, type ChargeRecord } from '../demo-data.js';

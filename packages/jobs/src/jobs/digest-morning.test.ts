@@ -1,4 +1,4 @@
-import { createEnqueue, createLogger, QueueSet, type Enqueue, type JobContext } from '@tickwork/core';
+import { createEnqueue, createLogger, QueueSet, type Enqueue, type JobContext } from 'tickwork';
 import { occurrencesBetween, ruleOf } from '@tickwork/schedules';
 import { stepKey } from '@tickwork/exactly-once';
 import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';

@@ -5,8 +5,7 @@
  * Idempotent because: each email's job id is `digest.morning@<user>@<local date>`, so a retry, a catch-up
  * of the same slot or a second replica adds nothing new, and a user gets one digest per local day.
  */
-import { defineJob } from '@tickwork/core';
-import { localFanOutKey, usersAtLocalTime } from '@tickwork/schedules';
+import { defineJob, localFanOutKey, usersAtLocalTime } from 'tickwork';
 import { z } from 'zod';
 import { DEMO_DIGEST_USERS } from '../demo-data.js';
 import { emailSend } from './email-send.js';

@@ -7,7 +7,7 @@
  * is the schedule id and the occurrence's nominal time, so a retry or redelivery of that occurrence does
  * not send twice; each occurrence is enqueued once, under a deterministic job id.
  */
-import { defineJob, UnrecoverableError } from '@tickwork/core';
+import { defineJob, UnrecoverableError } from 'tickwork';
 import { DateTime } from 'luxon';
 import { z } from 'zod';
 import { DEMO_DIGEST_USERS, DEMO_KEYS } from '../demo-data.js';

@@ -4,7 +4,7 @@
  * Idempotent because: each email's job id is `digest.weekly:<week>:<subscriber>`; BullMQ ignores an add
  * whose id exists, so a rerun of the fan-out enqueues nothing new.
  */
-import { defineJob } from '@tickwork/core';
+import { defineJob } from 'tickwork';
 import { DateTime } from 'luxon';
 import { z } from 'zod';
 import { DEMO_SUBSCRIBERS } from '../demo-data.js';

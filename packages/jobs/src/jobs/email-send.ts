@@ -5,7 +5,7 @@
  * step's record under the run's idempotency key, and producers that fan out (digest.weekly) give each
  * email a deterministic job id, so a duplicate enqueue is a no-op.
  */
-import { defineJob } from '@tickwork/core';
+import { defineJob } from 'tickwork';
 import { z } from 'zod';
 import { DEMO_KEYS } from '../demo-data.js';
 

@@ -4,7 +4,7 @@
  * Idempotent because: the report is written with HSET under its date, so a rerun overwrites the same
  * report with the same numbers instead of adding a second one.
  */
-import { defineJob } from '@tickwork/core';
+import { defineJob } from 'tickwork';
 import { DateTime } from 'luxon';
 import { z } from 'zod';
 import { DEMO_KEYS, type ChargeRecord } from '../demo-data.js';

@@ -4,7 +4,7 @@
  * Idempotent because: deleting what expired before a cut-off is the same operation however often it
  * runs; a second run finds nothing left to delete.
  */
-import { defineJob } from '@tickwork/core';
+import { defineJob } from 'tickwork';
 import { z } from 'zod';
 import { DEMO_KEYS } from '../demo-data.js';
 

@@ -1,7 +1,7 @@
-import { foldAcks } from '@tickwork/bullmq-engine';
 import { jobRecordKey, runExactlyOnce, type RunBody } from '@tickwork/exactly-once';
 import type { RedisClient } from '@tickwork/core';
-import { stallResetOnProgress } from '../../stall-progress.js';
+import { UnrecoverableError } from 'bullmq';
+import { stallResetOnProgress, stalledTooOften } from '../../stall-progress.js';
 import type { JobRun } from '../job-run.js';
 import type { Next, Stage } from '../stage.js';
 
@@ -17,6 +17,19 @@ import type { Next, Stage } from '../stage.js';
  */
 export const claim: Stage = (run, next) => {
   const { deps, job } = run;
+  // Public paths only: a job stalled too often without progress fails here (stall-progress.ts); rare, so awaited.
+  const overLimit = deps.stallProgress?.overLimit;
+  if (overLimit && job.stalledCounter > (deps.maxStalledCount ?? 2))
+    return overLimit(job).then((over) => {
+      if (over) throw new UnrecoverableError(stalledTooOften(job, deps.maxStalledCount ?? 2));
+      return claimAcks(run, next);
+    });
+  return claimAcks(run, next);
+};
+
+/** The claim, once the queue's ack connection is known. */
+function claimAcks(run: JobRun, next: Next): Promise<unknown> {
+  const { deps, job } = run;
   // The queue's ack connection, resolved once per queue: a job start awaits nothing for it after that.
   const of = deps.ackConnectionOf;
   if (!of) return claimWith(run, next, undefined);
@@ -25,14 +38,11 @@ export const claim: Stage = (run, next) => {
   const ack = acks.get(job.queueName);
   if (ack) return claimWith(run, next, ack);
   return Promise.resolve(of(job.queueName)).then((redis) => {
-    if (redis) {
-      acks?.set(job.queueName, redis);
-      // Results in a job's hash ride in its acknowledgement (ack-fold.ts); else they are written ahead.
-      if (!foldAcks(redis)) deps.log.warn({ queue: job.queueName }, "BullMQ's client lacks what folding results into acknowledgements needs; results are written ahead of them");
-    }
+    // The engine folds results into the connection's acknowledgements as it hands it out (Engine.ackConnectionOf).
+    if (redis) acks?.set(job.queueName, redis);
     return claimWith(run, next, redis);
   });
-};
+}
 
 /** Per processor (its ackConnectionOf), ack connections by queue; one keeps its identity across reconnects (ioredis). */
 const acksBy = new WeakMap<NonNullable<JobRun['deps']['ackConnectionOf']>, Map<string, RedisClient>>();
@@ -71,5 +81,6 @@ export function onStepRecordedOf(run: JobRun): (() => Promise<void>) | undefined
   const { job } = run;
   if (!(job.stalledCounter > 0)) return undefined;
   const jobKey = run.place.kind === 'job' ? run.place.jobKey : jobRecordKey(run.deps.exactlyOnce.prefix, job.queueName, run.jobId, run.deps.redis.isCluster);
-  return stallResetOnProgress({ job, jobKey, token: run.token, redis: run.deps.redis, log: run.log });
+  const progress = run.deps.stallProgress;
+  return progress && stallResetOnProgress({ job, jobKey, token: run.token, log: run.log, progress });
 }
