@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { catalog } from '@tickwork/jobs';
 import { createLogger, QueueSet } from '@tickwork/core';
 import { listDeadLetters, moveToDeadLetter, redrivenJobId } from '@tickwork/operations';
-import { fillDeadLetters, filledEntryOf, type FillOptions } from '@tickwork/operations';
+import { fillDeadLetters, filledEntryOf, type FillOptions } from '@tickwork/bullmq-engine/testing';
 import { startApp, startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';

@@ -1,5 +1,5 @@
 import { redrivenJobId, type DlqListing } from '@tickwork/operations';
-import { fillDeadLetters, filledEntryOf, type FillOptions } from '@tickwork/operations';
+import { fillDeadLetters, filledEntryOf, type FillOptions } from '@tickwork/bullmq-engine/testing';
 import { TOPOLOGIES } from '@tickwork/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { startDashboard, type TestDashboard } from './testing/dashboard-server.js';

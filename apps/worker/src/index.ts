@@ -1,5 +1,4 @@
 export { BatchRunner } from './batch/batch-runner.js';
-export { openBatchStore } from './batch/open-batch-store.js';
 export { startCancelListener } from './cancel-listener.js';
 export { createProcessor } from './processor.js';
 export { createRecovery } from './recovery/recovery.js';

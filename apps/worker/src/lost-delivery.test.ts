@@ -11,7 +11,7 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { startPoolFixture, type PoolFixture } from './testing/pool-fixture.js';
-import { ackConnectionOf } from '@tickwork/bullmq-engine';
+import { ackConnectionOf } from '@tickwork/bullmq-engine/testing';
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 

@@ -17,7 +17,7 @@ import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { startRedisCluster, startRedisServer, type RedisClusterHandle } from '@tickwork/testkit';
 import { createCatalog, createLogger, createRedis, defineJob, DEFAULT_CLUSTER_FAILOVER_MS, QueueSet, type RedisClient, type RedisTarget } from '@tickwork/core';
-import { ackConnectionOf } from '@tickwork/bullmq-engine';
+import { ackConnectionOf } from '@tickwork/bullmq-engine/testing';
 import { startWorkerPool, type WorkerPool } from '@tickwork/worker';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';

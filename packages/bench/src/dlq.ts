@@ -14,7 +14,7 @@
  * entry's index, as the cursor names it), not by paging 2,000 times.
  */
 import { performance } from 'node:perf_hooks';
-import { fillDeadLetters, filledEntryOf, type FillOptions } from '@tickwork/operations';
+import { fillDeadLetters, filledEntryOf, type FillOptions } from '@tickwork/bullmq-engine/testing';
 import { startRedisServer } from '@tickwork/testkit';
 import { reportPages, startBenchDashboard, timePages, type BenchDashboard } from './page-timing.js';
 

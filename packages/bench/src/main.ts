@@ -36,7 +36,8 @@ import { createExactlyOnce, parseLedgerRecord, runExactlyOnce, type ExactlyOnce 
 import type { RedisClient } from '@tickwork/core';
 import { startRedisServer } from '@tickwork/testkit';
 import { createProcessor, RunningJobs, soleDeliveryCheck, startCancelListener } from '@tickwork/worker';
-import { ackConnectionOf, createEngine, type Engine } from '@tickwork/bullmq-engine';
+import { createEngine, type Engine } from '@tickwork/bullmq-engine';
+import { ackConnectionOf } from '@tickwork/bullmq-engine/testing';
 import type { Job } from 'bullmq';
 import { pino } from 'pino';
 import { z } from 'zod';

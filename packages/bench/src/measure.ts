@@ -2,10 +2,11 @@
  * One timed drain of a pre-filled queue by one BullMQ Worker (bench/main.ts runs it per mode and round):
  * jobs/s, the CPU each job cost Node and Redis, and the Redis commands each job cost the worker process.
  */
-import { ackBatchesSent, type Engine } from '@tickwork/bullmq-engine';
+import { type Engine } from '@tickwork/bullmq-engine';
+import { ackBatchesSent } from '@tickwork/bullmq-engine/testing';
 import { completionWriter } from '@tickwork/exactly-once';
 import { createRedis, EVENTS_MAX_LEN, jobOptions, keyspaceOn, type AnyJob, type RedisClient } from '@tickwork/core';
-import { ackConnectionOf } from '@tickwork/bullmq-engine';
+import { ackConnectionOf } from '@tickwork/bullmq-engine/testing';
 import { BatchRunner } from '@tickwork/worker';
 import { pino } from 'pino';
 import { Queue, Worker, type JobsOptions, type Processor, type WorkerOptions } from 'bullmq';

@@ -1,19 +1,14 @@
-export { ackBatchesSent, foldAcks } from './ack/ack-fold.js';
-export { COMPLETE_BATCH, FAIL_BATCH, FETCH_BATCH, RECLAIM_BATCHES } from './batch/batch-lua.js';
-export { ackConnectionOf } from './worker/ack-connection.js';
-export { DeliveredJob } from './worker/delivered-job.js';
-export { TickworkWorker } from './worker/tickwork-worker.js';
-export { activeLockedBy, countStall, lockKeyOf, resetStallCount, STALLED_REASON } from './stalls.js';
-export type { ActiveJobs } from './stalls.js';
+/**
+ * @tickwork/bullmq-engine: the only package that knows BullMQ's internals. The worker makes one engine at
+ * start (createEngine): it checks the installed BullMQ against the contract and runs the fast paths or
+ * BullMQ's public paths only, behind this interface. Tests and the bench reach a few internals through
+ * `@tickwork/bullmq-engine/testing`.
+ */
 export { createEngine } from './engine.js';
 export type { Engine, EngineMode, EngineOptions, StallBook } from './engine.js';
-export { checkContract } from './contract/check.js';
-export type { ContractEntry, ContractMismatch } from './contract/check.js';
-export { CONTRACT } from './contract/contract.js';
-export { createFastBatchStore } from './batch/fast-batch-store.js';
-export { createPublicBatchStore } from './batch/public-batch-store.js';
-export type { PublicBatchStoreOptions } from './batch/public-batch-store.js';
-export { BatchFormatError, TICKWORK_BATCH_WORKER } from './batch/batch-store.js';
+export type { ContractMismatch } from './contract/check.js';
+export { STALLED_REASON } from './stalls.js';
+export { BatchFormatError } from './batch/batch-store.js';
 export type { BatchCommit, BatchFetch, BatchJobRef, BatchStore, BatchStoreOptions, FailedAttempt, FetchedBatchJob, ForeignConsumer } from './batch/batch-store.js';
-export { BATCH_FORMAT } from './batch/batch-lua-shared.js';
+export type { PublicBatchStoreOptions } from './batch/public-batch-store.js';
 export { batchForeignConsumers } from './batch/batch-metrics.js';

@@ -18,9 +18,7 @@ export { DeadLetterNotFoundError, getDlqItem, listDeadLetters, listDlqItems, pur
 export { DLQ_BATCH_SIZE, DRY_RUN, purgeAllDeadLetters, redriveAllDeadLetters } from './dlq/batch.js';
 export type { BulkOutcome, BulkProgress } from './dlq/batch.js';
 export type { DeadLetter, DeadLetterEntry, DlqItem, ForeignDlqJob } from './dlq/entry.js';
-export { fillDeadLetters, filledEntryOf } from './dlq/fill.js';
-export type { FillOptions } from './dlq/fill.js';
-export { redrivenJobId } from './dlq/ids.js';
+export { redrivenJobId, deadLetterJobId } from './dlq/ids.js';
 export type { DlqSummary } from './dlq/item.js';
 export { dlqListing } from './dlq/listing.js';
 export type { DlqListing } from './dlq/listing.js';

@@ -286,8 +286,9 @@ export class BatchRunner {
   private async tend(): Promise<void> {
     try {
       if (this.running.size > 0) await this.store.renew([...this.running.keys()]);
-      const { back, failed } = await this.store.reclaimExpired();
-      if (back > 0 || failed.length > 0) this.o.log.warn({ queue: this.queue, putBack: back, failed: failed.length }, "batches' leases expired: their jobs were put back");
+      const { back, failed, orphans = 0 } = await this.store.reclaimExpired();
+      if (back > orphans || failed.length > 0) this.o.log.warn({ queue: this.queue, putBack: back - orphans, failed: failed.length }, "batches' leases expired: their jobs were put back");
+      if (orphans > 0) this.o.log.warn({ queue: this.queue, putBack: orphans }, 'jobs a dead BullMQ worker (a public batch store) left active were put back');
       if (failed.length > 0) this.o.onFinalFailures();
     } catch (err) {
       if (err instanceof BatchFormatError) return this.refuse(err);

@@ -6,7 +6,8 @@
  * run again (its jobs complete when delivered again); failures go through BullMQ's own retries.
  */
 import { randomUUID } from 'node:crypto';
-import { createFastBatchStore, createPublicBatchStore, type BatchStore, type FetchedBatchJob } from '@tickwork/bullmq-engine';
+import { type BatchStore, type FetchedBatchJob } from '@tickwork/bullmq-engine';
+import { createFastBatchStore, createPublicBatchStore } from '@tickwork/bullmq-engine/testing';
 import { createRedis, EVENTS_MAX_LEN, keyspaceOn, RedisTx, type RedisClient } from '@tickwork/core';
 import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import { Queue, Worker } from 'bullmq';
@@ -76,7 +77,7 @@ describe('the fast batch store', () => {
     expect((await fetchJobs(s, 't2', 3)).map((j) => j[0])).toEqual([retried]);
     // The first batch's worker dies: its lease expires (given back here) and is reclaimed.
     await s.giveBack('t1');
-    expect(await s.reclaimExpired()).toEqual({ back: 2, failed: [] });
+    expect(await s.reclaimExpired()).toEqual({ back: 2, failed: [], orphans: 0 });
     expect(await redis.lrange(`${PREFIX}:${q.name}:active`, 0, -1)).toEqual([retried]);
     expect(await s.complete('t2', [{ jobId: retried, attempt: 2 }], new RedisTx())).toBe('done');
     expect(await q.queue.getJobCounts('active', 'wait', 'completed')).toEqual({ active: 0, wait: 2, completed: 1 });

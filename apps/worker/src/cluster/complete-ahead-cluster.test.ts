@@ -11,7 +11,7 @@ import { monitorRedis, startRedisCluster, waitFor, type RedisClusterHandle } fro
 import { Queue, Worker } from 'bullmq';
 import { pino } from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ackConnectionOf } from '@tickwork/bullmq-engine';
+import { ackConnectionOf } from '@tickwork/bullmq-engine/testing';
 
 const silent = pino({ level: 'silent' });
 const QUEUES = ['alpha', 'delta'] as const; // slots 865 and 9053: different masters

@@ -6,7 +6,8 @@
  */
 import { completionWriter, CompletionWriter, createExactlyOnce, duplicatesRanUnclaimed, jobRecordKey, type ExactlyOnce } from '@tickwork/exactly-once';
 import { createCatalog, defineJob } from '@tickwork/core';
-import { ackConnectionOf, createEngine, foldAcks } from '@tickwork/bullmq-engine';
+import { createEngine } from '@tickwork/bullmq-engine';
+import { ackConnectionOf, foldAcks } from '@tickwork/bullmq-engine/testing';
 import { monitorRedis, startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';

@@ -11,7 +11,7 @@ import type { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { captureLogger } from '../testing/capture-logger.js';
-import { ackConnectionOf } from '@tickwork/bullmq-engine';
+import { ackConnectionOf } from '@tickwork/bullmq-engine/testing';
 
 let server: RedisServerHandle;
 let redis: Redis;

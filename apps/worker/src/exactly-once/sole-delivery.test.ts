@@ -16,7 +16,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createProcessor } from '../processor.js';
 import { soleDeliveryCheck } from '../recovery/sole-delivery.js';
-import { createEngine, TickworkWorker } from '@tickwork/bullmq-engine';
+import { createEngine } from '@tickwork/bullmq-engine';
+import { TickworkWorker } from '@tickwork/bullmq-engine/testing';
 
 let server: RedisServerHandle;
 let redis: Redis;

@@ -81,3 +81,17 @@ export const slowBatchJob = defineBatchJob({
 });
 
 export const catalog = createCatalog([batchJob, plainJob, slowBatchJob]);
+
+/**
+ * BT_HALT_AFTER_COMMIT=1 in a worker process on the public batch store (WORKER_BULLMQ_FAST_PATH=off): each
+ * batch stops for good between its commit (its effects and done records written) and its acknowledgements,
+ * after printing `bt: halted after commit`, so a test can kill the process exactly there. Through the
+ * public store's test-only hook (@tickwork/bullmq-engine batch/public-batch-store.ts).
+ */
+if (process.env['BT_HALT_AFTER_COMMIT'] === '1') {
+  const halt = (queue: string, token: string, jobIds: readonly string[]): Promise<void> => {
+    process.stdout.write(`${JSON.stringify({ msg: 'bt: halted after commit', queue, batch: token, jobs: jobIds.length })}\n`);
+    return new Promise<void>(() => undefined);
+  };
+  Reflect.set(globalThis, Symbol.for('tickwork.test.publicBatchStore.afterCommit'), halt);
+}

@@ -73,4 +73,24 @@ export const ppProgress = defineJob({
   },
 });
 
-export const catalog = createCatalog([cxWait, fxEffect, ppPoison, ppResume, ppProgress]);
+/**
+ * Records its first step, then waits until its signal aborts (a kill -9 never sends it): every delivery
+ * after the first replays the step and waits, so a run whose worker keeps being killed makes no progress.
+ * Idempotent because: its only effect is a step, recorded under the run's key.
+ * On a queue of its own, so no other test's workers (or release) reach it.
+ */
+export const ppStuck = defineJob({
+  name: 'pp.stuck',
+  queue: 'ppstuck',
+  schema: z.object({ n: z.number().int() }),
+  retry: { attempts: 3, backoff: { type: 'fixed', delayMs: 100 } },
+  async handler(ctx) {
+    await ctx.redis.rpush(PP_KEYS.events, `started:${ctx.jobId}:${process.pid}`);
+    await ctx.step('first', () => ctx.redis.rpush(PP_KEYS.events, `first:${ctx.jobId}:${process.pid}`));
+    const signal = ctx.signal;
+    await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
+    throw signal.reason;
+  },
+});
+
+export const catalog = createCatalog([cxWait, fxEffect, ppPoison, ppResume, ppProgress, ppStuck]);

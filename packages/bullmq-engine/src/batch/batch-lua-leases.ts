@@ -1,4 +1,5 @@
 import { defineScript } from '@tickwork/core';
+import { ADOPT_ORPHANS } from './batch-lua-mixed.js';
 import { FAIL_FOR_GOOD, HOLD_STALLED_CHECK, HOLDS_LEASE, REMOVE_FROM_ACTIVE } from './batch-lua-shared.js';
 
 /**
@@ -76,51 +77,63 @@ return renewed
 
 /**
  * Puts back the jobs of batches whose lease expired (their worker died or stopped renewing). KEYS: batches,
- * batch-ids, active, wait, failed, events, marker, batch-format. ARGV: job key prefix, now, max stalled
- * count, max events, format. A queue whose format marker says another format is left alone: {-1, its
- * marker}. A job still active goes to the head of wait (it runs next), or to the failed set once it has
- * stalled more than the max; unless another holder has it now: a batch still in flight (the expired batch
- * failed it for a retry and another took it, or BullMQ's stalled check moved it while no batch held the
- * check off and another batch took it), or a BullMQ Worker (its lock). Returns {jobs put back, ids failed}.
+ * batch-ids, active, wait, failed, events, marker, batch-format, batch-public, batch-done, batch-public-scan,
+ * completed. ARGV: job key prefix, now, max stalled count, max events, format, scan interval (ms). A queue
+ * whose format marker says another format is left alone: {-1, its marker}. A job still active goes to the
+ * head of wait (it runs next), or to the failed set once it has stalled more than the max; unless another
+ * holder has it now: a batch still in flight (the expired batch failed it for a retry and another took it,
+ * or BullMQ's stalled check moved it while no batch held the check off and another batch took it), or a
+ * BullMQ Worker (its lock). Where a public store runs or ran (`batch-public` or `batch-done` exists), at most
+ * once per scan interval across the queue's workers, also takes back the jobs a dead public store left in
+ * active (batch-lua-mixed.ts). Returns {jobs put back, ids failed, of those put back the public store's}.
  */
 export const RECLAIM_BATCHES = defineScript(`
 ${FAIL_FOR_GOOD}
+${REMOVE_FROM_ACTIVE}
+${ADOPT_ORPHANS}
 local rcall = redis.call
 local prefix, now = ARGV[1], ARGV[2]
 local format = rcall('GET', KEYS[8])
 if format and format ~= ARGV[5] then return {-1, format} end
 local back, failed = 0, {}
 local expired = rcall('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 20)
-if #expired == 0 then return {0, {}} end
--- The jobs of the batches still in flight (read only when some expired: a rare path).
-local gone, live = {}, {}
-for _, token in ipairs(expired) do gone[token] = true end
-local all = rcall('HGETALL', KEYS[2])
-for i = 1, #all, 2 do
-  if not gone[all[i]] then
-    for _, id in ipairs(cjson.decode(all[i + 1])) do live[id] = true end
+if #expired > 0 then
+  -- The jobs of the batches still in flight (read only when some expired: a rare path).
+  local gone, live = {}, {}
+  for _, token in ipairs(expired) do gone[token] = true end
+  local all = rcall('HGETALL', KEYS[2])
+  for i = 1, #all, 2 do
+    if not gone[all[i]] then
+      for _, id in ipairs(cjson.decode(all[i + 1])) do live[id] = true end
+    end
   end
-end
-for _, token in ipairs(expired) do
-  local list = rcall('HGET', KEYS[2], token)
-  rcall('ZREM', KEYS[1], token)
-  rcall('HDEL', KEYS[2], token)
-  if list then
-    for _, id in ipairs(cjson.decode(list)) do
-      local jk = prefix .. id
-      if not live[id] and rcall('EXISTS', jk .. ':lock') == 0 and rcall('LREM', KEYS[3], -1, id) > 0 then
-        if rcall('HINCRBY', jk, 'stc', 1) > tonumber(ARGV[3]) then
-          failForGood(KEYS[5], KEYS[6], ARGV[4], jk, id, 'job stalled more than allowable limit', now)
-          failed[#failed + 1] = id
-        else
-          rcall('RPUSH', KEYS[4], id)
-          rcall('XADD', KEYS[6], 'MAXLEN', '~', ARGV[4], '*', 'event', 'stalled', 'jobId', id)
-          back = back + 1
+  for _, token in ipairs(expired) do
+    local list = rcall('HGET', KEYS[2], token)
+    rcall('ZREM', KEYS[1], token)
+    rcall('HDEL', KEYS[2], token)
+    if list then
+      for _, id in ipairs(cjson.decode(list)) do
+        local jk = prefix .. id
+        if not live[id] and rcall('EXISTS', jk .. ':lock') == 0 and rcall('LREM', KEYS[3], -1, id) > 0 then
+          if rcall('HINCRBY', jk, 'stc', 1) > tonumber(ARGV[3]) then
+            failForGood(KEYS[5], KEYS[6], ARGV[4], jk, id, 'job stalled more than allowable limit', now)
+            failed[#failed + 1] = id
+          else
+            rcall('RPUSH', KEYS[4], id)
+            rcall('XADD', KEYS[6], 'MAXLEN', '~', ARGV[4], '*', 'event', 'stalled', 'jobId', id)
+            back = back + 1
+          end
         end
       end
     end
   end
 end
-if back > 0 then rcall('ZADD', KEYS[7], 0, '0') end
-return {back, failed}
+local adopted = 0
+-- Where no public store ever ran: this EXISTS alone.
+if rcall('EXISTS', KEYS[9], KEYS[10]) > 0 and rcall('SET', KEYS[11], now, 'NX', 'PX', ARGV[6]) then
+  local k = {batchIds = KEYS[2], active = KEYS[3], wait = KEYS[4], failed = KEYS[5], events = KEYS[6], mark = KEYS[9], records = KEYS[10], completed = KEYS[12]}
+  adopted = adoptOrphans(k, prefix, tonumber(now), tonumber(ARGV[3]), ARGV[4], failed)
+end
+if back + adopted > 0 then rcall('ZADD', KEYS[7], 0, '0') end
+return {back + adopted, failed, adopted}
 `);

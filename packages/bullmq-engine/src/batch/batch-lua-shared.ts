@@ -69,6 +69,48 @@ end
 `;
 
 /**
+ * Completes jobs as the fast store completes a batch's (the caller has taken them off wait or active):
+ * deleted with their logs when `keepCount` is 0, else stamped (`finishedOn`, `returnvalue` null, `atm` from
+ * `attempts`, by position) and indexed in the completed set, which is then trimmed by `keepAge` (ms, 0 for
+ * no limit) and `keepCount`. `verify`: a job whose hash is gone (an operator removed it meanwhile) stays gone.
+ */
+export const COMPLETE_JOBS = `
+local function deleteJobs(prefix, list)
+  local keys = {}
+  for _, id in ipairs(list) do
+    keys[#keys + 1] = prefix .. id
+    keys[#keys + 1] = prefix .. id .. ':logs'
+  end
+  for k = 1, #keys, 500 do redis.call('DEL', unpack(keys, k, math.min(k + 499, #keys))) end
+end
+local function completeJobs(prefix, completedKey, ids, attempts, now, keepCount, keepAge, verify)
+  if keepCount == 0 then return deleteJobs(prefix, ids) end
+  local scored = {}
+  for k, id in ipairs(ids) do
+    local jk = prefix .. id
+    if not verify or redis.call('EXISTS', jk) == 1 then
+      redis.call('HSET', jk, 'finishedOn', now, 'returnvalue', 'null', 'atm', attempts[k])
+      scored[#scored + 1] = now
+      scored[#scored + 1] = id
+    end
+  end
+  for k = 1, #scored, 500 do redis.call('ZADD', completedKey, unpack(scored, k, math.min(k + 499, #scored))) end
+  if keepAge > 0 then
+    local old = redis.call('ZRANGEBYSCORE', completedKey, 0, now - keepAge, 'LIMIT', 0, 1000)
+    if #old > 0 then
+      deleteJobs(prefix, old)
+      redis.call('ZREM', completedKey, unpack(old))
+    end
+  end
+  local excess = redis.call('ZCARD', completedKey) - keepCount
+  if excess > 0 then
+    deleteJobs(prefix, redis.call('ZRANGE', completedKey, 0, excess - 1))
+    redis.call('ZREMRANGEBYRANK', completedKey, 0, excess - 1)
+  end
+end
+`;
+
+/**
  * One job failed for good, as BullMQ leaves a final failure: `finishedOn` and `failedReason` on its hash, the
  * failed set, a `failed` event. The DLQ routing moves it on from the failed set.
  */

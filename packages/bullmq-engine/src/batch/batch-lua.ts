@@ -1,6 +1,7 @@
 import { defineScript, type Script } from '@tickwork/core';
 import { bullmqLua } from '../lua/bullmq-includes.js';
-import { HOLD_STALLED_CHECK, HOLDS_LEASE, REMOVE_FROM_ACTIVE } from './batch-lua-shared.js';
+import { COMPLETE_DONE, MAX_DONE } from './batch-lua-mixed.js';
+import { COMPLETE_JOBS, HOLD_STALLED_CHECK, HOLDS_LEASE, REMOVE_FROM_ACTIVE } from './batch-lua-shared.js';
 
 export { FAIL_BATCH, RECLAIM_BATCHES, RENEW_BATCHES } from './batch-lua-leases.js';
 
@@ -12,19 +13,23 @@ export { FAIL_BATCH, RECLAIM_BATCHES, RENEW_BATCHES } from './batch-lua-leases.j
 
 /**
  * Takes a batch. KEYS: wait, active, prioritized, events, delayed, meta, marker, batches, batch-ids, pc,
- * batch-format, stalled-check. ARGV: job key prefix, now (ms), max jobs, batch token, lease (ms), max
- * events, hold (ms), format. A queue whose format marker says another format is left alone: {'format', its
- * marker}. Due delayed jobs are promoted first, by BullMQ's own promoteDelayedJobs as its fetch does; then up
- * to `max` ids are taken oldest first from wait, then prioritized. Each job's hash is stamped (processedOn,
- * attemptsStarted) and read; a job whose hash is gone is dropped. A batch taken holds BullMQ's stalled check
- * off the queue for `hold` ms (batch-lua-shared.ts). Returns {'jobs', JSON [[id, name, data, attemptsMade], ...]}, or {'paused'}, or {'empty', next
- * delayed time in ms or ''}.
+ * batch-format, stalled-check, completed, batch-done. ARGV: job key prefix, now (ms), max jobs, batch token,
+ * lease (ms), max events, hold (ms), format, keep count, keep age (ms). A queue whose format marker says
+ * another format is left alone: {'format', its marker}. Due delayed jobs are promoted first, by BullMQ's own
+ * promoteDelayedJobs as its fetch does; then up to `max` ids are taken oldest first from wait, then
+ * prioritized. Each job's hash is stamped (processedOn, attemptsStarted) and read; a job whose hash is gone
+ * is dropped. A job a public store committed (its done record in batch-done: batch-lua-mixed.ts) is
+ * completed here, not taken, and more are taken in its place. A batch taken holds BullMQ's stalled check
+ * off the queue for `hold` ms (batch-lua-shared.ts). Returns {'jobs', JSON [[id, name, data, attemptsMade],
+ * ...]}, or {'paused'}, or {'empty', next delayed time in ms or ''}.
  */
 const FETCH_SOURCE = `
 local rcall = redis.call
 --- @include "includes/promoteDelayedJobs"
 --- @include "includes/getNextDelayedTimestamp"
 ${HOLD_STALLED_CHECK}
+${COMPLETE_JOBS}
+${COMPLETE_DONE}
 local prefix, now, max, token = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local format = rcall('GET', KEYS[11])
 if format ~= ARGV[8] then
@@ -34,22 +39,37 @@ end
 local paused = rcall('HEXISTS', KEYS[6], 'paused') == 1
 promoteDelayedJobs(KEYS[5], KEYS[7], KEYS[1], KEYS[3], KEYS[4], prefix, now, KEYS[10], paused)
 if paused then return {'paused'} end
-local ids = rcall('RPOP', KEYS[1], max) or {}
-if #ids < max then
-  local p = rcall('ZPOPMIN', KEYS[3], max - #ids)
-  for i = 1, #p, 2 do ids[#ids + 1] = p[i] end
-end
-local out, taken = {}, {}
-for _, id in ipairs(ids) do
-  local jk = prefix .. id
-  local f = rcall('HMGET', jk, 'name', 'data', 'atm', 'ats')
-  if f[1] then
-    rcall('HSET', jk, 'processedOn', now, 'ats', (tonumber(f[4]) or 0) + 1)
-    taken[#taken + 1] = id
-    out[#out + 1] = {id, f[1], f[2] or '{}', tonumber(f[3]) or 0}
+-- Done records exist only where a public store ran: one EXISTS per fetch, the records read only then.
+local records = rcall('EXISTS', KEYS[14]) == 1 and KEYS[14]
+local out, taken, done = {}, {}, {ids = {}, attempts = {}}
+repeat
+  local before = #done.ids
+  local want = max - #taken
+  local ids = rcall('RPOP', KEYS[1], want) or {}
+  if #ids < want then
+    local p = rcall('ZPOPMIN', KEYS[3], want - #ids)
+    for i = 1, #p, 2 do ids[#ids + 1] = p[i] end
   end
-end
+  for _, id in ipairs(ids) do
+    local jk = prefix .. id
+    local f = rcall('HMGET', jk, 'name', 'data', 'atm', 'ats', 'timestamp')
+    if f[1] then
+      if records and f[5] and rcall('HGET', records, id) == f[5] then
+        done.ids[#done.ids + 1] = id
+        done.attempts[#done.ids] = (tonumber(f[3]) or 0) + 1
+      else
+        rcall('HSET', jk, 'processedOn', now, 'ats', (tonumber(f[4]) or 0) + 1)
+        taken[#taken + 1] = id
+        out[#out + 1] = {id, f[1], f[2] or '{}', tonumber(f[3]) or 0}
+      end
+    end
+  end
+-- Refilled only for the jobs completed here, and at most MAX_DONE of them per fetch.
+until #done.ids == before or #taken >= max or #done.ids >= ${MAX_DONE}
+if #done.ids > 0 then completeDone(prefix, records, KEYS[13], KEYS[4], done, now, tonumber(ARGV[9]), tonumber(ARGV[10]), ARGV[6]) end
 if #taken == 0 then
+  -- The cap reached: the caller fetches again at once rather than waiting for a job to be added.
+  if #done.ids >= ${MAX_DONE} then return {'empty', tostring(now)} end
   local nxt = getNextDelayedTimestamp(KEYS[5])
   return {'empty', nxt and tostring(math.floor(nxt)) or ''}
 end
@@ -92,6 +112,7 @@ export const FETCH_BATCH: Script = {
 export const COMPLETE_BATCH = defineScript(`
 ${REMOVE_FROM_ACTIVE}
 ${HOLDS_LEASE}
+${COMPLETE_JOBS}
 local rcall = redis.call
 local prefix, token, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
 if not holdsLease(KEYS[4], token, now, tonumber(ARGV[8])) then return -1 end
@@ -107,43 +128,10 @@ rcall('ZREM', KEYS[4], token)
 rcall('HDEL', KEYS[5], token)
 local ids = {unpack(ARGV, 10, 9 + n)}
 local allThere = removeFromActive(KEYS[1], ids)
-local keepCount, keepAge = tonumber(ARGV[4]), tonumber(ARGV[5])
-local function deleteJobs(list)
-  local keys = {}
-  for _, id in ipairs(list) do
-    keys[#keys + 1] = prefix .. id
-    keys[#keys + 1] = prefix .. id .. ':logs'
-  end
-  for k = 1, #keys, 500 do rcall('DEL', unpack(keys, k, math.min(k + 499, #keys))) end
-end
-if keepCount == 0 then
-  deleteJobs(ids)
-else
-  local scored, attempts = {}, {}
-  for a in string.gmatch(ARGV[9], '%d+') do attempts[#attempts + 1] = a end
-  for k, id in ipairs(ids) do
-    local jk = prefix .. id
-    -- A job removed while its batch ran (an operator's remove, which takes it off the active list) stays removed.
-    if allThere or rcall('EXISTS', jk) == 1 then
-      rcall('HSET', jk, 'finishedOn', now, 'returnvalue', 'null', 'atm', attempts[k])
-      scored[#scored + 1] = now
-      scored[#scored + 1] = id
-    end
-  end
-  for k = 1, #scored, 500 do rcall('ZADD', KEYS[3], unpack(scored, k, math.min(k + 499, #scored))) end
-  if keepAge > 0 then
-    local old = rcall('ZRANGEBYSCORE', KEYS[3], 0, now - keepAge, 'LIMIT', 0, 1000)
-    if #old > 0 then
-      deleteJobs(old)
-      rcall('ZREM', KEYS[3], unpack(old))
-    end
-  end
-  local excess = rcall('ZCARD', KEYS[3]) - keepCount
-  if excess > 0 then
-    deleteJobs(rcall('ZRANGE', KEYS[3], 0, excess - 1))
-    rcall('ZREMRANGEBYRANK', KEYS[3], 0, excess - 1)
-  end
-end
+local attempts = {}
+for a in string.gmatch(ARGV[9], '%d+') do attempts[#attempts + 1] = a end
+-- A job removed while its batch ran (an operator's remove, which takes it off the active list) stays removed.
+completeJobs(prefix, KEYS[3], ids, attempts, now, tonumber(ARGV[4]), tonumber(ARGV[5]), not allThere)
 rcall('XADD', KEYS[2], 'MAXLEN', '~', ARGV[6], '*', 'event', 'batch:completed', 'batch', token, 'count', n)
 return n
 `);

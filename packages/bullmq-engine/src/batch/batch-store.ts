@@ -65,8 +65,11 @@ export interface BatchStore {
   renew(tokens: readonly string[]): Promise<void>;
   /** Gives a batch's jobs back without a failed attempt (a shutdown stopped it). */
   giveBack(token: string): Promise<void>;
-  /** Puts back the jobs of batches whose lease expired (any worker's); those stalled too often fail for good. */
-  reclaimExpired(): Promise<{ back: number; failed: string[] }>;
+  /**
+   * Puts back the jobs of batches whose lease expired (any worker's); those stalled too often fail for good.
+   * `orphans`: of the jobs put back, those a dead BullMQ Worker (a public store's) had left in active.
+   */
+  reclaimExpired(): Promise<{ back: number; failed: string[]; orphans?: number }>;
   /** BullMQ Workers attached to the queue that no tickwork batch runner owns (they may move its jobs). */
   foreignConsumers(): Promise<ForeignConsumer[]>;
   /** Releases the store's connections (call after the runner's loops ended). */

@@ -22,6 +22,11 @@ const COMPLETE_FIXED_KEYS = 5;
  * is let through only until deadline + FENCE_LEASES leases by the worker's clock. So from the fetch of a
  * batch to its settle no stalled check runs on its queue, unless the settle spent more than a lease (8 s) on
  * its way to Redis: none of its jobs can have been moved, and every one the settle completes is its own.
+ *
+ * Safe beside public stores on the same queue (a rolling upgrade of BullMQ): the fetch completes, without
+ * running them, the jobs a public store committed and did not acknowledge (its done records), and the
+ * reclaim takes back the jobs a dead public store left in active, which the hold above would otherwise keep
+ * from BullMQ's stalled check. How, at what cost, and why the reverse direction needs nothing: batch-lua-mixed.ts.
  */
 export function createFastBatchStore(o: BatchStoreOptions): BatchStore {
   const { redis, blocking, queue, leaseMs } = o;
@@ -34,11 +39,11 @@ export function createFastBatchStore(o: BatchStoreOptions): BatchStore {
   const graceMs = leaseMs * FENCE_LEASES;
   // Each script's KEYS (batch-lua.ts), made once per queue.
   const keys = {
-    fetch: ['wait', 'active', 'prioritized', 'events', 'delayed', 'meta', 'marker', 'batches', 'batch-ids', 'pc', 'batch-format', 'stalled-check'].map(key),
+    fetch: ['wait', 'active', 'prioritized', 'events', 'delayed', 'meta', 'marker', 'batches', 'batch-ids', 'pc', 'batch-format', 'stalled-check', 'completed', 'batch-done'].map(key),
     complete: ['active', 'events', 'completed', 'batches', 'batch-ids'].map(key),
     fail: ['active', 'events', 'failed', 'delayed', 'wait', 'marker', 'batches', 'batch-ids'].map(key),
     renew: ['batches', 'stalled-check'].map(key),
-    reclaim: ['batches', 'batch-ids', 'active', 'wait', 'failed', 'events', 'marker', 'batch-format'].map(key),
+    reclaim: ['batches', 'batch-ids', 'active', 'wait', 'failed', 'events', 'marker', 'batch-format', 'batch-public', 'batch-done', 'batch-public-scan', 'completed'].map(key),
   };
   let woken = false;
   // For queue.getWorkers() only: made at the first look (the runner's first comes a moment after its start),
@@ -51,7 +56,7 @@ export function createFastBatchStore(o: BatchStoreOptions): BatchStore {
     leaseMs,
 
     async fetch(token: string, max: number): Promise<BatchFetch> {
-      const reply = (await runScript(redis, FETCH_BATCH, keys.fetch, [jobPrefix, Date.now(), max, token, leaseMs, o.maxEvents, holdMs, BATCH_FORMAT])) as string[];
+      const reply = (await runScript(redis, FETCH_BATCH, keys.fetch, [jobPrefix, Date.now(), max, token, leaseMs, o.maxEvents, holdMs, BATCH_FORMAT, keepCount, keepAgeMs])) as string[];
       if (reply[0] === 'jobs') return { kind: 'jobs', jobs: JSON.parse(reply[1] as string) as FetchedBatchJob[] };
       if (reply[0] === 'paused') return { kind: 'paused' };
       if (reply[0] === 'format') throw new BatchFormatError(queue, String(reply[1]), BATCH_FORMAT);
@@ -106,10 +111,12 @@ export function createFastBatchStore(o: BatchStoreOptions): BatchStore {
       await redis.zadd(key('batches'), 'XX', 0, token);
     },
 
-    async reclaimExpired(): Promise<{ back: number; failed: string[] }> {
-      const [back, failed] = (await runScript(redis, RECLAIM_BATCHES, keys.reclaim, [jobPrefix, Date.now(), o.maxStalledCount, o.maxEvents, BATCH_FORMAT])) as [number, string[] | string];
+    async reclaimExpired(): Promise<{ back: number; failed: string[]; orphans: number }> {
+      // The scan for a dead public store's jobs runs at most once a lease across the queue's workers (batch-lua-mixed.ts).
+      const argv = [jobPrefix, Date.now(), o.maxStalledCount, o.maxEvents, BATCH_FORMAT, leaseMs];
+      const [back, failed, orphans] = (await runScript(redis, RECLAIM_BATCHES, keys.reclaim, argv)) as [number, string[] | string, number?];
       if (back < 0) throw new BatchFormatError(queue, String(failed), BATCH_FORMAT);
-      return { back, failed: Array.isArray(failed) ? failed : [] };
+      return { back, failed: Array.isArray(failed) ? failed : [], orphans: orphans ?? 0 };
     },
 
     async foreignConsumers() {

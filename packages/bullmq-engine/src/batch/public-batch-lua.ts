@@ -2,9 +2,10 @@ import { defineScript } from '@tickwork/core';
 
 /**
  * The public batch store's scripts (public-batch-store.ts). They touch tickwork's own keys only, never
- * BullMQ's: `batch-leases` (a sorted set, batch token → lease deadline in ms by Redis's clock) and
+ * BullMQ's: `batch-leases` (a sorted set, batch token → lease deadline in ms by Redis's clock),
  * `batch-done` (a hash, job id → the job's creation timestamp: the job's effects are committed, its
- * acknowledgement may not have happened). Time is Redis's (TIME), the clock BullMQ's locks expire by, so a
+ * acknowledgement may not have happened) and `batch-public` (until when a public store may hold jobs: fast
+ * stores on the same queue read it and the records, batch-lua-mixed.ts). Time is Redis's (TIME), the clock BullMQ's locks expire by, so a
  * lease can be held to end before the locks of its jobs (public-batch-store.ts says how).
  */
 
@@ -23,12 +24,26 @@ local function holds(leasesKey, token)
 end
 `;
 
-/** Redis's clock in ms. KEYS: batch-leases (only so the call goes to the queue's node on a cluster). */
-export const LEASE_CLOCK = defineScript(`${NOW}
+/**
+ * Marks that a public store may hold jobs until `now + span` at least: `batch-public` (Redis time in ms,
+ * raised only), which fast stores on the same queue read to take back a dead public store's jobs
+ * (batch-lua-mixed.ts). Set before anything that has BullMQ lock a job for the store.
+ */
+const MARK = `
+local function markPublic(key, span)
+  local horizon = now + tonumber(span)
+  if (tonumber(redis.call('GET', key)) or 0) < horizon then redis.call('SET', key, horizon) end
+end
+`;
+
+/** Redis's clock in ms, and the public mark for `ARGV[1]` ms (MARK). KEYS: batch-leases, batch-public. */
+export const LEASE_CLOCK = defineScript(`${NOW}${MARK}
+markPublic(KEYS[2], ARGV[1])
 return now`);
 
-/** Opens batch `ARGV[1]`'s lease for `ARGV[2]` ms from now. KEYS: batch-leases. */
-export const LEASE_OPEN = defineScript(`${NOW}
+/** Opens batch `ARGV[1]`'s lease for `ARGV[2]` ms from now, and the public mark for `ARGV[3]` ms (MARK). KEYS: batch-leases, batch-public. */
+export const LEASE_OPEN = defineScript(`${NOW}${MARK}
+markPublic(KEYS[2], ARGV[3])
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 return now`);
 

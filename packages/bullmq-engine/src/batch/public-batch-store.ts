@@ -26,6 +26,20 @@ const DONE_TTL_MS = 7 * 24 * 3600_000;
 const COMMIT_FIXED_KEYS = 2;
 /** Done records looked at per sweep (one every quarter lease, only while there are records). */
 const SWEEP_RECORDS = 100;
+/** How long past its lock the public mark outlasts each action that has BullMQ lock a job (batch-lua-mixed.ts). */
+const MARK_SLACK_MS = 60_000;
+
+/**
+ * Test-only: a function a test's jobs module puts under this global symbol runs between a batch's commit
+ * and its acknowledgements, where a test kills the process (apps/worker batch-mixed.test.ts). Never set
+ * otherwise; looked up once per committed batch.
+ */
+const AFTER_COMMIT = Symbol.for('tickwork.test.publicBatchStore.afterCommit');
+type AfterCommit = (queue: string, token: string, jobIds: readonly string[]) => Promise<void>;
+const afterCommit = (): AfterCommit | undefined => {
+  const hook: unknown = Reflect.get(globalThis, AFTER_COMMIT);
+  return typeof hook === 'function' ? (hook as AfterCommit) : undefined;
+};
 
 /**
  * The public batch store: BullMQ's public API only (a Worker without a processor, `worker.getNextJob` to take
@@ -46,12 +60,18 @@ const SWEEP_RECORDS = 100;
  * was still the batch's and the lease had not lapsed. So while a batch holds its lease each of its jobs has
  * held its lock without a break since the batch took it: nobody else took it meanwhile (BullMQ's stalled
  * check leaves a locked job alone), and a commit the lease lets through is the only one of those jobs.
+ *
+ * Beside fast stores on the same queue (a rolling upgrade of BullMQ), batch-lua-mixed.ts: they honour the
+ * done records, and take back this store's jobs when it dies, while the `batch-public` mark, set before each
+ * fetch, renewal and blocking wait, says it may hold some. This store needs nothing of theirs.
  */
 export function createPublicBatchStore(o: PublicBatchStoreOptions): BatchStore {
   const { redis, queue, leaseMs, log } = o;
   const leasesKey = queueStructureKey(o.keyspace, queue, 'batch-leases');
   const doneKey = queueStructureKey(o.keyspace, queue, 'batch-done');
+  const marked = [leasesKey, queueStructureKey(o.keyspace, queue, 'batch-public')];
   const lockMs = leaseMs * LOCK_LEASES;
+  const markMs = lockMs + MARK_SLACK_MS;
   const worker = new Worker(queue, null, {
     connection: o.blocking,
     prefix: o.keyspace.bullPrefix,
@@ -137,7 +157,7 @@ export function createPublicBatchStore(o: PublicBatchStoreOptions): BatchStore {
     leaseMs,
 
     async fetch(token: string, max: number): Promise<BatchFetch> {
-      await runScript(redis, LEASE_OPEN, [leasesKey], [token, leaseMs]);
+      await runScript(redis, LEASE_OPEN, marked, [token, leaseMs, markMs]);
       const held = await take(token, max).catch(async (err: unknown) => {
         await redis.zrem(leasesKey, token);
         throw err;
@@ -163,8 +183,9 @@ export function createPublicBatchStore(o: PublicBatchStoreOptions): BatchStore {
     async waitForJobs(): Promise<void> {
       if (woken) return;
       const lock = randomUUID();
-      waiting ??= worker
-        .getNextJob(lock, { block: true })
+      // Marked before BullMQ may lock a job for this store.
+      waiting ??= runScript(redis, LEASE_CLOCK, marked, [markMs])
+        .then(() => worker.getNextJob(lock, { block: true }))
         .then(
           (job) => {
             if (job?.id === undefined) return;
@@ -198,6 +219,7 @@ export function createPublicBatchStore(o: PublicBatchStoreOptions): BatchStore {
         await putBack(held.values());
         return 'lost';
       }
+      await afterCommit()?.(queue, token, list.map((h) => h.job.id as string));
       await acknowledge(list);
       return 'done';
     },
@@ -230,7 +252,7 @@ export function createPublicBatchStore(o: PublicBatchStoreOptions): BatchStore {
     },
 
     async renew(tokens: readonly string[]): Promise<void> {
-      const t0 = Number(await runScript(redis, LEASE_CLOCK, [leasesKey], []));
+      const t0 = Number(await runScript(redis, LEASE_CLOCK, marked, [markMs]));
       await Promise.all(
         tokens.map(async (token) => {
           const held = batches.get(token);

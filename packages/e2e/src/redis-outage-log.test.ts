@@ -3,11 +3,7 @@
  * when Redis is back, nothing per retry in between; and SIGTERM during an outage stops the worker at once.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type AppProcess } from '../app-process.js';
-import { freePort } from '../free-port.js';
-import { appEntry } from '../paths.js';
-import { startRedisServer, type RedisServerHandle } from '../redis-server.js';
-import { waitFor } from '../wait-for.js';
+import { startApp, type AppProcess, freePort, appEntry, startRedisServer, type RedisServerHandle, waitFor } from '@tickwork/testkit';
 
 let redis: RedisServerHandle;
 let worker: AppProcess | undefined;

@@ -1,10 +1,7 @@
 /** Bad configuration stops each app at start with a message naming what is wrong. */
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp } from '../app-process.js';
-import { freePort } from '../free-port.js';
-import { appEntry, fixtureModule } from '../paths.js';
-import { startRedisServer, type RedisServerHandle } from '../redis-server.js';
+import { startApp, freePort, appEntry, fixtureModule, startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 
 let redis: RedisServerHandle;
 beforeAll(async () => {

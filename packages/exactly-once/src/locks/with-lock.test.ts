@@ -1,6 +1,8 @@
 import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
-import { InvalidLockOptionsError, LockLostError, LockNotAcquiredError, RedisLock, StaleFencingTokenError, fencedGet, fencedSet, lockKeys, withLock } from '@tickwork/exactly-once';
+import { InvalidLockOptionsError, LockLostError, LockNotAcquiredError, StaleFencingTokenError } from './errors.js';
+import { RedisLock, lockKeys, withLock } from './with-lock.js';
+import { fencedGet, fencedSet } from './fencing.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let server: RedisServerHandle;

@@ -1,9 +1,6 @@
 /** Secrets never reach the logs: a Redis password in REDIS_URL, the dashboard password, a webhook token. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp } from '../app-process.js';
-import { freePort } from '../free-port.js';
-import { appEntry, fixtureModule } from '../paths.js';
-import { startRedisServer, type RedisServerHandle } from '../redis-server.js';
+import { startApp, freePort, appEntry, fixtureModule, startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 
 const REDIS_PASSWORD = 'redis-pw-7f3a9c';
 const DASHBOARD_PASSWORD = 'dash-pw-19bd44';

@@ -5,12 +5,8 @@
 import { spawnSync } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type AppProcess } from '../app-process.js';
-import { freePort } from '../free-port.js';
-import { FIXTURE_KEYS } from '../fixtures/fast-catalog.js';
-import { appEntry, fixtureModule } from '../paths.js';
-import { startRedisServer, type RedisServerHandle } from '../redis-server.js';
-import { waitFor } from '../wait-for.js';
+import { FIXTURE_KEYS } from '@tickwork/testkit/fixtures/fast-catalog';
+import { startApp, type AppProcess, freePort, appEntry, fixtureModule, startRedisServer, type RedisServerHandle, waitFor } from '@tickwork/testkit';
 
 describe('the stack as real processes', () => {
   let server: RedisServerHandle;
@@ -59,7 +55,7 @@ describe('the stack as real processes', () => {
     expect(JSON.parse(cli.stdout)).toMatchObject({ job: 'fixture.work', queue: 'fixture' });
     const producer = new Redis(server.url);
     const { createEnqueue, createCatalog, QueueSet, createLogger } = await import('@tickwork/core');
-    const { catalog } = await import('../fixtures/fast-catalog.js');
+    const { catalog } = await import('@tickwork/testkit/fixtures/fast-catalog');
     const queues = new QueueSet(producer, 'tickwork', createLogger('test', 'silent'));
     const enqueue = createEnqueue(createCatalog(catalog.jobs), queues);
     for (let n = 1; n < 20; n++) await enqueue(catalog.require('fixture.work'), { n, ms: 100 });

@@ -1,7 +1,11 @@
 import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
-import { IdempotencyLedger, LeaseLostError, StepError, createExactlyOnce, createSteps, duplicatesSuppressed, runExactlyOnce } from '@tickwork/exactly-once';
+import { IdempotencyLedger } from './ledger.js';
+import { LeaseLostError, StepError } from './errors.js';
+import { createExactlyOnce, runExactlyOnce } from './run-exactly-once.js';
+import { createSteps } from './steps.js';
+import { duplicatesSuppressed } from './metrics.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let server: RedisServerHandle;

@@ -9,13 +9,8 @@ import { createCatalog, createLogger, dlqName, jobKeyOf, jobOptions, keyspaceOn,
 import { createSchedules, readHistory } from '@tickwork/schedules';
 import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type AppProcess } from '../app-process.js';
-import { CHAOS_KEYS, CHAOS_QUEUES, catalog, chaosTenant } from '../fixtures/cluster-chaos-catalog.js';
-import { freePort } from '../free-port.js';
-import { appEntry, fixtureModule } from '../paths.js';
-import type { RedisClusterHandle } from '../redis-cluster.js';
-import { startTestRedis, type TestRedis } from '../test-redis.js';
-import { waitFor } from '../wait-for.js';
+import { CHAOS_KEYS, CHAOS_QUEUES, catalog, chaosTenant } from '@tickwork/testkit/fixtures/cluster-chaos-catalog';
+import { startApp, type AppProcess, freePort, appEntry, fixtureModule, startTestRedis, type TestRedis, waitFor, type RedisClusterHandle } from '@tickwork/testkit';
 
 /**
  * Jobs enqueued before the kill, per queue: enough that the queues whose masters live still have a backlog

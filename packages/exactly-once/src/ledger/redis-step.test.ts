@@ -1,5 +1,7 @@
 import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
-import { createSteps, IdempotencyLedger, LeaseLostError, type RunRecordPlace } from '@tickwork/exactly-once';
+import { createSteps } from './steps.js';
+import { IdempotencyLedger, type RunRecordPlace } from './ledger.js';
+import { LeaseLostError } from './errors.js';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 

@@ -7,12 +7,8 @@ import { createCatalog, createEnqueue, createLogger, dlqName, QueueSet } from '@
 import { IdempotencyLedger, jobRecordKey } from '@tickwork/exactly-once';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type AppProcess } from '../app-process.js';
-import { freePort } from '../free-port.js';
-import { catalog, FIXTURE_KEYS } from '../fixtures/fast-catalog.js';
-import { appEntry, fixtureModule } from '../paths.js';
-import { startRedisServer, type RedisServerHandle } from '../redis-server.js';
-import { waitFor } from '../wait-for.js';
+import { catalog, FIXTURE_KEYS } from '@tickwork/testkit/fixtures/fast-catalog';
+import { startApp, type AppProcess, freePort, appEntry, fixtureModule, startRedisServer, type RedisServerHandle, waitFor } from '@tickwork/testkit';
 
 const JOBS = 150;
 

@@ -6,12 +6,8 @@
 import { request, type IncomingHttpHeaders } from 'node:http';
 import { createEnqueue, createLogger, QueueSet } from '@tickwork/core';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startApp, type AppProcess } from '../app-process.js';
-import { catalog } from '../fixtures/fast-catalog.js';
-import { freePort } from '../free-port.js';
-import { appEntry, fixtureModule } from '../paths.js';
-import { startRedisServer, type RedisServerHandle } from '../redis-server.js';
-import { waitFor } from '../wait-for.js';
+import { catalog } from '@tickwork/testkit/fixtures/fast-catalog';
+import { startApp, type AppProcess, freePort, appEntry, fixtureModule, startRedisServer, type RedisServerHandle, waitFor } from '@tickwork/testkit';
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 

@@ -1,9 +1,6 @@
 /** Every app warns at start when Redis could lose queue keys or grow without bound, naming what to set. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type AppProcess } from '../app-process.js';
-import { freePort } from '../free-port.js';
-import { appEntry } from '../paths.js';
-import { startRedisServer, type RedisServerHandle } from '../redis-server.js';
+import { startApp, type AppProcess, freePort, appEntry, startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 
 const APPS = ['scheduler', 'worker', 'dashboard'] as const;
 let server: RedisServerHandle;

@@ -1,6 +1,6 @@
-import { deadLetterJobId } from './ids.js';
-import { dlqName, keyspaceOn, type RedisClient } from '@tickwork/core';
-import type { DeadLetterEntry } from './entry.js';
+import { deadLetterJobId, type DeadLetterEntry } from '@tickwork/operations';
+import { dlqName, type RedisClient } from '@tickwork/core';
+import { fillWaiting, type WaitingJob } from './bulk-fill.js';
 
 /** What fillDeadLetters writes per entry, so a test can say which entries a filter must find. */
 export interface FilledEntry {
@@ -30,31 +30,21 @@ export function defaultFillReason(i: number): string {
 }
 
 /**
- * Writes `count` tickwork DLQ entries straight into Redis in BullMQ's layout (a job hash per entry and its
- * id pushed on the head of the wait list, as BullMQ's add does), pipelined: a million in well under a
- * minute, where adding them one by one through BullMQ would take several. For benchmarks and tests of
- * large DLQs; the entries are what the worker writes for a job that failed its last attempt.
+ * Writes `count` tickwork DLQ entries straight into Redis in BullMQ's layout (fillWaiting, bulk-fill.ts): a
+ * million in well under a minute, where adding them one by one through BullMQ would take several. For
+ * benchmarks and tests of large DLQs; the entries are what the worker writes for a job that failed its last
+ * attempt.
  */
 export async function fillDeadLetters(redis: RedisClient, opts: FillOptions): Promise<void> {
   const start = (opts.start ?? new Date('2024-05-01T00:00:00Z')).getTime();
   const reasonOf = opts.reason ?? defaultFillReason;
-  const batch = opts.batch ?? 5_000;
-  const dlq = dlqName(opts.queue);
-  // On a cluster the DLQ's keys carry its queue's tag: one slot, so each pipeline goes to one master.
-  const base = `${keyspaceOn(redis, opts.prefix, dlq).bullPrefix}:${dlq}`;
-  for (let from = 0; from < opts.count; from += batch) {
-    const pipeline = redis.pipeline();
-    const ids: string[] = [];
-    for (let i = from; i < Math.min(opts.count, from + batch); i++) {
+  function* entries(): Generator<WaitingJob> {
+    for (let i = 0; i < opts.count; i++) {
       const { id, entry } = filledEntry(opts, i, start, reasonOf(i));
-      ids.push(id);
-      pipeline.hset(`${base}:${id}`, 'name', entry.jobName, 'data', JSON.stringify(entry), 'opts', '{}', 'timestamp', String(start + i * 1000), 'delay', '0', 'priority', '0');
+      yield { id, name: entry.jobName, data: JSON.stringify(entry), timestamp: start + i * 1000 };
     }
-    pipeline.lpush(`${base}:wait`, ...ids);
-    const results = (await pipeline.exec()) ?? [];
-    const failed = results.find(([err]) => err);
-    if (failed?.[0]) throw failed[0];
   }
+  await fillWaiting(redis, opts.prefix, dlqName(opts.queue), entries(), opts.batch);
 }
 
 /** Entry i of a fill, as written (for a test's expectations). */

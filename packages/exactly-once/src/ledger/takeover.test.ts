@@ -4,7 +4,9 @@
  * process does) while its run waits, the second takes the run over at once instead of waiting out the lease,
  * and the first one's late step and completion are refused.
  */
-import { createExactlyOnce, IdempotencyLedger, LeaseLostError, runExactlyOnce, type ExactlyOnce } from '@tickwork/exactly-once';
+import { createExactlyOnce, runExactlyOnce, type ExactlyOnce } from './run-exactly-once.js';
+import { IdempotencyLedger } from './ledger.js';
+import { LeaseLostError } from './errors.js';
 import { WorkerRegistry } from '@tickwork/core';
 import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
