@@ -44,6 +44,8 @@ afterEach(async () => {
 });
 
 const between = (lo: number, hi: number) => lo + Math.floor(Math.random() * (hi - lo));
+/** Runs kept unfinished during the chaos, so there is always a run in progress to kill a worker in. */
+const IN_FLIGHT = 6;
 
 /** Adds billing runs (`add`) and waits until every one added has completed (`done`). */
 async function bill(url: string, customers: number, pauseMs: number) {
@@ -62,6 +64,8 @@ async function bill(url: string, customers: number, pauseMs: number) {
         if (states.includes('failed')) throw new Error(`a billing run failed: ${states.join(',')}`);
         return states.every((s) => s === 'completed');
       }, { timeoutMs: 240_000, intervalMs: 250, what: 'every billing run completed' }),
+    /** Runs added and not yet finished, by state. */
+    counts: async () => (await queues.get('tx').getJobCounts('active', 'waiting', 'delayed', 'prioritized')) as Record<string, number>,
     // The connection is ours, not the QueueSet's: left open it would keep retrying once afterEach stops Redis.
     close: async () => {
       await queues.close();
@@ -91,10 +95,10 @@ describe('ctx.redisStep: the effect and its record commit together', () => {
     await killWhileBilling({ kills: 100, engine: FAST_LINE });
   }, 480_000);
 
-  it("on BullMQ's public paths (WORKER_BULLMQ_FAST_PATH=off), 25 kill -9s of workers holding runs: nobody charged twice, nobody missed", async () => {
+  it("on BullMQ's public paths (WORKER_BULLMQ_FAST_PATH=off), 15 kill -9s of workers holding runs: nobody charged twice, nobody missed", async () => {
     // No reaper there: a killed worker's runs come back through BullMQ's own stalled check once their lock
-    // (1 s here) expires. 25 kills keep the case to about a minute.
-    await killWhileBilling({ kills: 25, env: { WORKER_BULLMQ_FAST_PATH: 'off' }, engine: PUBLIC_LINE });
+    // (1 s here) expires. 15 kills keep the case well under a minute.
+    await killWhileBilling({ kills: 15, env: { WORKER_BULLMQ_FAST_PATH: 'off' }, engine: PUBLIC_LINE });
   }, 300_000);
 
   it('Redis killed -9 three times mid-run (AOF, fsync every second): nobody charged twice, nobody missed', async () => {
@@ -133,8 +137,7 @@ async function killWhileBilling(opts: { kills: number; env?: Record<string, stri
   const url = server.url;
   const workers = await Promise.all([0, 1, 2].map(() => startWorker(url, opts.env)));
   for (const w of workers) expect((await w.waitForLog((l) => isEngineLine(l.msg), 'the BullMQ engine line', 45_000)).msg).toBe(opts.engine);
-  // 15 runs to start with and one more after every kill, so every kill lands among runs in progress
-  // however fast this machine drains them.
+  // 15 runs to start with, then more after every kill (see below).
   const runs = Array.from({ length: 15 }, (_, i) => `kill-${i}`);
   const billing = await bill(url, 300, 40);
   await billing.add(runs);
@@ -154,9 +157,12 @@ async function killWhileBilling(opts: { kills: number; env?: Record<string, stri
     const i = holding[between(0, holding.length)] as number;
     await workers[i]?.stop('SIGKILL');
     workers[i] = await startWorker(url, opts.env);
-    const run = `kill-${runs.length}`;
-    runs.push(run);
-    await billing.add([run]);
+    // Keep runs in flight, however fast this machine drains them (or slowly it starts workers), so every
+    // kill lands on work: one more per kill, and as many as it takes to keep IN_FLIGHT unfinished.
+    const unfinished = Object.values(await billing.counts()).reduce((a, b) => a + b, 0);
+    const more = Array.from({ length: Math.max(1, IN_FLIGHT - unfinished) }, (_, k) => `kill-${runs.length + k}`);
+    runs.push(...more);
+    await billing.add(more);
   }
   probe.disconnect();
   await billing.done();

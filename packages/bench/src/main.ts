@@ -41,7 +41,9 @@ import { ackConnectionOf } from '@tickwork/bullmq-engine/testing';
 import type { Job } from 'bullmq';
 import { pino } from 'pino';
 import { z } from 'zod';
-import { measure, measureBatch, median, stockWorker, type Measured, type ProcessorFor, type WorkerMaker } from './measure.js';
+import { measureBatch, stockWorker, type ProcessorFor, type WorkerMaker } from './measure.js';
+import { ROUNDS, runSeries, type Series, type SeriesResult } from './series.js';
+import { peerLine, targetsReport } from './targets.js';
 import { openPgBossBench } from './pgboss.js';
 import { benchRecovery } from './recovery.js';
 import { laneSection } from './lane.js';
@@ -49,13 +51,8 @@ import { clusterSection } from './cluster.js';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 10_000);
 const JOBS_C1 = Number(process.env.BENCH_JOBS_C1 ?? 2_000);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
 /** Issue 13's targets. */
-const NOOP_GOAL = 0.9;
-const WRITE_GOAL = 0.8;
-const EXTRA_COMMANDS_GOAL = 1;
-const PEER_GOAL = 2;
 const silent = pino({ level: 'silent' });
 const written = (id: string | undefined) => `bench:w:${id}`;
 
@@ -81,26 +78,6 @@ const BATCH_SIZE = Number(process.env.BENCH_BATCH_SIZE ?? 1000);
 const BATCH_CONCURRENCY = Number(process.env.BENCH_BATCH_CONCURRENCY ?? 2);
 const batchNoop = defineBatchJob({ name: 'bench.batch-noop', queue: 'bench-batch', schema: z.object({ i: z.number() }), batch: { size: BATCH_SIZE, concurrency: BATCH_CONCURRENCY, keepCompleted: Number(process.env.BENCH_BATCH_KEEP ?? 0), handler: async () => undefined } });
 createCatalog([batchNoop]);
-
-interface Series {
-  title: string;
-  concurrency: number;
-  jobs: number;
-  /** The first mode is the baseline the others are held against. */
-  modes: Record<string, Mode>;
-}
-/** A BullMQ Worker with `processor` drains jobs named `job` (measure.ts), or a mode drains its own queue its own way (`drain`). */
-type Mode = { job: string; processor: ProcessorFor; after?: (jobs: number) => Promise<void>; maker?: WorkerMaker } | { drain: (jobs: number) => Promise<PeerMeasured> };
-/** A drain of its own (a peer, or tickwork's batch jobs); a peer's gives its server's CPU (PostgreSQL's) in place of Redis's. */
-type PeerMeasured = Measured & { postgresUs?: number };
-interface SeriesResult {
-  rates: Record<string, number[]>;
-  /** Per mode: its jobs/s over the baseline's, per round. */
-  ratios: Record<string, number[]>;
-  commands: Record<string, number[]>;
-  /** Per mode: the CPU a job cost in all, per round: Node's and its server's (Redis, or PostgreSQL for pg-boss), where known. */
-  cpu: Record<string, number[]>;
-}
 
 async function main(): Promise<void> {
   const own = process.env.BENCH_REDIS_URL ? undefined : await startRedisServer();
@@ -179,33 +156,10 @@ async function main(): Promise<void> {
     results.push(await runSeries(url, s, () => `bench-${queueNo++}`, exactlyOnce.ledger.batcher.sent));
   }
   const [c50, c1, write] = results as [SeriesResult, SeriesResult, SeriesResult];
-  const ratio = (r: SeriesResult, mode: string) => median(r.ratios[mode] ?? []);
-  // Judged as printed (two decimals): requests per job carry a few per round that are not the jobs' (queue
-  // setup), so 3.01 - 2.01 came out as 1.0000000000000004 and failed a target of 1 it met.
-  const extra = (r: SeriesResult, mode: string) => Math.round((median(r.commands[mode] ?? []) - median(r.commands.bare ?? [])) * 100) / 100;
-  const verdict = (ok: boolean) => (ok ? 'MET' : 'NOT MET');
-  // The public paths' figure beside each target: what the worker runs at when the installed BullMQ does not
-  // match the engine's contract (no target of its own: every guarantee holds there, more slowly).
-  const publicOf = (r: SeriesResult, mode: string) => `; BullMQ's public paths only: ${ratio(r, mode).toFixed(2)}x bare`;
-  const noopLine = (r: SeriesResult, c: number) =>
-    `  1. no-op job, every feature on, concurrency ${c}: ${shown(ratio(r, 'tickwork'), NOOP_GOAL)}x bare jobs/s (target >= ${NOOP_GOAL.toFixed(2)}x): ${verdict(ratio(r, 'tickwork') >= NOOP_GOAL)}${publicOf(r, 'public')}\n`;
-  const writeLine = (mode: 'redisStep' | 'step') =>
-    `  2. one ctx.${mode} writing one key, concurrency ${CONCURRENCY}: ${shown(ratio(write, mode), WRITE_GOAL)}x bare jobs/s (target >= ${WRITE_GOAL.toFixed(2)}x), ` +
-    `${extra(write, mode).toFixed(2)} extra requests to Redis per job, awaited or not (target <= ${EXTRA_COMMANDS_GOAL}): ${verdict(ratio(write, mode) >= WRITE_GOAL && extra(write, mode) <= EXTRA_COMMANDS_GOAL)}` +
-    `${publicOf(write, `${mode} public`)} (${extra(write, `${mode} public`).toFixed(2)} extra requests)\n`;
-  process.stdout.write(
-    `\nfloor (one awaited round trip per job): ${ratio(c50, 'floor').toFixed(2)}x bare; ledger alone: ${ratio(c50, 'ledger').toFixed(2)}x bare` +
-      ` (${(ratio(c50, 'ledger') / ratio(c50, 'floor')).toFixed(2)}x the floor); ledger calls per batch: ` +
-      `${(exactlyOnce.ledger.batcher.sent.ops / Math.max(exactlyOnce.ledger.batcher.sent.batches, 1)).toFixed(1)}\n` +
-      `\ntargets (issue 13), medians of paired rounds in this run:\n` +
-      noopLine(c50, CONCURRENCY) +
-      noopLine(c1, 1) +
-      writeLine('redisStep') +
-      writeLine('step'),
-  );
+  process.stdout.write(targetsReport({ c50, c1, write, concurrency: CONCURRENCY, ledgerSent: exactlyOnce.ledger.batcher.sent }));
   if (typeof pgboss === 'string') process.stdout.write(`  5. tickwork against pg-boss: skipped, ${pgboss}\n`);
   else {
-    process.stdout.write(peerLine(c50, pgboss.settings));
+    process.stdout.write(peerLine(c50, pgboss.settings, { size: BATCH_SIZE, concurrency: BATCH_CONCURRENCY }));
     await pgboss.close();
   }
   cancels.close();
@@ -221,51 +175,6 @@ async function main(): Promise<void> {
   process.exit(0);
 }
 
-/** Runs every mode of `s` once per round (plus a warm-up), printing each measurement. */
-async function runSeries(url: string, s: Series, nextQueue: () => string, ledgerSent: { batches: number; ops: number }): Promise<SeriesResult> {
-  const names = Object.keys(s.modes);
-  const out: SeriesResult = { rates: {}, ratios: {}, commands: {}, cpu: {} };
-  for (let r = 0; r <= ROUNDS; r++) {
-    const warmUp = r === 0;
-    const jobs = warmUp ? Math.max(Math.floor(s.jobs / 5), 200) : s.jobs;
-    const round: Record<string, number> = {};
-    for (let i = 0; i < names.length; i++) {
-      const name = names[(i + r) % names.length] as string;
-      const mode = s.modes[name] as Series['modes'][string];
-      let m: Measured & { postgresUs?: number };
-      if ('drain' in mode) m = await mode.drain(jobs);
-      else {
-        m = await measure(url, nextQueue(), mode.job, mode.processor, jobs, s.concurrency, ledgerSent, mode.maker);
-        await mode.after?.(jobs);
-      }
-      round[name] = m.rate;
-      process.stdout.write(
-        `  ${warmUp ? 'warm-up' : `round ${r}`.padEnd(7)} ${name.padEnd(16)} ${m.rate.toFixed(0).padStart(6)} jobs/s` +
-          `   cpu per job: node ${m.nodeUs.toFixed(0).padStart(3)} us` +
-          (Number.isNaN(m.redisUs) ? '' : `, redis ${m.redisUs.toFixed(0).padStart(3)} us   requests per job ${m.commandsPerJob.toFixed(2)}`) +
-          (m.postgresUs === undefined || Number.isNaN(m.postgresUs) ? '' : `, postgres ${m.postgresUs.toFixed(0).padStart(3)} us`) +
-          `${m.completionsPerCall === undefined ? '' : `   results per write-ahead call: ${m.completionsPerCall.toFixed(1)}`}\n`,
-      );
-      if (!warmUp) {
-        (out.commands[name] ??= []).push(m.commandsPerJob);
-        (out.cpu[name] ??= []).push(m.nodeUs + (m.postgresUs ?? m.redisUs));
-      }
-    }
-    if (warmUp) continue;
-    for (const name of names) {
-      (out.rates[name] ??= []).push(round[name] as number);
-      (out.ratios[name] ??= []).push((round[name] as number) / (round[names[0] as string] as number));
-    }
-  }
-  for (const name of names) {
-    const rates = out.rates[name] ?? [];
-    process.stdout.write(
-      `  ${name.padEnd(16)} best ${Math.max(...rates).toFixed(0).padStart(6)}  median ${median(rates).toFixed(0).padStart(6)} jobs/s` +
-        `  ${median(out.ratios[name] ?? []).toFixed(2)}x ${names[0]} [${(out.ratios[name] ?? []).map((x) => x.toFixed(2)).join(' ')}]\n`,
-    );
-  }
-  return out;
-}
 
 /** An engine's Worker, its acknowledgements on the connection the engine hands out (folded on the fast path). */
 function engineMaker(engine: Engine): WorkerMaker {
@@ -293,40 +202,6 @@ function ledgerMode(exactlyOnce: ExactlyOnce): ProcessorFor {
     );
 }
 
-/**
- * Target 5: tickwork (every feature on) against pg-boss, each round's tickwork rate over the same round's
- * pg-boss rate (both drained in the concurrency-50 series, in rotating order), median over the rounds.
- */
-function peerLine(c50: SeriesResult, settings: string): string {
-  const pb = c50.rates['pg-boss'] ?? [];
-  const against = (mode: string) => {
-    const perRound = (c50.rates[mode] ?? []).map((t, i) => t / (pb[i] as number));
-    return { perRound, ratio: median(perRound) };
-  };
-  const { perRound, ratio } = against('tickwork');
-  const batch = against('batch');
-  // What a job cost the machine in all (the process's CPU and its server's), beside the throughput ratio:
-  // pg-boss's work is mostly PostgreSQL's, spread over its backends, tickwork's is its one Node process's and Redis's.
-  const pgCpu = median(c50.cpu['pg-boss'] ?? []);
-  const cpuLine = Number.isNaN(pgCpu)
-    ? ''
-    : `     CPU per job in all, medians: tickwork one at a time ${median(c50.cpu.tickwork ?? []).toFixed(0)} us and batch jobs ${median(c50.cpu.batch ?? []).toFixed(0)} us (Node and Redis), pg-boss ${pgCpu.toFixed(0)} us (Node and PostgreSQL)\n`;
-  return (
-    `  5. tickwork (every feature on) against pg-boss (${settings}), paired rounds: pg-boss median ${median(pb).toFixed(0)} jobs/s\n` +
-    `     batch jobs (defineBatchJob, batches of ${BATCH_SIZE} x ${BATCH_CONCURRENCY}, as pg-boss takes them): ${batch.ratio.toFixed(2)}x pg-boss ` +
-    `[${batch.perRound.map((x) => x.toFixed(2)).join(' ')}] (target >= ${PEER_GOAL.toFixed(1)}x): ${batch.ratio >= PEER_GOAL ? 'MET' : 'NOT MET'}` +
-    `; BullMQ's public paths only: ${against('batch public').ratio.toFixed(2)}x pg-boss\n` +
-    `     one job at a time (defineJob): ${ratio.toFixed(2)}x pg-boss [${perRound.map((x) => x.toFixed(2)).join(' ')}] (target >= ${PEER_GOAL.toFixed(1)}x): ${ratio >= PEER_GOAL ? 'MET' : 'NOT MET'}` +
-    `; BullMQ's public paths only: ${against('public').ratio.toFixed(2)}x pg-boss\n` +
-    cpuLine
-  );
-}
-
-/** A ratio to two decimals, or three where two would round it up to a target it misses (0.797 is not 0.80). */
-function shown(ratio: number, goal: number): string {
-  const two = ratio.toFixed(2);
-  return ratio < goal && Number(two) >= goal ? ratio.toFixed(3) : two;
-}
 
 /** Deletes the keys a write series left (outside the timing). */
 async function clearKeys(redis: RedisClient, match: string, expected: number): Promise<void> {

@@ -14,7 +14,8 @@ export { estimateNote, formatAge, formatBytes, formatRatio } from './capacity/fo
 export { publishCapacityGauges, redisComponentBytes, redisMemoryRatio } from './capacity/metrics.js';
 export { capacityReport } from './capacity/report.js';
 export type { CapacityReport, CapacitySource } from './capacity/report.js';
-export { DeadLetterNotFoundError, getDlqItem, listDeadLetters, listDlqItems, purgeDeadLetters, redriveDeadLetters } from './dlq/admin.js';
+export { DeadLetterNotFoundError, getDeadLetter, getDlqItem, listDeadLetters, listDlqItems, purgeDeadLetters, redriveDeadLetters } from './dlq/admin.js';
+export type { RedriveOutcome } from './dlq/admin.js';
 export { DLQ_BATCH_SIZE, DRY_RUN, purgeAllDeadLetters, redriveAllDeadLetters } from './dlq/batch.js';
 export type { BulkOutcome, BulkProgress } from './dlq/batch.js';
 export type { DeadLetter, DeadLetterEntry, DlqItem, ForeignDlqJob } from './dlq/entry.js';
@@ -24,6 +25,7 @@ export { dlqListing } from './dlq/listing.js';
 export type { DlqListing } from './dlq/listing.js';
 export { moveFailedJob, moveToDeadLetter, noteFailedAttempt } from './dlq/move.js';
 export type { MoveResult } from './dlq/move.js';
-export { DlqQueryError } from './dlq/page.js';
+export { DLQ_PAGE_MAX, DlqQueryError, InvalidDlqCursorError, readDlqPage } from './dlq/page.js';
+export type { DlqFilter, DlqPage } from './dlq/page.js';
 export { parseDlqListQuery } from './dlq/query.js';
 export type { DlqListQuery } from './dlq/query.js';

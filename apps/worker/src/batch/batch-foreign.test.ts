@@ -8,10 +8,9 @@
  * is refused, its jobs left alone.
  */
 import { fileURLToPath } from 'node:url';
-import { createLogger, QueueSet } from '@tickwork/core';
-import { appEntry, freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
-import type { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { freePort, startApp, waitFor, type AppProcess } from '@tickwork/testkit';
+import { describe, expect, it } from 'vitest';
+import { useWorkerProcesses } from '../testing/worker-processes.js';
 import { BT_KEYS } from '../testing/batch-fixtures.js';
 import { readMetric } from '../testing/read-metric.js';
 
@@ -20,38 +19,13 @@ const STOCK_WORKER = fileURLToPath(new URL('../../dist/batch/stock-worker.fixtur
 const PREFIX = 'tickwork';
 const STALLED_INTERVAL_MS = 500;
 const JOBS = 300;
-let server: RedisServerHandle;
-let redis: Redis;
-let queues: QueueSet;
-let apps: AppProcess[] = [];
+const procs = useWorkerProcesses({ jobsModule: JOBS_MODULE });
 
-beforeAll(async () => {
-  server = await startRedisServer();
-  redis = server.client();
-  queues = new QueueSet(redis, PREFIX, createLogger('test', 'silent'));
-});
-afterAll(async () => {
-  await queues.close();
-  await server.stop();
-});
-beforeEach(async () => {
-  await redis.flushall();
-});
-afterEach(async () => {
-  await Promise.all(apps.map((a) => a.stop('SIGKILL')));
-  apps = [];
-});
-
-async function startWorker(port: number): Promise<AppProcess> {
-  const app = startApp(appEntry('worker'), { REDIS_URL: server.url, JOBS_MODULE, PORT: String(port), WORKER_BATCH_LEASE_MS: '2000', LOG_LEVEL: 'info' });
-  apps.push(app);
-  await app.waitForLog((l) => l.msg === 'worker ready', 'worker ready');
-  return app;
-}
+const startWorker = (port: number) => procs.start({ PORT: String(port), WORKER_BATCH_LEASE_MS: '2000' });
 
 async function startStockWorker(): Promise<AppProcess> {
-  const app = startApp(STOCK_WORKER, { REDIS_URL: server.url, QUEUE: 'bt', QUEUE_PREFIX: PREFIX, STALLED_INTERVAL_MS: String(STALLED_INTERVAL_MS) });
-  apps.push(app);
+  const app = startApp(STOCK_WORKER, { REDIS_URL: procs.server.url, QUEUE: 'bt', QUEUE_PREFIX: PREFIX, STALLED_INTERVAL_MS: String(STALLED_INTERVAL_MS) });
+  procs.track(app);
   await app.waitForLog((l) => l.msg === 'ready', 'the stock BullMQ Worker ready');
   return app;
 }
@@ -62,30 +36,30 @@ describe("a batch job's queue with a consumer tickwork does not own", () => {
     const port = await freePort();
     const worker = await startWorker(port);
     // Every batch outlasts three of the stock Worker's stalled intervals.
-    await redis.set(BT_KEYS.slowEvery, String(STALLED_INTERVAL_MS * 3));
-    const added = await queues.get('bt').addBulk(Array.from({ length: JOBS }, (_, n) => ({ name: 'bt.sum', data: { n } })));
-    const bt = queues.get('bt');
-    await waitFor(async () => Number(await redis.get(BT_KEYS.count)) === JOBS && (await bt.getCompletedCount()) === JOBS && (await bt.getActiveCount()) === 0, {
+    await procs.redis.set(BT_KEYS.slowEvery, String(STALLED_INTERVAL_MS * 3));
+    const added = await procs.queues.get('bt').addBulk(Array.from({ length: JOBS }, (_, n) => ({ name: 'bt.sum', data: { n } })));
+    const bt = procs.queues.get('bt');
+    await waitFor(async () => Number(await procs.redis.get(BT_KEYS.count)) === JOBS && (await bt.getCompletedCount()) === JOBS && (await bt.getActiveCount()) === 0, {
       timeoutMs: 60_000,
       what: `${JOBS} jobs committed and completed`,
     });
 
     // Effects once: each job's effect committed once, each job handed to a handler once.
-    expect(Number(await redis.get(BT_KEYS.count))).toBe(JOBS);
-    expect(await redis.scard(BT_KEYS.done)).toBe(JOBS);
-    const handled = await redis.lrange(BT_KEYS.handled, 0, -1);
+    expect(Number(await procs.redis.get(BT_KEYS.count))).toBe(JOBS);
+    expect(await procs.redis.scard(BT_KEYS.done)).toBe(JOBS);
+    const handled = await procs.redis.lrange(BT_KEYS.handled, 0, -1);
     expect(handled).toHaveLength(JOBS);
     expect(new Set(handled).size).toBe(JOBS);
     // Completed once each, nothing left anywhere else, the batch bookkeeping empty.
     const completed = await bt.getCompleted(0, -1);
     expect(new Set(completed.map((j) => j.id))).toEqual(new Set(added.map((j) => j.id)));
     expect(await bt.getJobCounts('wait', 'active', 'delayed', 'failed', 'prioritized')).toEqual({ wait: 0, active: 0, delayed: 0, failed: 0, prioritized: 0 });
-    expect(await redis.zcard(`${PREFIX}:bt:batches`)).toBe(0);
-    expect(await redis.hlen(`${PREFIX}:bt:batch-ids`)).toBe(0);
+    expect(await procs.redis.zcard(`${PREFIX}:bt:batches`)).toBe(0);
+    expect(await procs.redis.hlen(`${PREFIX}:bt:batch-ids`)).toBe(0);
     expect(completed.every((j) => j.attemptsMade === 1)).toBe(true);
     // The stock Worker's stalled check ran all along, and moved nothing.
     expect(stock.logs().filter((l) => l.msg === 'stalled')).toEqual([]);
-    const events = (await redis.xrange(`${PREFIX}:bt:events`, '-', '+')).map(([, fields]) => fields[1]);
+    const events = (await procs.redis.xrange(`${PREFIX}:bt:events`, '-', '+')).map(([, fields]) => fields[1]);
     expect(events).not.toContain('stalled');
 
     // Detected: logged once (the stock Worker's one connection), counted.
@@ -96,13 +70,13 @@ describe("a batch job's queue with a consumer tickwork does not own", () => {
   }, 90_000);
 
   it('refuses a queue whose batch keys another format wrote, leaving its jobs alone', async () => {
-    await redis.set(`${PREFIX}:bt:batch-format`, '0');
-    await queues.get('bt').addBulk(Array.from({ length: 5 }, (_, n) => ({ name: 'bt.sum', data: { n } })));
+    await procs.redis.set(`${PREFIX}:bt:batch-format`, '0');
+    await procs.queues.get('bt').addBulk(Array.from({ length: 5 }, (_, n) => ({ name: 'bt.sum', data: { n } })));
     const worker = await startWorker(await freePort());
     const refusal = await worker.waitForLog((l) => typeof l.msg === 'string' && l.msg.includes('its batch keys (batches, batch-ids) are in format "0"'), 'the refusal');
     expect(refusal.level).toBe(50);
-    expect(await queues.get('bt').getWaitingCount()).toBe(5);
-    expect(await redis.get(BT_KEYS.count)).toBeNull();
-    expect(await redis.get(`${PREFIX}:bt:batch-format`)).toBe('0');
+    expect(await procs.queues.get('bt').getWaitingCount()).toBe(5);
+    expect(await procs.redis.get(BT_KEYS.count)).toBeNull();
+    expect(await procs.redis.get(`${PREFIX}:bt:batch-format`)).toBe('0');
   }, 60_000);
 });

@@ -8,42 +8,19 @@
  * attempt, not counted as a stall), and `batch-done` is empty at the end.
  */
 import { fileURLToPath } from 'node:url';
-import { createLogger, QueueSet } from '@tickwork/core';
-import { appEntry, freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
-import type { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { waitFor, type AppProcess } from '@tickwork/testkit';
+import { describe, expect, it } from 'vitest';
+import { useWorkerProcesses } from '../testing/worker-processes.js';
 import { BT_KEYS } from '../testing/batch-fixtures.js';
 
 const JOBS_MODULE = fileURLToPath(new URL('../../dist/testing/batch-fixtures.js', import.meta.url));
 const PREFIX = 'tickwork';
 const JOBS = 250;
 const HALTED = 'bt: halted after commit';
-let server: RedisServerHandle;
-let redis: Redis;
-let queues: QueueSet;
-let apps: AppProcess[] = [];
-
-beforeAll(async () => {
-  server = await startRedisServer();
-  redis = server.client();
-  queues = new QueueSet(redis, PREFIX, createLogger('test', 'silent'));
-});
-afterAll(async () => {
-  await queues.close();
-  await server.stop();
-});
-beforeEach(async () => {
-  await redis.flushall();
-});
-afterEach(async () => {
-  await Promise.all(apps.map((a) => a.stop('SIGKILL')));
-  apps = [];
-});
+const procs = useWorkerProcesses({ jobsModule: JOBS_MODULE });
 
 async function startWorker(env: Record<string, string>, engineLog: string): Promise<AppProcess> {
-  const app = startApp(appEntry('worker'), { REDIS_URL: server.url, JOBS_MODULE, PORT: String(await freePort()), LOG_LEVEL: 'info', ...env });
-  apps.push(app);
-  await app.waitForLog((l) => l.msg === 'worker ready', 'worker ready');
+  const app = await procs.start(env);
   expect(app.logs().some((l) => l.msg === engineLog)).toBe(true);
   return app;
 }
@@ -56,7 +33,7 @@ describe('a batch queue run by a public-store worker and a fast-store worker', (
       { WORKER_BULLMQ_FAST_PATH: 'off', WORKER_BATCH_LEASE_MS: '2000', WORKER_STALLED_INTERVAL_MS: '500', BT_HALT_AFTER_COMMIT: '1' },
       "BullMQ engine: BullMQ's public paths only (WORKER_BULLMQ_FAST_PATH=off)",
     );
-    const bt = queues.get('bt');
+    const bt = procs.queues.get('bt');
     const added = await bt.addBulk(Array.from({ length: JOBS }, (_, n) => ({ name: 'bt.sum', data: { n } })));
     // Both of A's batch loops commit a batch and stop before acknowledging it.
     const halts = await waitFor(() => {
@@ -67,20 +44,20 @@ describe('a batch queue run by a public-store worker and a fast-store worker', (
     a.proc.kill('SIGKILL');
     await a.exited;
     expect(committed).toBeGreaterThan(0);
-    expect(Number(await redis.get(BT_KEYS.count))).toBe(committed);
-    expect(await redis.hlen(`${PREFIX}:bt:batch-done`)).toBe(committed);
+    expect(Number(await procs.redis.get(BT_KEYS.count))).toBe(committed);
+    expect(await procs.redis.hlen(`${PREFIX}:bt:batch-done`)).toBe(committed);
     expect(await bt.getJobCounts('active', 'completed')).toEqual({ active: committed, completed: 0 });
 
     const b = await startWorker({ WORKER_BATCH_LEASE_MS: '1000' }, "BullMQ engine: fast path (the installed BullMQ matches tickwork's contract)");
-    await waitFor(async () => (await bt.getCompletedCount()) === JOBS && (await redis.hlen(`${PREFIX}:bt:batch-done`)) === 0, {
+    await waitFor(async () => (await bt.getCompletedCount()) === JOBS && (await procs.redis.hlen(`${PREFIX}:bt:batch-done`)) === 0, {
       timeoutMs: 45_000,
       what: 'every job completed by worker B, every done record dropped',
     });
 
     // Effects once: each job's effect committed once, and handed to a handler once (A's or B's).
-    expect(Number(await redis.get(BT_KEYS.count))).toBe(JOBS);
-    expect(await redis.scard(BT_KEYS.done)).toBe(JOBS);
-    const handled = await redis.lrange(BT_KEYS.handled, 0, -1);
+    expect(Number(await procs.redis.get(BT_KEYS.count))).toBe(JOBS);
+    expect(await procs.redis.scard(BT_KEYS.done)).toBe(JOBS);
+    const handled = await procs.redis.lrange(BT_KEYS.handled, 0, -1);
     expect(handled).toHaveLength(JOBS);
     expect(new Set(handled).size).toBe(JOBS);
     // Completed once each: its one attempt, no stall counted, nothing left anywhere else.
@@ -88,9 +65,9 @@ describe('a batch queue run by a public-store worker and a fast-store worker', (
     expect(completed.map((j) => j.id).sort()).toEqual(added.map((j) => j.id).sort());
     expect(completed.filter((j) => j.attemptsMade !== 1 || j.stalledCounter !== 0)).toEqual([]);
     expect(await bt.getJobCounts('wait', 'active', 'delayed', 'failed', 'prioritized')).toEqual({ wait: 0, active: 0, delayed: 0, failed: 0, prioritized: 0 });
-    expect(await redis.hlen(`${PREFIX}:bt:batch-done`)).toBe(0);
+    expect(await procs.redis.hlen(`${PREFIX}:bt:batch-done`)).toBe(0);
     // A's committed jobs were completed by B's fetch, one BullMQ `completed` event each.
-    const events = (await redis.xrange(`${PREFIX}:bt:events`, '-', '+')).map(([, fields]) => fields);
+    const events = (await procs.redis.xrange(`${PREFIX}:bt:events`, '-', '+')).map(([, fields]) => fields);
     const completedEvents = events.filter((e) => e[1] === 'completed').map((e) => e[3]);
     expect(completedEvents).toHaveLength(committed);
     expect(new Set(completedEvents).size).toBe(committed);

@@ -38,6 +38,12 @@ describe('classifyKey', () => {
     expect(component('tw:email:events')).toBe('queue-events');
     expect(component('tw:email:meta')).toBe('tickwork-other');
     expect(component('tw:email:de:abc')).toBe('tickwork-other');
+    expect(component('tw:sums:batches')).toBe('jobs-pending');
+    expect(component('tw:sums:batch-leases')).toBe('jobs-pending');
+    expect(component('tw:sums:batch-done')).toBe('ledger');
+    expect(component('tw:sums:batch-format')).toBe('tickwork-other');
+    expect(component('tw:stalls:email:42')).toBe('ledger');
+    expect(component('tw:{email}:stalls:email:42')).toBe('ledger');
     expect(component('tw:email.dlq:wait')).toBe('dlq');
     expect(component('tw:email.dlq:mail-1@1767225600000')).toBe('dlq');
     expect(component('tw:email.dlq:events')).toBe('dlq');

@@ -51,9 +51,14 @@ const QUEUE_STRUCTURES: Record<string, Component> = {
   limiter: 'tickwork-other',
   pc: 'tickwork-other',
   marker: 'tickwork-other',
-  // A batch job's batches in flight (the worker's batch/ scripts): their leases and their ids.
+  // A batch job's batches in flight (the engine's batch stores): their leases and their ids; on BullMQ's
+  // public paths, their leases and the done records of jobs committed but not yet acknowledged.
   batches: 'jobs-pending',
   'batch-ids': 'jobs-pending',
+  'batch-leases': 'jobs-pending',
+  'batch-done': 'ledger',
+  'batch-format': 'tickwork-other',
+  'batch-public': 'tickwork-other',
 };
 export const QUEUE_STRUCTURE_NAMES = Object.keys(QUEUE_STRUCTURES);
 
@@ -85,6 +90,9 @@ export function classifyKey(key: string, prefix: string): KeyClass {
       return { component: /:(history|records)$/.test(tail) ? 'schedule-history' : 'schedules' };
     case 'overlap':
       return { component: 'overlap' };
+    case 'stalls':
+      // A run's note of its stall count at its last progress (the worker on BullMQ's public paths).
+      return { component: 'ledger' };
     case 'meta':
       return { component: tail.startsWith('schedule') ? 'schedules' : 'tickwork-other' };
     case 'lock':
