@@ -4,7 +4,8 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { JobRun } from './pipeline/job-run.js';
-import { createProcessor, type ProcessorDeps } from './processor.js';
+import { createProcessor } from './processor.js';
+import type { ProcessorDeps } from './pipeline/deps.js';
 import { RunningJobs } from './running-jobs.js';
 
 const job = defineJob({ name: 'rj.noop', queue: 'rj', schema: z.object({}), handler: async () => null });

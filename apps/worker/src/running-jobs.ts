@@ -1,16 +1,21 @@
-import type { JobRun } from './pipeline/job-run.js';
+/** What a running job is to the list: its queue and id, and how to abort it (a RunningRun, pipeline/job-run.ts). */
+export interface RunningRun {
+  readonly jobId: string;
+  readonly job: { readonly queueName: string };
+  abort(reason: string): void;
+}
 
 /**
  * The jobs this worker process is running, by queue and id, so a cancel request or a shutdown can abort
- * them (each JobRun is its own AbortSource). BullMQ would do this itself, but it makes an AbortController
+ * them (each RunningRun is its own AbortSource). BullMQ would do this itself, but it makes an AbortController
  * per job for a processor that takes a signal, and that controller (with its listeners) was a measurable
  * part of the worker's CPU per job though nearly no run is ever aborted. So the processor takes no signal
  * (processor.ts) and aborts go through here.
  */
 export class RunningJobs {
-  private readonly byQueue = new Map<string, Map<string, JobRun>>();
+  private readonly byQueue = new Map<string, Map<string, RunningRun>>();
 
-  add(run: JobRun): void {
+  add(run: RunningRun): void {
     const queue = run.job.queueName;
     let runs = this.byQueue.get(queue);
     if (!runs) this.byQueue.set(queue, (runs = new Map()));
@@ -18,7 +23,7 @@ export class RunningJobs {
   }
 
   /** Forgets `run` (it ended); a later delivery of the same job that replaced it is kept. */
-  delete(run: JobRun): void {
+  delete(run: RunningRun): void {
     const runs = this.byQueue.get(run.job.queueName);
     if (runs?.get(run.jobId) === run) runs.delete(run.jobId);
   }

@@ -2,8 +2,7 @@ import { jobTally, type JobTally, type AnyJob, type Delivery, type Logger, type 
 import type { AbortSource, ExactlyOnceRun, RunExactlyOnceOptions, RunRecordPlace } from '@tickwork/exactly-once';
 import type { RunRecorder } from '@tickwork/schedules';
 import { DelayedError, type Job } from 'bullmq';
-import type { ProcessorDeps } from '../processor.js';
-import type { Next } from './stage.js';
+import type { ProcessorDeps } from './deps.js';
 
 export type Labels = { queue: string; job: string };
 
@@ -120,3 +119,6 @@ export class JobRun implements AbortSource, RunExactlyOnceOptions {
     throw new DelayedError();
   };
 }
+
+/** The rest of the stages after one, for `run` (stage.ts composes them). */
+export type Next = (run: JobRun) => Promise<unknown>;

@@ -1,7 +1,4 @@
-import type { JobRun } from './job-run.js';
-
-/** The rest of the stages after one, for `run`. */
-export type Next = (run: JobRun) => Promise<unknown>;
+import type { JobRun, Next } from './job-run.js';
 
 /**
  * One stage of a job's way through the worker (graphile-worker's middleware shape): it does its part and

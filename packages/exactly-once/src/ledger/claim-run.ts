@@ -1,6 +1,6 @@
 import { newOwner, type ClaimOutcome } from './ledger.js';
 import { leaseTakeovers } from './metrics.js';
-import type { ExactlyOnce, RunExactlyOnceOptions } from './run-exactly-once.js';
+import type { ExactlyOnce, RunExactlyOnceOptions } from './run-types.js';
 import { logOf } from './run-lease.js';
 
 /**

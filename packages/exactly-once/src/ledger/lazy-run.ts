@@ -4,7 +4,7 @@ import { claimRun, tookOver } from './claim-run.js';
 import { defineScript } from '@tickwork/core';
 import { completionWriter, type LedgerReply } from './ledger-batch.js';
 import { duplicatesRanUnclaimed } from './metrics.js';
-import type { ExactlyOnce, RunExactlyOnceOptions } from './run-exactly-once.js';
+import type { ExactlyOnce, RunExactlyOnceOptions } from './run-types.js';
 import { logOf, type RunLease } from './run-lease.js';
 import { CLAIM_TX_STEP_LUA } from './ledger-lua.js';
 import { runTxStepScript } from './tx-step.js';

@@ -3,7 +3,7 @@ import { LeaseLostError } from './errors.js';
 import type { LedgerRun } from './ledger.js';
 import { KeptLease, LeaseKeeper } from './lease-keeper.js';
 import { leasesLost } from './metrics.js';
-import type { ExactlyOnce, RunExactlyOnceOptions } from './run-exactly-once.js';
+import type { AbortSource, ExactlyOnce, RunExactlyOnceOptions } from './run-types.js';
 
 const noop = () => {};
 
@@ -22,17 +22,6 @@ export function logOf(opts: RunExactlyOnceOptions): Logger {
   return typeof opts.log === 'function' ? opts.log() : opts.log;
 }
 
-/**
- * What aborts a delivery from outside (shutdown, an operator's cancel) without an AbortSignal of its own:
- * the worker keeps one per running job (an AbortController per job was a measurable part of its CPU per
- * job, and most runs are never aborted). `onAbort` registers a listener called once on abort (only while
- * not yet aborted: check `aborted` first) and returns the function that removes it.
- */
-export interface AbortSource {
-  readonly aborted: boolean;
-  readonly reason: unknown;
-  onAbort(listener: (reason: unknown) => void): () => void;
-}
 
 /** An AbortSignal as an AbortSource (callers that have a signal, such as tests). */
 function sourceOf(signal: AbortSignal | AbortSource | undefined): AbortSource | undefined {

@@ -4,7 +4,8 @@
  * process does) while its run waits, the second takes the run over at once instead of waiting out the lease,
  * and the first one's late step and completion are refused.
  */
-import { createExactlyOnce, runExactlyOnce, type ExactlyOnce } from './run-exactly-once.js';
+import { createExactlyOnce, runExactlyOnce } from './run-exactly-once.js';
+import type { ExactlyOnce } from './run-types.js';
 import { IdempotencyLedger } from './ledger.js';
 import { LeaseLostError } from './errors.js';
 import { WorkerRegistry } from '@tickwork/core';

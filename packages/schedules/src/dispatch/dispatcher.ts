@@ -12,8 +12,10 @@ import { nextOccurrences } from '../rules/occurrences.js';
 import { historyCapOf, parseDef, policiesOfCore, ruleOfCore } from '../store/definition.js';
 import { historyKeysOf, SCHEDULE_SHARDS, shardKeys } from '../store/shard-keys.js';
 import { CLAIM, COMMIT } from '../store/lua.js';
-import { addOccurrenceJobs, type OccurrenceJob } from './occurrence-jobs.js';
-import { createFireLane, MAX_HEAD_START_MS, type Claimed } from './fire-lane.js';
+import { addOccurrenceJobs } from './occurrence-jobs.js';
+import type { Commit, DispatchResult, OccurrenceJob } from './types.js';
+import { createFireLane, MAX_HEAD_START_MS } from './fire-lane.js';
+import type { Claimed } from './types.js';
 import { intervalAfter } from '../store/resume.js';
 
 export interface DispatcherOptions {
@@ -51,15 +53,6 @@ export interface DispatcherOptions {
   stuckShardMs?: number;
 }
 
-export interface DispatchResult {
-  claimed: number;
-  enqueued: number;
-  caughtUp: number;
-  missed: number;
-  skippedPaused: number;
-  committed: number;
-  rounds: number;
-}
 
 export const DEFAULT_CLAIM_LEASE_MS = 10_000;
 export const DEFAULT_CLAIM_BATCH = 200;
@@ -72,13 +65,6 @@ function addInto(into: DispatchResult, from: DispatchResult): void {
   for (const k of Object.keys(into) as (keyof DispatchResult)[]) into[k] += from[k];
 }
 
-export interface Commit {
-  id: string;
-  next: number | null;
-  watchDeadline: number | null;
-  cap: number;
-  records: { id: string; score: number; patch: Record<string, unknown>; defaults: Record<string, unknown> }[];
-}
 
 /**
  * The dispatcher: claim -> enqueue -> commit, O(occurrences due) per tick. One pipelined round trip claims

@@ -1,13 +1,6 @@
 import type { Logger } from '@tickwork/core';
-import type { Commit, DispatchResult } from './dispatcher.js';
-import type { OccurrenceJob } from './occurrence-jobs.js';
+import type { Claimed, DispatchResult } from './types.js';
 
-/** One claimed schedule: its shard, what COMMIT will write, and the runs to add first. */
-export interface Claimed {
-  shard: number;
-  commit: Commit;
-  runs: OccurrenceJob[];
-}
 
 /** A run due within this of now is added at once: a timer that short would only add jitter. */
 export const FIRE_NOW_MS = 2;

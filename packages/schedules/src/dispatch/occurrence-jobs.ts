@@ -5,21 +5,11 @@ import { SCHEDULED_RUN_OPTION, type ScheduledRun } from '@tickwork/core';
 import { slowAfterMsOf } from '../health/health.js';
 import { CATALOG_HISTORY_CAP } from '../store/definition.js';
 import { occurrenceJobId } from '../keys.js';
-import { historyCapOf, policiesOfCore, type StoredDef } from '../store/definition.js';
+import { historyCapOf, policiesOfCore } from '../store/definition.js';
 import { DEFAULT_OVERLAP_POLICY } from '@tickwork/core';
 import { FIRE_NOW_MS } from './fire-lane.js';
+import type { OccurrenceJob } from './types.js';
 
-/** One run to add: a schedule's occurrence (on time or catch-up) or a manual run. */
-export interface OccurrenceJob {
-  id: string;
-  def: StoredDef;
-  nominal: number;
-  catchUp: boolean;
-  /** The rule's interval near this occurrence (for the default slowAfter of watched schedules). */
-  intervalMs: number | null;
-  /** Set for runNow: the token naming the manual run; its job id and key. */
-  manual?: { token: string; jobId: string };
-}
 
 /** The occurrence option: everything the worker's hot path needs, defaults left out. */
 export function scheduledRunFor(o: OccurrenceJob): ScheduledRun {

@@ -1,8 +1,8 @@
 import { jobsCancelled } from '@tickwork/core';
 import { UnrecoverableError } from 'bullmq';
 import { JobCancelledError } from '../../errors.js';
-import type { JobRun } from '../job-run.js';
-import type { Next, Stage } from '../stage.js';
+import type { JobRun, Next } from '../job-run.js';
+import type { Stage } from '../stage.js';
 
 /**
  * cancelGate: a job an operator cancelled before it started ends here, without running. Checked in

@@ -2,8 +2,8 @@ import { jobRecordKey, runExactlyOnce, type RunBody } from '@tickwork/exactly-on
 import type { RedisClient } from '@tickwork/core';
 import { UnrecoverableError } from 'bullmq';
 import { stallResetOnProgress, stalledTooOften } from '../../stall-progress.js';
-import type { JobRun } from '../job-run.js';
-import type { Next, Stage } from '../stage.js';
+import type { JobRun, Next } from '../job-run.js';
+import type { Stage } from '../stage.js';
 
 /**
  * claim: the run's exactly-once frame (runExactlyOnce) around the rest of the stages: claim the run's

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DEFAULT_OVERLAP_POLICY } from '@tickwork/core';
 import { MAX_HEAD_START_MS } from '@tickwork/schedules';
 import { judgeLateOccurrence } from '../../late-occurrence.js';
-import type { MissedRunResult } from '../../processor.js';
+import type { MissedRunResult } from '../deps.js';
 import type { Stage } from '../stage.js';
 
 /**
