@@ -36,6 +36,8 @@ else
 fi
 
 echo "test:bullmq: 2. the suite"
-TICKWORK_FAST_PATH_TESTS="$fast" pnpm exec turbo run typecheck --output-logs=errors-only
-TICKWORK_FAST_PATH_TESTS="$fast" pnpm exec turbo run test --concurrency=1 --env-mode=loose
+# As `pnpm test` runs it (package.json), each step with the fast paths' tests in or out.
+npx tsc -p tsconfig.check.json
+TICKWORK_FAST_PATH_TESTS="$fast" npx vitest run --config vitest.libraries.config.ts
+TICKWORK_FAST_PATH_TESTS="$fast" pnpm exec turbo run test --concurrency=1 --filter='./apps/*' --filter=@tickwork/e2e --env-mode=loose
 echo "test:bullmq: bullmq ${installed}: contract ${contract}; the suite passed (${work})"

@@ -90,8 +90,7 @@ async function expectChargedOnce(url: string, runs: string[], customers: number)
 
 describe('ctx.redisStep: the effect and its record commit together', () => {
   it('100 kill -9s, each of a worker holding a run in progress, while runs charge 300 customers each: nobody charged twice, nobody missed', async () => {
-    // 100 worker starts and a 0.3-1 s pause before each kill: about 2 minutes on a quiet 2-core machine, more
-    // than 5 beside CI's compose stacks.
+    // 100 worker starts and a 0.3-1 s pause before each kill (a kill waits for a started worker holding a run).
     await killWhileBilling({ kills: 100, engine: FAST_LINE });
   }, 480_000);
 

@@ -2,6 +2,9 @@
  * The vitest settings every package shares (each package's vitest.config.ts re-exports this), so
  * `pnpm test` and a plain `npx vitest run` in a package behave alike.
  */
+import { dirname, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
 /**
  * The tests of tickwork's fast paths into BullMQ's internals (the engine's own, and the worker's that drive
  * them), as globs under a package's folder. They hold the fast paths to what the installed BullMQ does, so
@@ -9,26 +12,28 @@
  * does not (scripts/test-bullmq.sh) leaves them out (TICKWORK_FAST_PATH_TESTS=off) and runs everything else,
  * the worker then on BullMQ's public paths.
  */
-export const FAST_PATH_TESTS = [
-  // packages/bullmq-engine
-  'src/ack/**/*.test.ts',
-  'src/worker/**/*.test.ts',
-  'src/batch/**/*.test.ts',
-  'src/lua/**/*.test.ts',
-  'src/stalls.test.ts',
-  'src/contract/**/*.test.ts',
-  // apps/worker
-  'src/exactly-once/ack-fold.test.ts',
-  'src/exactly-once/sole-delivery.test.ts',
-  'src/exactly-once/complete-ahead.test.ts',
-  'src/exactly-once/lazy-claim.test.ts',
-  'src/cluster/complete-ahead-cluster.test.ts',
-];
+export const FAST_PATH_TESTS: Record<string, readonly string[]> = {
+  'packages/bullmq-engine': ['src/ack/**/*.test.ts', 'src/worker/**/*.test.ts', 'src/batch/**/*.test.ts', 'src/lua/**/*.test.ts', 'src/stalls.test.ts', 'src/contract/**/*.test.ts'],
+  'apps/worker': [
+    'src/exactly-once/ack-fold.test.ts',
+    'src/exactly-once/sole-delivery.test.ts',
+    'src/exactly-once/complete-ahead.test.ts',
+    'src/exactly-once/lazy-claim.test.ts',
+    'src/cluster/complete-ahead-cluster.test.ts',
+  ],
+};
+
+/**
+ * FAST_PATH_TESTS as globs from where vitest runs: the repository's folder (the libraries' run), or one
+ * package's folder (its own run), where only that package's globs apply.
+ */
+const here = relative(resolve(dirname(fileURLToPath(import.meta.url)), '../../..'), process.cwd()).split(sep).join('/');
+const fastPathGlobs = Object.entries(FAST_PATH_TESTS).flatMap(([pkg, globs]) => (pkg === here ? globs : globs.map((g) => `${pkg}/${g}`)));
 
 const shared = {
   test: {
     include: ['src/**/*.test.ts'],
-    exclude: ['**/node_modules/**', ...(process.env.TICKWORK_FAST_PATH_TESTS === 'off' ? FAST_PATH_TESTS : [])],
+    exclude: ['**/node_modules/**', ...(process.env.TICKWORK_FAST_PATH_TESTS === 'off' ? fastPathGlobs : [])],
     // Tests start redis-server and real app processes; on a loaded 2-core CI machine that takes seconds.
     testTimeout: 60_000,
     hookTimeout: 60_000,
