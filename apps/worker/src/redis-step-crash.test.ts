@@ -7,7 +7,7 @@
 import { fileURLToPath } from 'node:url';
 import { createExactlyOnce, parseLedgerRecord, type IdempotencyLedger } from '@tickwork/exactly-once';
 import { createLogger, createRedis, ownerTagOf, QueueSet } from '@tickwork/core';
-import { freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
+import { chaosKills, freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
 import type { Job } from 'bullmq';
 import { afterEach, describe, expect, it } from 'vitest';
 import { chargesKey } from './testing/tx-fixtures.js';
@@ -89,10 +89,12 @@ async function expectChargedOnce(url: string, runs: string[], customers: number)
 }
 
 describe('ctx.redisStep: the effect and its record commit together', () => {
-  it('100 kill -9s, each of a worker holding a run in progress, while runs charge 300 customers each: nobody charged twice, nobody missed', async () => {
-    // 100 worker starts and a 0.3-1 s pause before each kill (a kill waits for a started worker holding a run).
-    await killWhileBilling({ kills: 100, engine: FAST_LINE });
-  }, 480_000);
+  const kills = chaosKills();
+  it(`${kills} kill -9s, each of a worker holding a run in progress, while runs charge 300 customers each: nobody charged twice, nobody missed`, async () => {
+    // One worker start and a 0.3-1 s pause per kill (a kill waits for a started worker holding a run):
+    // pnpm test runs 25, pnpm test:chaos 100 (testkit's chaos.ts).
+    await killWhileBilling({ kills, engine: FAST_LINE });
+  }, 120_000 + kills * 4_000);
 
   it("on BullMQ's public paths (WORKER_BULLMQ_FAST_PATH=off), 15 kill -9s of workers holding runs: nobody charged twice, nobody missed", async () => {
     // No reaper there: a killed worker's runs come back through BullMQ's own stalled check once their lock

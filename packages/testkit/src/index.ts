@@ -14,4 +14,5 @@ export { startRedisServer } from './redis-server.js';
 export type { RedisServerHandle } from './redis-server.js';
 export { TOPOLOGIES, startTestRedis } from './test-redis.js';
 export type { TestRedis, Topology } from './test-redis.js';
+export { CI_KILLS, chaosKills } from './chaos.js';
 export { waitFor } from './wait-for.js';
