@@ -132,3 +132,19 @@ local function holdsLease(batchesKey, token, now, grace)
   return deadline and now <= tonumber(deadline) + grace
 end
 `;
+
+/**
+ * Applies the writes packed in ARGV from index `i` on (each as its length, then its words), as a
+ * `ctx.redisStep`'s are: stops at the first that fails (a wrong type) and returns its message, the writes
+ * before it applied (Redis has no rollback). Shared by the fast and the public batch store's commits.
+ */
+export const APPLY_WRITES = `
+local function applyWrites(i)
+  while i <= #ARGV do
+    local len = tonumber(ARGV[i])
+    local r = redis.pcall(unpack(ARGV, i + 1, i + len))
+    if type(r) == 'table' and r.err then return r.err end
+    i = i + len + 1
+  end
+end
+`;

@@ -1,7 +1,7 @@
 import { defineScript, type Script } from '@tickwork/core';
 import { bullmqLua } from '../lua/bullmq-includes.js';
 import { COMPLETE_DONE, MAX_DONE } from './batch-lua-mixed.js';
-import { COMPLETE_JOBS, HOLD_STALLED_CHECK, HOLDS_LEASE, REMOVE_FROM_ACTIVE } from './batch-lua-shared.js';
+import { APPLY_WRITES, COMPLETE_JOBS, HOLD_STALLED_CHECK, HOLDS_LEASE, REMOVE_FROM_ACTIVE } from './batch-lua-shared.js';
 
 export { FAIL_BATCH, RECLAIM_BATCHES, RENEW_BATCHES } from './batch-lua-leases.js';
 
@@ -110,6 +110,7 @@ export const FETCH_BATCH: Script = {
  * are not completed and the batch keeps its lease, for the caller to fail it.
  */
 export const COMPLETE_BATCH = defineScript(`
+${APPLY_WRITES}
 ${REMOVE_FROM_ACTIVE}
 ${HOLDS_LEASE}
 ${COMPLETE_JOBS}
@@ -117,13 +118,8 @@ local rcall = redis.call
 local prefix, token, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
 if not holdsLease(KEYS[4], token, now, tonumber(ARGV[8])) then return -1 end
 local n = tonumber(ARGV[7])
-local i = 10 + n
-while i <= #ARGV do
-  local len = tonumber(ARGV[i])
-  local r = redis.pcall(unpack(ARGV, i + 1, i + len))
-  if type(r) == 'table' and r.err then return {'err', r.err} end
-  i = i + len + 1
-end
+local failed = applyWrites(10 + n)
+if failed then return {'err', failed} end
 rcall('ZREM', KEYS[4], token)
 rcall('HDEL', KEYS[5], token)
 local ids = {unpack(ARGV, 10, 9 + n)}

@@ -1,4 +1,5 @@
 import { defineScript } from '@tickwork/core';
+import { APPLY_WRITES } from './batch-lua-shared.js';
 
 /**
  * The public batch store's scripts (public-batch-store.ts). They touch tickwork's own keys only, never
@@ -77,20 +78,15 @@ return redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. now)`);
  * written either way); or {'err', message} when a write failed (a wrong type): the writes before it stay
  * applied (Redis has no rollback), no record is written, the lease is kept for the caller to fail the attempt.
  */
-export const COMMIT_BATCH = defineScript(`${NOW}${HOLDS}
+export const COMMIT_BATCH = defineScript(`${NOW}${HOLDS}${APPLY_WRITES}
 local rcall = redis.call
 local token, n = ARGV[1], tonumber(ARGV[2])
 if not holds(KEYS[1], token) then return -1 end
 for k = 1, n do
   if rcall('HGET', KEYS[2], ARGV[3 + k]) == ARGV[3 + n + k] then return -2 end
 end
-local i = 4 + 2 * n
-while i <= #ARGV do
-  local len = tonumber(ARGV[i])
-  local r = redis.pcall(unpack(ARGV, i + 1, i + len))
-  if type(r) == 'table' and r.err then return {'err', r.err} end
-  i = i + len + 1
-end
+local failed = applyWrites(4 + 2 * n)
+if failed then return {'err', failed} end
 for k = 1, n do rcall('HSET', KEYS[2], ARGV[3 + k], ARGV[3 + n + k]) end
 if n > 0 then rcall('PEXPIRE', KEYS[2], ARGV[3]) end
 rcall('ZREM', KEYS[1], token)
