@@ -26,7 +26,7 @@ describe.each(TOPOLOGIES)('billing killed -9, on %s Redis', (topology) => {
       WORKER_STALLED_INTERVAL_MS: '1000',
     });
     apps.push(app);
-    await app.waitForLog((l) => l.msg === 'worker ready', 'worker ready', 30_000);
+    await app.waitForLog((l) => l.msg === 'worker ready', 'worker ready');
     return app;
   };
 

@@ -50,7 +50,7 @@ afterAll(async () => {
 async function start(entry: string, env: Record<string, string>): Promise<AppProcess> {
   const app = startApp(entry, { REDIS_URL: server.url, JOBS_MODULE: FIXTURES, PORT: String(await freePort()), ...env });
   apps.push(app);
-  await app.waitForLog((l) => l.msg === 'scheduler ready' || l.msg === 'worker ready', `${entry} ready`, 30_000);
+  await app.waitForLog((l) => l.msg === 'scheduler ready' || l.msg === 'worker ready', `${entry} ready`);
   return app;
 }
 

@@ -49,7 +49,7 @@ afterEach(async () => {
 async function start(app: 'worker' | 'scheduler', env: Record<string, string> = {}): Promise<AppProcess> {
   const p = startApp(appEntry(app), { REDIS_URL: server.url, JOBS_MODULE, PORT: String(await freePort()), ...env });
   apps.push(p);
-  await p.waitForLog((l) => l.msg === `${app} ready`, `${app} ready`, 30_000);
+  await p.waitForLog((l) => l.msg === `${app} ready`, `${app} ready`);
   return p;
 }
 
@@ -122,7 +122,7 @@ it('a worker whose clock is behind the scheduler holds an early occurrence at mo
   }, { timeoutMs: 9000, what: 'the run, before its nominal time' });
   expect(run?.startedAt).toBeGreaterThanOrEqual(addedAt + MAX_HEAD_START_MS - 5);
   expect(run?.startedAt).toBeLessThan(nominal);
-}, 30_000);
+}, 90_000);
 
 it('an occurrence cancelled while held for its time never runs', async () => {
   await start('worker');
@@ -138,7 +138,7 @@ it('an occurrence cancelled while held for its time never runs', async () => {
   expect(job.failedReason).toContain('cancelled by alice');
   expect(job.attemptsMade).toBe(1);
   expect(await runs()).toEqual([]);
-}, 30_000);
+}, 90_000);
 
 it('while a worker of an earlier tickwork is registered, occurrences are added at their time; once it leaves, ahead again', async () => {
   await start('worker');

@@ -48,7 +48,7 @@ const startWorker = async (): Promise<AppProcess> => {
     LOG_LEVEL: 'info',
   });
   apps.push(app);
-  await app.waitForLog((l) => l.msg === 'worker ready', 'worker ready', 30_000);
+  await app.waitForLog((l) => l.msg === 'worker ready', 'worker ready');
   return app;
 };
 

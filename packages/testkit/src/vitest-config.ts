@@ -34,9 +34,10 @@ const shared = {
   test: {
     include: ['src/**/*.test.ts'],
     exclude: ['**/node_modules/**', ...(process.env.TICKWORK_FAST_PATH_TESTS === 'off' ? fastPathGlobs : [])],
-    // Tests start redis-server and real app processes; on a loaded 2-core CI machine that takes seconds.
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    // Tests start redis-server and real app processes; on a loaded 2-core CI machine that takes seconds, and
+    // an app's first log line has come after 30 s (app-process.ts waits 60 s for one). Guards against hangs.
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
   },
 };
 

@@ -72,7 +72,7 @@ async function killWhileBilling(opts: { kills: number; env?: Record<string, stri
       ...opts.env,
     });
     everyWorker.push(app);
-    void app.waitForLog((l) => l.msg === 'worker ready', 'worker ready', 30_000).then(
+    void app.waitForLog((l) => l.msg === 'worker ready', 'worker ready').then(
       () => (app.ready = true),
       () => undefined,
     );

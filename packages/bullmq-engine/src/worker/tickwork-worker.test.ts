@@ -152,7 +152,9 @@ describe('TickworkWorker completing jobs', () => {
       const worker = new cls(name, async (j) => ((await redis.del(`tw:${name}:${j.id}:lock`)), (ran = true), 'done'), { connection: server.client(), prefix: 'tw', concurrency: 1 });
       worker.on('error', (err) => errors.push(err.message.replace(String(job.id), '<id>')));
       try {
-        await waitFor(async () => ran && errors.length > 0, { timeoutMs: 15_000, what: 'the refused acknowledgement reported' });
+        // Two reports: the completion refused, then the failure the refusal makes it (refused too: no lock).
+        // Wait for both, so how soon close() comes cannot cut the second off on one side only.
+        await waitFor(async () => ran && errors.length >= 2, { timeoutMs: 30_000, what: 'the refused completion and failure reported' });
       } finally {
         await worker.close();
       }

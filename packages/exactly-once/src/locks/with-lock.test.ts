@@ -76,8 +76,9 @@ describe('withLock', () => {
   });
 
   it('renews the lease while fn runs longer than the TTL', async () => {
-    const result = await withLock(redis, 'tw', 'long', { ttlMs: 150 }, async (lock) => {
-      await new Promise((r) => setTimeout(r, 500));
+    // A TTL long enough that a busy machine's event-loop stall cannot outlast it, held for 2.5 TTLs.
+    const result = await withLock(redis, 'tw', 'long', { ttlMs: 1000 }, async (lock) => {
+      await new Promise((r) => setTimeout(r, 2500));
       expect(lock.signal.aborted).toBe(false);
       return 'ok';
     });

@@ -35,7 +35,7 @@ async function digestsOf(userId: string): Promise<string[]> {
   return sent.filter((e) => e.idempotencyKey.startsWith(prefix)).map((e) => e.idempotencyKey.slice(prefix.length));
 }
 
-describe('one runtime schedule per user (digest.user)', { timeout: 90_000 }, () => {
+describe('one runtime schedule per user (digest.user)', { timeout: 180_000 }, () => {
   it('the producer script creates each demo user\'s 09:00 schedule in her timezone; a second run changes nothing', async () => {
     const script = resolve(REPO_ROOT, 'packages/jobs/dist/examples/schedule-demo-users.js');
     const env = { REDIS_URL: server.url, QUEUE_PREFIX: 'script' };
