@@ -39,6 +39,7 @@ async function main(): Promise<void> {
     batchLeaseMs: env.WORKER_BATCH_LEASE_MS,
     fastPath: env.WORKER_BULLMQ_FAST_PATH,
     idempotencyWindowMs: env.IDEMPOTENCY_RETENTION_HOURS * 3600_000,
+    fullRecordMs: env.IDEMPOTENCY_FULL_RECORD_SECONDS * 1000,
     unfinishedRunTtlMs: env.IDEMPOTENCY_UNFINISHED_RETENTION_HOURS * 3600_000,
     graceMs: env.SCHEDULE_GRACE_MS,
     queues: selected,
