@@ -22,4 +22,6 @@ export type { Pool } from './pg/pool.js';
 export { relayOutboxOnce, startOutboxRelay } from './pg/relay.js';
 export type { OutboxRelay } from './pg/relay.js';
 export { migrateTickworkTables } from './pg/schema.js';
-export { pgStep, pruneSteps } from './pg/step.js';
+export { pruneSteps, startStepPruner } from './pg/prune.js';
+export type { StepPruner, StepPrunerOptions } from './pg/prune.js';
+export { pgStep } from './pg/step.js';
