@@ -1,13 +1,10 @@
-import type { RedisClient } from '@tickwork/core';
-import { TickworkError } from '@tickwork/core';
-import { defineScript } from '@tickwork/core';
+import { defineScript, jobKeyOf, keyspaceOn, queueKeyspace, runScript, TickworkError, type RedisClient } from '@tickwork/core';
 import { LedgerBatcher, type AheadOutcome, type CompletionWriter } from './ledger-batch.js';
 import { COMPACTED_LUA, JOB_RECORD_FIELD, parseLedgerRecord, TX_STEP_LUA } from './ledger-lua.js';
 import { decodeValue, encodeValue, newOwner } from './record-values.js';
+import { runTxStepScript } from './tx-step.js';
 
 export { JOB_RECORD_FIELD };
-import { runTxStepScript } from './tx-step.js';
-import { jobKeyOf, keyspaceOn, queueKeyspace, runScript } from '@tickwork/core';
 
 const TX_STEP_SCRIPT = defineScript(TX_STEP_LUA);
 const COMPACTED_SCRIPT = defineScript(COMPACTED_LUA);

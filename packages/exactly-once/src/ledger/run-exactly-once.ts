@@ -208,7 +208,9 @@ const nothing = (): void => undefined;
 function notOurs(opts: RunExactlyOnceOptions, claim: Exclude<ClaimOutcome, { kind: 'claimed' }>): unknown {
   if (claim.kind === 'done') {
     duplicatesSuppressed.inc(opts.labels);
-    logOf(opts).info({ idempotencyKey: opts.key, completedAt: claim.completedAt?.toISOString() }, 'duplicate suppressed');
+    // A compacted run is known done, not how: no completion time, no result.
+    const detail = claim.compacted ? { compacted: true } : { completedAt: claim.completedAt?.toISOString() };
+    logOf(opts).info({ idempotencyKey: opts.key, ...detail }, 'duplicate suppressed');
     return claim.result;
   }
   duplicatesDeferred.inc(opts.labels);
