@@ -47,6 +47,11 @@ const schema = z.object({
   WORKER_BULLMQ_FAST_PATH: z.enum(['auto', 'off']).default('auto'),
   /** How long a completed run with an explicit key (idempotencyKey, occurrence, re-drive) suppresses duplicates. */
   IDEMPOTENCY_RETENTION_HOURS: positiveInt(24),
+  /**
+   * How long a done run with a key of its own keeps its full record (with its result) before it is compacted
+   * to a fingerprint for the rest of its window (docs/exactly-once.md, How long duplicates are suppressed).
+   */
+  IDEMPOTENCY_FULL_RECORD_SECONDS: positiveInt(300),
   /** How long a failed or interrupted run keeps its record and step results (a re-drive within it resumes). */
   IDEMPOTENCY_UNFINISHED_RETENTION_HOURS: positiveInt(7 * 24),
   /**

@@ -1,6 +1,6 @@
 import { createAlerter } from '@tickwork/operations';
 import { createEnqueue, createLogger, exitOnStartupError, openAppContext, metricsRoute, onShutdown, allReady, redisPingCheck, redisAnswersWithin, safeUrl, startHealthServer } from '@tickwork/core';
-import { createPgPool, startOutboxRelay } from '@tickwork/exactly-once';
+import { createPgPool, startOutboxRelay, startStepPruner } from '@tickwork/exactly-once';
 import { loadWorkerEnv, selectedQueues } from './env.js';
 import { createDeadLetterRouting } from './dead-letter.js';
 import { startWorkerPool } from './worker-pool.js';
@@ -39,6 +39,7 @@ async function main(): Promise<void> {
     batchLeaseMs: env.WORKER_BATCH_LEASE_MS,
     fastPath: env.WORKER_BULLMQ_FAST_PATH,
     idempotencyWindowMs: env.IDEMPOTENCY_RETENTION_HOURS * 3600_000,
+    fullRecordMs: env.IDEMPOTENCY_FULL_RECORD_SECONDS * 1000,
     unfinishedRunTtlMs: env.IDEMPOTENCY_UNFINISHED_RETENTION_HOURS * 3600_000,
     graceMs: env.SCHEDULE_GRACE_MS,
     queues: selected,
@@ -50,6 +51,9 @@ async function main(): Promise<void> {
     outboxPool &&
     startOutboxRelay({ pool: outboxPool, queues, catalog, log, intervalMs: env.OUTBOX_RELAY_INTERVAL_MS, maxPayloadBytes: env.MAX_PAYLOAD_BYTES });
   if (relay) log.info({ database: safeUrl(env.OUTBOX_DATABASE_URL ?? '') }, 'outbox relay started');
+  // The same database holds tickwork_steps (pgStep): its rows go once no run can be resumed from them, the
+  // unfinished-run retention after they were recorded (pg/prune.ts).
+  const pruner = outboxPool && startStepPruner({ pool: outboxPool, log, olderThanMs: env.IDEMPOTENCY_UNFINISHED_RETENTION_HOURS * 3600_000 });
   const health = await startHealthServer({ port: env.PORT, log, ready: allReady(redisPingCheck(redis), pool.readiness), routes: metricsRoute, routesToken: env.METRICS_TOKEN });
   log.info({ port: env.PORT, jobs: catalog.jobs.length }, 'worker ready');
 
@@ -63,6 +67,7 @@ async function main(): Promise<void> {
       return;
     }
     await relay?.stop();
+    await pruner?.stop();
     await outboxPool?.end();
     const { timedOut } = await pool.drain(env.DRAIN_TIMEOUT_MS);
     log.info({ timedOut }, 'workers drained');

@@ -1,4 +1,4 @@
-import { createExactlyOnce } from '@tickwork/exactly-once';
+import { createExactlyOnce, startLedgerCompactor } from '@tickwork/exactly-once';
 import { createRedis, keyspaceOn, type AnyJob, type HealthCheck, type RedisOutageLog, type RedisClient, type RedisTarget } from '@tickwork/core';
 import { isCancellationReason } from '@tickwork/operations';
 import type { Worker } from 'bullmq';
@@ -35,6 +35,8 @@ export interface WorkerPoolOptions extends Omit<ProcessorDeps, 'redis' | 'exactl
   idempotencyWindowMs?: number;
   /** How long an unfinished run's record and step results are kept. Default 7 days. */
   unfinishedRunTtlMs?: number;
+  /** How long a done run with its own key keeps its full record before it is compacted. Default 5 minutes. */
+  fullRecordMs?: number;
   /** Recovery after a crash (recovery/): how often this process beats, and the silence after which a process counts as dead. */
   heartbeatMs?: number;
   deadAfterMs?: number;
@@ -98,7 +100,11 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     leaseMs: lockDurationMs,
     ...(opts.idempotencyWindowMs !== undefined && { windowMs: opts.idempotencyWindowMs }),
     ...(opts.unfinishedRunTtlMs !== undefined && { unfinishedTtlMs: opts.unfinishedRunTtlMs }),
+    ...(opts.fullRecordMs !== undefined && { fullRecordMs: opts.fullRecordMs }),
   });
+  // The sweeper of this process's queues' done records (ledger/compactor.ts): here, beside the runs that
+  // make them, so every deployment that runs jobs compacts them; several workers share the stages.
+  const compactor = startLedgerCompactor({ ledger: exactlyOnce.ledger, queues: opts.queues ?? opts.catalog.queues, log: opts.log });
   const byQueue = new Map<string, Worker>();
   // One subscriber connection for the process: a cancel request aborts the job wherever it runs.
   const cancels = startCancelListener({
@@ -174,12 +180,14 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     abort(reason) {
       stopping = true;
       cancels.close();
+      void compactor.stop();
       running.cancelAll(reason);
       for (const r of batchRunners) r.runner.abort(reason);
     },
     async drain(deadlineMs) {
       stopping = true;
       cancels.close();
+      await compactor.stop();
       let timer: NodeJS.Timeout | undefined;
       const deadline = new Promise<'timeout'>((resolve) => {
         timer = setTimeout(() => resolve('timeout'), deadlineMs);

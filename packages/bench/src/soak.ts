@@ -1,25 +1,31 @@
 /**
  * `pnpm bench:soak`: what Redis keeps per completed run, measured on the stock worker at a steady rate.
  *
- * A private redis-server and the real worker process (apps/worker, default settings) run no-op jobs added
- * at SOAK_RATE jobs/s (default 2,000) with the catalog's default job options, in two phases:
- * 1. jobs named by a job id BullMQ generates (most jobs: `enqueue(job, data)`);
- * 2. jobs with an `idempotencyKey` (remembered for the default window, 24 hours).
- * For each phase it samples Redis `used_memory` every second, fits its growth per completed run over the
- * phase's second half (once the capped structures have filled), counts what the keyspace holds by component
- * (a full scan: this is a bench, not production), and projects the steady-state memory of a deployment
- * running that kind of job at 1,000 jobs/s with the default settings for as long as any default window
- * lasts. Target (issue 9): at most 1 GiB, with every duplicate window honoured.
+ * A private redis-server and the real worker process (apps/worker, default settings but a short
+ * full-record span) run no-op jobs added at SOAK_RATE jobs/s (default 2,000) with the catalog's default job
+ * options, in two phases:
+ * 1. jobs named by a job id BullMQ generates (most jobs: `enqueue(job, data)`): what the keyspace grows by
+ *    per completed run over the phase's second half (once the capped structures have filled), by component
+ *    (a full scan: this is a bench, not production), projected for a deployment running such jobs at
+ *    1,000 jobs/s with the default settings for as long as any default window lasts;
+ * 2. jobs with an `idempotencyKey`, whose done records the worker compacts (soak-keyed.ts): a full record's
+ *    cost for its first minutes, a compacted run's (used_memory freed by deleting the slots filled at the
+ *    steady rate), projected to 1,000 keyed runs/s with a 24-hour window.
+ * Targets: at most 1 GiB, with every duplicate window honoured (issue 9 for plain jobs, issue 37 for keyed).
  */
 import { appEntry, freePort, startApp, startRedisServer, waitFor } from '@tickwork/testkit';
-import { classifyKey, type Component } from '@tickwork/operations';
+import type { Component } from '@tickwork/operations';
 import { createEnqueue, createLogger, createRedis, QueueSet } from '@tickwork/core';
 import type { Redis } from 'ioredis';
 import { fileURLToPath } from 'node:url';
 import { catalog, soakKeyed, soakNoop } from './soak-catalog.js';
+import { keyedPhase, keyedReport, type KeyedResult } from './soak-keyed.js';
+import { completedCount, componentsNow, keptBytes, mib, out, usedMemory } from './soak-measure.js';
 
 const RATE = Number(process.env.SOAK_RATE ?? 2000);
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 60);
+/** The worker's full-record span (IDEMPOTENCY_FULL_RECORD_SECONDS; default 300): short, so compaction happens within the soak. */
+const FULL_RECORD_SECONDS = process.env.SOAK_FULL_RECORD_SECONDS ?? '5';
 const TARGET_BYTES = 1024 ** 3;
 const PROJECTED_RATE = 1000;
 const DAY_S = 24 * 3600;
@@ -47,6 +53,7 @@ async function main(): Promise<void> {
     PORT: String(port),
     LOG_LEVEL: 'warn',
     WORKER_CONCURRENCY: process.env.SOAK_CONCURRENCY ?? '50',
+    IDEMPOTENCY_FULL_RECORD_SECONDS: FULL_RECORD_SECONDS,
   });
   try {
     await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.ok === true, {
@@ -56,14 +63,14 @@ async function main(): Promise<void> {
     const producer = createRedis(redisServer.url, 'command');
     const queues = new QueueSet(producer, 'tickwork', createLogger('soak', 'silent'));
     const enqueue = createEnqueue(catalog, queues);
-    out(`tickwork soak: the stock worker (concurrency ${process.env.SOAK_CONCURRENCY ?? '50'}, default retention settings), ` +
-      `${RATE} jobs/s for ${SECONDS} s per phase, private redis-server\n`);
+    out(`tickwork soak: the stock worker (concurrency ${process.env.SOAK_CONCURRENCY ?? '50'}, default retention settings but a ` +
+      `${FULL_RECORD_SECONDS} s full-record span), ${RATE} jobs/s for ${SECONDS} s per phase, private redis-server\n`);
     const baseline = await usedMemory(redis);
     const results: PhaseResult[] = [];
     const completed = () => completedCount(port);
     results.push(await phase(redis, queues, completed, 'generated job ids', baseline, WEEK_S, (i) => enqueue(soakNoop, { i })));
-    results.push(await phase(redis, queues, completed, 'idempotencyKey', baseline, DAY_S, (i) => enqueue(soakKeyed, { i, round: 'r' })));
-    report(results);
+    const keyed = await keyedPhase(redis, queues, completed, baseline, RATE, SECONDS, (i) => enqueue(soakKeyed, { i, round: 'r' }));
+    report(results, keyed);
     await queues.close();
     producer.disconnect();
   } finally {
@@ -105,7 +112,6 @@ async function phase(
   const mid = await half();
   const end = await half();
   const seconds = (Date.now() - started) / 1000;
-  const keptBytes = (c: Map<Component, { bytes: number }>) => [...c.values()].reduce((a, b) => a + b.bytes, 0);
   const bytesPerRun = (keptBytes(end.components) - keptBytes(mid.components)) / Math.max(1, end.completed - mid.completed);
   // What does not grow with runs: everything but the per-run records, which the projection counts instead.
   const perRun = end.components.get('ledger')?.bytes ?? 0;
@@ -115,9 +121,9 @@ async function phase(
   return { name, added, completed: end.completed, seconds, bytesPerRun, plateauBytes, components: end.components, projectedBytes, windowS };
 }
 
-function report(results: PhaseResult[]): void {
+function report(results: PhaseResult[], keyed: KeyedResult): void {
   out('\nRedis kept by component at the end of each phase (full scan, MEMORY USAGE per key):\n');
-  for (const r of results) {
+  for (const r of [...results, { name: 'idempotencyKey (compacted)', components: keyed.components }]) {
     out(`  after "${r.name}":\n`);
     for (const [component, { keys, bytes }] of [...r.components].sort((a, b) => b[1].bytes - a[1].bytes)) {
       out(`    ${component.padEnd(22)} ${String(keys).padStart(8)} keys ${mib(bytes).padStart(10)}\n`);
@@ -133,41 +139,8 @@ function report(results: PhaseResult[]): void {
         `${r.projectedBytes <= TARGET_BYTES ? 'MET' : 'NOT MET'}\n`,
     );
   }
+  keyedReport(keyed, PROJECTED_RATE, DAY_S, TARGET_BYTES);
 }
-
-async function usedMemory(redis: Redis): Promise<number> {
-  return Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1] ?? 0);
-}
-
-/** Runs the worker completed so far (its `tickwork_jobs_completed_total`; BullMQ trims its completed set). */
-async function completedCount(port: number): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  let sum = 0;
-  for (const m of text.matchAll(/^tickwork_jobs_completed_total\{[^}]*\} (\d+)/gm)) sum += Number(m[1]);
-  return sum;
-}
-
-async function componentsNow(redis: Redis): Promise<Map<Component, { keys: number; bytes: number }>> {
-  const totals = new Map<Component, { keys: number; bytes: number }>();
-  for await (const keys of redis.scanStream({ count: 1000 }) as AsyncIterable<string[]>) {
-    const pipeline = redis.pipeline();
-    for (const key of keys) pipeline.memory('USAGE', key, 'SAMPLES', '0');
-    const sizes = (await pipeline.exec()) ?? [];
-    keys.forEach((key, i) => {
-      // Measured once the backlog drained: every job left is a finished one.
-      const k = classifyKey(key, 'tickwork');
-      const c: Component = 'component' in k ? k.component : 'jobs-finished';
-      const t = totals.get(c) ?? { keys: 0, bytes: 0 };
-      t.keys++;
-      t.bytes += Number(sizes[i]?.[1] ?? 0);
-      totals.set(c, t);
-    });
-  }
-  return totals;
-}
-
-const mib = (bytes: number) => `${(bytes / 1024 ** 2).toFixed(1)} MiB`;
-const out = (s: string) => process.stdout.write(s);
 
 main().catch((err: unknown) => {
   process.stderr.write(`soak failed: ${(err as Error).stack ?? String(err)}\n`);

@@ -2,7 +2,9 @@ export { LeaseLostError, RunClaimRefusedError, StepError } from './ledger/errors
 export { CompletionWriter, LedgerCallError, OP_CODES, completionWriter } from './ledger/ledger-batch.js';
 export type { AheadOp, AheadOutcome, LedgerReply } from './ledger/ledger-batch.js';
 export { COMPLETE_OP_LUA, JOB_RECORD_FIELD, parseLedgerRecord, unclaimedDoneRecord } from './ledger/ledger-lua.js';
-export { IdempotencyLedger, jobRecordKey } from './ledger/ledger.js';
+export { startLedgerCompactor } from './ledger/compactor.js';
+export type { LedgerCompactor, LedgerCompactorOptions } from './ledger/compactor.js';
+export { DEFAULT_FULL_RECORD_MS, IdempotencyLedger, jobRecordKey } from './ledger/ledger.js';
 export type { RunRecordPlace } from './ledger/ledger.js';
 export { duplicatesRanUnclaimed, leasesLost } from './ledger/metrics.js';
 export { runRecordPlaceOf } from './ledger/record-place.js';
@@ -20,4 +22,6 @@ export type { Pool } from './pg/pool.js';
 export { relayOutboxOnce, startOutboxRelay } from './pg/relay.js';
 export type { OutboxRelay } from './pg/relay.js';
 export { migrateTickworkTables } from './pg/schema.js';
-export { pgStep, pruneSteps } from './pg/step.js';
+export { pruneSteps, startStepPruner } from './pg/prune.js';
+export type { StepPruner, StepPrunerOptions } from './pg/prune.js';
+export { pgStep } from './pg/step.js';

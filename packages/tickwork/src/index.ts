@@ -37,5 +37,5 @@ export { createSchedules, localFanOutKey, readHistory, usersAtLocalTime } from '
 export type { ScheduleInput, Schedules, UpsertResult } from '@tickwork/schedules';
 
 // Effects once: fenced locks, PostgreSQL steps and transactional enqueue
-export { createPgPool, enqueueInTransaction, fencedGet, fencedSet, migrateTickworkTables, pgStep, startOutboxRelay, withLock } from '@tickwork/exactly-once';
+export { createPgPool, enqueueInTransaction, fencedGet, fencedSet, migrateTickworkTables, pgStep, pruneSteps, startOutboxRelay, startStepPruner, withLock } from '@tickwork/exactly-once';
 export { InvalidLockOptionsError, LeaseLostError, LockLostError, LockNotAcquiredError, StaleFencingTokenError, StepError } from '@tickwork/exactly-once';

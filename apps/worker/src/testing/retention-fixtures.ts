@@ -42,6 +42,16 @@ export const rtWindowed = defineJob({
   handler: async (ctx) => handler(ctx),
 });
 
+/** Keyed by `idempotencyKey`, remembered for 8 seconds: long enough to be compacted after a short full span. */
+export const rtCompacted = defineJob({
+  name: 'rt.compacted',
+  queue: 'rt',
+  schema,
+  idempotencyKey: (data) => data.name,
+  idempotencyWindow: { seconds: 8 },
+  handler: async (ctx) => handler(ctx),
+});
+
 /** A schedule whose catch-up window (48 h) is longer than the ledger's default window. */
 export const rtScheduled = defineJob({
   name: 'rt.scheduled',
@@ -51,4 +61,4 @@ export const rtScheduled = defineJob({
   handler: async (ctx) => handler(ctx),
 });
 
-export const catalog = createCatalog([rtById, rtWindowed, rtScheduled]);
+export const catalog = createCatalog([rtById, rtWindowed, rtCompacted, rtScheduled]);

@@ -123,8 +123,9 @@ export interface JobDefinition<S extends z.ZodObject = z.ZodObject, R = unknown>
   readonly idempotencyKey?: (data: z.output<S>) => string;
   /**
    * How long a completed run keyed by `idempotencyKey` (or a scheduled occurrence) suppresses duplicates.
-   * Default `IDEMPOTENCY_RETENTION_HOURS` (24 hours). Each completed run costs about 150 bytes of Redis for
-   * this long: size it to how late a duplicate can really arrive (e.g. a webhook retried for 3 days).
+   * Default `IDEMPOTENCY_RETENTION_HOURS` (24 hours). Each completed run costs about 190 bytes of Redis for
+   * its first minutes, then about 9 bytes for the rest of this window (docs/exactly-once.md, Compacted
+   * runs): size it to how late a duplicate can really arrive (e.g. a webhook retried for 3 days).
    */
   readonly idempotencyWindow?: DurationLike;
   /** A run taking longer than this is aborted and counted as a failed attempt. Default 5 minutes. */

@@ -1,4 +1,5 @@
-import { newOwner, type ClaimOutcome } from './ledger.js';
+import type { ClaimOutcome } from './ledger.js';
+import { newOwner } from './record-values.js';
 import { leaseTakeovers } from './metrics.js';
 import type { ExactlyOnce, RunExactlyOnceOptions } from './run-types.js';
 import { logOf } from './run-lease.js';

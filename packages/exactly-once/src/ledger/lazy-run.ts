@@ -1,5 +1,6 @@
 import { RunClaimRefusedError } from './errors.js';
-import { decodeValue, encodeValue, LedgerRun, type JobRecordPlace } from './ledger.js';
+import { LedgerRun, type JobRecordPlace } from './ledger.js';
+import { decodeValue, encodeValue } from './record-values.js';
 import { claimRun, tookOver } from './claim-run.js';
 import { defineScript } from '@tickwork/core';
 import { completionWriter, type LedgerReply } from './ledger-batch.js';

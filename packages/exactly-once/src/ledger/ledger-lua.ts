@@ -1,3 +1,5 @@
+import { COMPACT_BODY_LUA, FINGERPRINT_LUA, LOOKUP_LUA, SHAPE_LUA, STAGE_LUA } from './compact-lua.js';
+
 /**
  * The ledger's Lua: the record format, and one script per batch of operations (ledger-batch.ts sends them).
  *
@@ -9,7 +11,8 @@
  * Where the record lives is the run's *place* (see README, "How long duplicates are suppressed"):
  * - mode `k`: its own string key `<prefix>:ledger:<idempotency key>`, for runs with an explicit key (an
  *   `idempotencyKey`, a scheduled occurrence, a re-drive). While unfinished it lives `unfinishedTtl`; once
- *   done, the run's dedupe window.
+ *   done, the run's dedupe window, unless the sweeper compacts it first into a fingerprint (compact-lua.ts):
+ *   a claim that creates a record looks the run's fingerprint up before it goes on.
  * - mode `j`: the field `tw` of the BullMQ job's own hash, for runs named by their job id. BullMQ can only
  *   deliver that job again (a stall, an operator's retry) while it keeps the job, and refuses a re-add of
  *   the id while it keeps it; the record lives exactly that long and costs no key of its own.
@@ -20,7 +23,7 @@
  * Each script runs a batch of operations: entry i runs against KEYS[i] (the record's key); ARGV holds, per
  * entry, its op code, its argument count and its arguments (the first is the mode). Replies, per entry:
  * - claim: 1 for a new run with no recorded steps (the common case, kept to one small reply), else
- *   {'done', result, completedAt} | {'busy', msLeftOnLease, holder} | {'claimed', tookOver, stepId1, stepValue1, ...}
+ *   {'done', result, completedAt} | {'done', '', '', 'c'} (compacted) | {'busy', msLeftOnLease, holder} | {'claimed', tookOver, stepId1, stepValue1, ...}
  *   (returning recorded steps so a resumed run needs no round trip per step);
  * - complete-unclaimed (f): see the op;
  * - renew, step, complete, release: 1, or 0 when the caller no longer owns the running lease (the fence
@@ -84,14 +87,20 @@ end
 return replies
 `;
 
-/** Completion is shared by both scripts below. */
-const OP_COMPLETE = `ops.d = function(key, mode, owner, result, doneTtl, stepsKey)
+/**
+ * Completion is shared by both scripts below. `fpRoot` and `bucketMs` (mode k, a window long enough to
+ * compact; absent or '' otherwise): the done record is listed in its stage for the sweeper (compact-lua.ts).
+ * Its TTL is still the whole window, so a record no sweeper compacts suppresses duplicates as long.
+ */
+const OP_COMPLETE = `${STAGE_LUA}
+ops.d = function(key, mode, owner, result, doneTtl, stepsKey, fpRoot, bucketMs)
   local state, holder, _, claims = parse(rget(mode, key))
   if holder ~= owner then return 0 end
   if state == 'd' then return 1 end
   if state ~= 'r' then return 0 end
   rput(mode, key, 'd|' .. owner .. '|' .. string.format('%d', now) .. '|' .. claims .. '|' .. result, doneTtl)
   redis.call('DEL', stepsKey)
+  if fpRoot and fpRoot ~= '' then stageDone(key, fpRoot, doneTtl, bucketMs) end
   return 1
 end
 
@@ -121,7 +130,9 @@ end
 
 -- deadHolder (optional): an owner whose process the worker registry reports dead (recovery/); its live
 -- lease is taken over as if expired. Compared to the record's holder here, so the takeover is a CAS.
-ops.c = function(key, mode, owner, leaseMs, unfinishedTtl, stepsKey, deadHolder)
+-- fpRoot, window (mode k, a window long enough to compact; else ''): a new record is first looked up among
+-- the compacted runs (compact-lua.ts); a run found there is done, without its result ({'done', '', '', 'c'}).
+ops.c = function(key, mode, owner, leaseMs, unfinishedTtl, stepsKey, fpRoot, window, deadHolder)
   local fresh
   if mode == 'j' then
     if redis.call('EXISTS', key) == 0 then error('the job is gone from its queue (removed while it was being processed)') end
@@ -130,6 +141,10 @@ ops.c = function(key, mode, owner, leaseMs, unfinishedTtl, stepsKey, deadHolder)
     fresh = redis.call('SET', key, running(owner, leaseMs, 1), 'NX', 'PX', unfinishedTtl)
   end
   if fresh then
+    if fpRoot ~= '' and compacted(fpRoot, window, key) then
+      redis.call('DEL', key)
+      return {'done', '', '', 'c'}
+    end
     -- A new record under its own key may still find steps: a re-driven run (new job id) resumes its
     -- original run's steps. A new record in a job's hash cannot: no earlier delivery of that job claimed it.
     if mode == 'j' or redis.call('EXISTS', stepsKey) == 0 then return 1 end
@@ -173,7 +188,13 @@ end
 
 /** Every operation: the script of the ledger's own connection. */
 
-export const LEDGER_LUA = `${PRELUDE}local ops = {}\n${OPS}${OP_COMPLETE}${DISPATCH}`;
+export const LEDGER_LUA = `${PRELUDE}${FINGERPRINT_LUA}${SHAPE_LUA}${LOOKUP_LUA}local ops = {}\n${OPS}${OP_COMPLETE}${DISPATCH}`;
+
+/** The sweeper's script (compactor.ts): see COMPACT_BODY_LUA. */
+export const COMPACT_LUA = `${PRELUDE}${FINGERPRINT_LUA}${SHAPE_LUA}${COMPACT_BODY_LUA}`;
+
+/** Whether a run was compacted (IdempotencyLedger.inspect): KEYS[1] its record, ARGV its fpRoot and window; 1 or 0. */
+export const COMPACTED_LUA = `${PRELUDE}${FINGERPRINT_LUA}${SHAPE_LUA}${LOOKUP_LUA}return compacted(ARGV[1], ARGV[2], KEYS[1]) and 1 or 0`;
 
 /**
  * Only the completions (`complete`, and `complete-unclaimed` for a run that made no effect): the script

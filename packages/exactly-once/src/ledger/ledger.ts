@@ -1,15 +1,13 @@
-import { randomBytes } from 'node:crypto';
-import type { RedisClient } from '@tickwork/core';
-import { TickworkError } from '@tickwork/core';
-import { defineScript } from '@tickwork/core';
+import { defineScript, jobKeyOf, keyspaceOn, queueKeyspace, runScript, TickworkError, type RedisClient } from '@tickwork/core';
 import { LedgerBatcher, type AheadOutcome, type CompletionWriter } from './ledger-batch.js';
-import { JOB_RECORD_FIELD, parseLedgerRecord, TX_STEP_LUA } from './ledger-lua.js';
+import { COMPACTED_LUA, JOB_RECORD_FIELD, parseLedgerRecord, TX_STEP_LUA } from './ledger-lua.js';
+import { decodeValue, encodeValue, newOwner } from './record-values.js';
+import { runTxStepScript } from './tx-step.js';
 
 export { JOB_RECORD_FIELD };
-import { runTxStepScript } from './tx-step.js';
-import { jobKeyOf, keyspaceOn, queueKeyspace } from '@tickwork/core';
 
 const TX_STEP_SCRIPT = defineScript(TX_STEP_LUA);
+const COMPACTED_SCRIPT = defineScript(COMPACTED_LUA);
 
 /**
  * The idempotency ledger: one Redis record per logical run, holding its state (`running` | `idle` |
@@ -27,14 +25,20 @@ export const DEFAULT_LEASE_MS = 30_000;
 export const DEFAULT_DEDUPE_WINDOW_MS = 24 * 3600 * 1000;
 /** How long an unfinished run (failed, interrupted, dead-lettered) keeps its record and step results. */
 export const DEFAULT_UNFINISHED_TTL_MS = 7 * 24 * 3600 * 1000;
+/**
+ * How long a done run with its own key keeps its full record (its result, its completion time) before the
+ * sweeper replaces it with a fingerprint (compact-lua.ts): long enough for the duplicates that come soon
+ * after a run (a redelivery after a stall, an operator's retry) to get its result back.
+ */
+export const DEFAULT_FULL_RECORD_MS = 5 * 60_000;
+/** The longest stage bucket (compact-lua.ts): a done record lives its full span plus up to one bucket, plus the sweeper's pace. */
+const MAX_BUCKET_MS = 60_000;
 
 /**
  * Where a run's record lives (see ledger-lua.ts):
- * - `key`: its own key, kept `windowMs` once done — runs with an explicit idempotency key;
+ * - `key`: its own key, kept `windowMs` once done (whole, then compacted) — runs with an explicit idempotency key;
  * - `job`: a field of its BullMQ job's hash (`jobKey`, `<prefix>:<queue>:<job id>`), kept as long as BullMQ
  *   keeps the job — runs named by their job id, which BullMQ can deliver again only while it keeps the job.
- */
-/**
  * `queue`: the queue the run belongs to. On Redis Cluster its record and step results live under the
  * queue's hash tag (redis/keyspace.ts), so the queue must be named there; on one Redis it changes no key.
  */
@@ -47,39 +51,10 @@ export function jobRecordKey(prefix: string, queue: string, jobId: string, clust
   return jobKeyOf(queueKeyspace(prefix, queue, clustered), queue, jobId);
 }
 
-const processRandom = randomBytes(6).toString('base64url');
-let deliveries = 0;
-
-/**
- * A delivery's owner token: short (it is kept in every done record) and never containing `|`. With the
- * tag of the process making the delivery (`<tag>.<random>`, see recovery/worker-registry.ts), a later
- * delivery that finds the run held can ask whether that process is still alive (ownerTagOf).
- */
-export function newOwner(processTag?: string): string {
-  // Unique, not secret (it fences writes, it grants nothing): a random part drawn once per process and a
-  // counter, instead of a random draw per delivery.
-  const random = `${processRandom}${(deliveries++).toString(36)}`;
-  return processTag ? `${processTag}.${random}` : random;
-}
-
-
-/** Values are stored as `{"v": value}` so `undefined` and `null` results survive the round trip. */
-/** The encoding of a null result (most no-op and fire-and-forget handlers): made once, not per run. */
-const NULL_ENCODED = JSON.stringify({ v: null });
-
-export function encodeValue(value: unknown): string {
-  if (value === null) return NULL_ENCODED;
-  return JSON.stringify({ v: value });
-}
-
-export function decodeValue(raw: string): unknown {
-  if (raw === '') return undefined;
-  return (JSON.parse(raw) as { v?: unknown }).v;
-}
-
 export type ClaimOutcome =
   | { kind: 'claimed'; run: LedgerRun; tookOver: boolean }
-  | { kind: 'done'; result: unknown; completedAt: Date | undefined }
+  /** `compacted`: the run's record had been compacted to a fingerprint, so its result is not known (undefined). */
+  | { kind: 'done'; result: unknown; completedAt: Date | undefined; compacted?: true }
   /** `holder`: the owner token holding the live lease. */
   | { kind: 'busy'; leaseLeftMs: number; holder: string };
 
@@ -92,6 +67,11 @@ export interface LedgerOptions {
   windowMs?: number;
   /** How long an unfinished run's record and step results are kept after their last write. Default 7 days. */
   unfinishedTtlMs?: number;
+  /**
+   * How long a done run with its own key keeps its full record before it is compacted to a fingerprint, when
+   * its window is at least twice as long (shorter windows keep the full record). Default 5 minutes.
+   */
+  fullRecordMs?: number;
 }
 
 /** What the ledger holds for one run; for operators and tests. */
@@ -103,6 +83,8 @@ export interface LedgerEntry {
   result: unknown;
   completedAt: Date | undefined;
   steps: Record<string, unknown>;
+  /** Done, and compacted to a fingerprint: no owner, claims, result or completion time is known any more. */
+  compacted?: true;
 }
 
 /** A run's steps hash, beside its own key (in both modes: a re-driven run finds its steps where they were). */
@@ -112,6 +94,9 @@ export class IdempotencyLedger {
   readonly leaseMs: number;
   readonly windowMs: number;
   readonly unfinishedTtlMs: number;
+  readonly fullRecordMs: number;
+  /** How long one stage of done records gathers before the sweeper may compact it (compact-lua.ts). */
+  readonly bucketMs: number;
   /** @internal the ledger's own connection, shared with its runs */
   readonly redis: RedisClient;
   /** @internal shared with this ledger's runs */
@@ -121,6 +106,9 @@ export class IdempotencyLedger {
     this.leaseMs = opts.leaseMs ?? DEFAULT_LEASE_MS;
     this.windowMs = opts.windowMs ?? DEFAULT_DEDUPE_WINDOW_MS;
     this.unfinishedTtlMs = opts.unfinishedTtlMs ?? DEFAULT_UNFINISHED_TTL_MS;
+    this.fullRecordMs = opts.fullRecordMs ?? DEFAULT_FULL_RECORD_MS;
+    if (!Number.isInteger(this.fullRecordMs) || this.fullRecordMs < 100) throw new TickworkError(`ledger fullRecordMs ${this.fullRecordMs} must be an integer of at least 100 ms`);
+    this.bucketMs = Math.min(MAX_BUCKET_MS, this.fullRecordMs);
     if (!Number.isInteger(this.leaseMs) || this.leaseMs < 100) {
       throw new TickworkError(`ledger leaseMs ${this.leaseMs} must be an integer of at least 100 ms`);
     }
@@ -135,9 +123,18 @@ export class IdempotencyLedger {
    * key is scoped to its queue there; a cluster without a queue named is a bug, refused.
    */
   keyOf(idempotencyKey: string, queue?: string): string {
-    if (queue !== undefined) return `${keyspaceOn(this.redis, this.opts.prefix, queue).runPrefix}:ledger:${idempotencyKey}`;
-    if (this.redis.isCluster) throw new TickworkError(`ledger record of "${idempotencyKey}": on Redis Cluster a run's record lives under its queue's tag; name the queue`);
-    return `${this.opts.prefix}:ledger:${idempotencyKey}`; // one Redis: every queue's runPrefix is the prefix
+    return `${this.baseOf(queue, `ledger record of "${idempotencyKey}"`)}:ledger:${idempotencyKey}`;
+  }
+
+  /** The base of the keys of `queue`'s compacted runs (compact-lua.ts): beside their records. */
+  fpRootOf(queue?: string): string {
+    return `${this.baseOf(queue, 'compacted runs')}:ledger-fp`;
+  }
+
+  private baseOf(queue: string | undefined, what: string): string {
+    if (queue !== undefined) return keyspaceOn(this.redis, this.opts.prefix, queue).runPrefix;
+    if (this.redis.isCluster) throw new TickworkError(`${what}: on Redis Cluster a run's record lives under its queue's tag; name the queue`);
+    return this.opts.prefix; // one Redis: every queue's runPrefix is the prefix
   }
 
   /** The hash of a run's recorded steps (step id to encoded result), wherever its record lives. */
@@ -158,12 +155,13 @@ export class IdempotencyLedger {
   ): Promise<ClaimOutcome> {
     if (owner.includes('|')) throw new TickworkError(`ledger owner "${owner}" must not contain "|" (the record's separator)`);
     const at = this.locate(idempotencyKey, place);
-    const args: (string | number)[] = [at.mode, owner, this.leaseMs, this.unfinishedTtlMs, at.steps];
+    const args: (string | number)[] = [at.mode, owner, this.leaseMs, this.unfinishedTtlMs, at.steps, at.fpRoot, at.doneTtlMs];
     if (takeOverFrom !== undefined) args.push(takeOverFrom);
     const reply = await this.batcher.call('claim', at.record, args);
     if (typeof reply === 'number') return { kind: 'claimed', tookOver: false, run: new LedgerRun(this, idempotencyKey, at, owner, undefined) };
     const [kind, a, b] = reply;
     if (kind === 'done') {
+      if (reply[3] === 'c') return { kind, result: undefined, completedAt: undefined, compacted: true };
       return { kind, result: decodeValue(a ?? ''), completedAt: b ? new Date(Number(b)) : undefined };
     }
     if (kind === 'busy') return { kind, leaseLeftMs: Number(a), holder: b ?? '' };
@@ -176,8 +174,11 @@ export class IdempotencyLedger {
   /** @internal where the record and the steps of a run are, and how long it is remembered once done. */
   locate(idempotencyKey: string, place: RunRecordPlace): RunLocation {
     const key = this.keyOf(idempotencyKey, place.queue);
-    if (place.kind === 'job') return { mode: 'j', record: place.jobKey, steps: stepsKey(key), doneTtlMs: 0 };
-    return { mode: 'k', record: key, steps: stepsKey(key), doneTtlMs: place.windowMs ?? this.windowMs };
+    if (place.kind === 'job') return { mode: 'j', record: place.jobKey, steps: stepsKey(key), doneTtlMs: 0, fpRoot: '' };
+    const windowMs = place.windowMs ?? this.windowMs;
+    // A window shorter than twice the full record's span would save little: such a record stays whole.
+    const fpRoot = windowMs >= 2 * this.fullRecordMs ? this.fpRootOf(place.queue) : '';
+    return { mode: 'k', record: key, steps: stepsKey(key), doneTtlMs: windowMs, fpRoot };
   }
 
   async inspect(idempotencyKey: string, place: RunRecordPlace = { kind: 'key' }): Promise<LedgerEntry | undefined> {
@@ -187,7 +188,7 @@ export class IdempotencyLedger {
       this.redis.hgetall(at.steps),
     ]);
     const record = raw === null ? undefined : parseLedgerRecord(raw);
-    if (!record) return undefined;
+    if (!record) return at.fpRoot === '' ? undefined : this.inspectCompacted(at);
     const steps: Record<string, unknown> = {};
     for (const [id, value] of Object.entries(stepFields)) steps[id] = decodeValue(value);
     const state = ({ r: 'running', i: 'idle', d: 'done' } as const)[record.state];
@@ -200,6 +201,12 @@ export class IdempotencyLedger {
       completedAt: state === 'done' ? new Date(record.time) : undefined,
       steps,
     };
+  }
+
+  /** A run without a record: done and compacted, or unknown. */
+  private async inspectCompacted(at: RunLocation): Promise<LedgerEntry | undefined> {
+    if ((await runScript(this.redis, COMPACTED_SCRIPT, [at.record], [at.fpRoot, at.doneTtlMs])) !== 1) return undefined;
+    return { state: 'done', owner: undefined, leaseUntil: undefined, claims: 0, result: undefined, completedAt: undefined, steps: {}, compacted: true };
   }
 }
 
@@ -260,7 +267,10 @@ export class LedgerRun {
   }
 
   private completeArgs(result: unknown): (string | number)[] {
-    return [this.at.mode, this.owner, encodeValue(result), this.at.doneTtlMs, this.at.steps];
+    const args = [this.at.mode, this.owner, encodeValue(result), this.at.doneTtlMs, this.at.steps];
+    // A record that will be compacted is listed in its stage by the same script (compact-lua.ts).
+    if (this.at.fpRoot !== '') args.push(this.at.fpRoot, this.ledger.bucketMs);
+    return args;
   }
 
   /**
@@ -277,12 +287,16 @@ export class LedgerRun {
   }
 }
 
-/** @internal a run's record and steps keys, its record mode (ledger-lua.ts) and its done TTL (0 in a job's hash). */
+/**
+ * @internal a run's record and steps keys, its record mode (ledger-lua.ts), its done TTL (0 in a job's
+ * hash) and the base of its compacted form ('' when it is never compacted: compact-lua.ts).
+ */
 export interface RunLocation {
   mode: 'k' | 'j';
   record: string;
   steps: string;
   doneTtlMs: number;
+  fpRoot: string;
 }
 
 function assertTtl(name: string, ms: number, leaseMs: number): void {

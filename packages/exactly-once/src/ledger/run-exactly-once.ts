@@ -2,7 +2,8 @@ import type { RedisClient } from '@tickwork/core';
 import { OverlapGuard } from '../overlap/overlap-guard.js';
 import { LeaseLostError, RunClaimRefusedError } from './errors.js';
 import type { OwnerLiveness } from '@tickwork/core';
-import { IdempotencyLedger, newOwner, type ClaimOutcome, type JobRecordPlace, type LedgerRun } from './ledger.js';
+import { IdempotencyLedger, type ClaimOutcome, type JobRecordPlace, type LedgerRun } from './ledger.js';
+import { newOwner } from './record-values.js';
 import type { LedgerReply } from './ledger-batch.js';
 import { completionWriter } from './ledger-batch.js';
 import { duplicatesDeferred, duplicatesSuppressed, overlapSkipped } from './metrics.js';
@@ -16,7 +17,7 @@ import type { RedisStepFn, StepFn } from '@tickwork/core';
 
 export function createExactlyOnce(
   redis: RedisClient,
-  opts: { prefix: string; leaseMs?: number; windowMs?: number; unfinishedTtlMs?: number; overlapPollMs?: number; liveness?: OwnerLiveness },
+  opts: { prefix: string; leaseMs?: number; windowMs?: number; unfinishedTtlMs?: number; fullRecordMs?: number; overlapPollMs?: number; liveness?: OwnerLiveness },
 ): ExactlyOnce {
   const ledger = new IdempotencyLedger(redis, opts);
   return {
@@ -207,7 +208,9 @@ const nothing = (): void => undefined;
 function notOurs(opts: RunExactlyOnceOptions, claim: Exclude<ClaimOutcome, { kind: 'claimed' }>): unknown {
   if (claim.kind === 'done') {
     duplicatesSuppressed.inc(opts.labels);
-    logOf(opts).info({ idempotencyKey: opts.key, completedAt: claim.completedAt?.toISOString() }, 'duplicate suppressed');
+    // A compacted run is known done, not how: no completion time, no result.
+    const detail = claim.compacted ? { compacted: true } : { completedAt: claim.completedAt?.toISOString() };
+    logOf(opts).info({ idempotencyKey: opts.key, ...detail }, 'duplicate suppressed');
     return claim.result;
   }
   duplicatesDeferred.inc(opts.labels);

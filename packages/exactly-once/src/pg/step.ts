@@ -11,9 +11,6 @@ export interface PgStepRun {
   readonly signal: AbortSignal;
 }
 
-/** How long rows of finished runs are kept by default: as long as an unfinished run's Redis record. */
-export const DEFAULT_PG_STEP_RETENTION_MS = 7 * 24 * 3600_000;
-
 /**
  * A step whose effect and record commit together: `fn` runs inside BEGIN ... COMMIT on one client of the
  * user's `pool`, and the same transaction records its result in `tickwork_steps` under
@@ -84,18 +81,4 @@ export async function recordedStep(pool: Pool, runKey: string, id: string): Prom
   );
   const row = rows[0];
   return row ? { value: row.undef ? undefined : row.result } : undefined;
-}
-
-/**
- * Deletes step rows recorded more than `olderThanMs` ago (default 7 days, as long as Redis keeps an
- * unfinished run's steps), so rows of finished runs do not accumulate. A run re-driven after its rows were
- * pruned runs those steps again: keep the retention longer than any re-drive you may do. Returns how
- * many rows were deleted. Run it periodically (a scheduled job of your own, or cron).
- */
-export async function pruneSteps(pool: Pool, olderThanMs = DEFAULT_PG_STEP_RETENTION_MS): Promise<number> {
-  const { rowCount } = await pool.query(
-    "DELETE FROM tickwork_steps WHERE recorded_at < now() - make_interval(secs => $1::double precision / 1000)",
-    [olderThanMs],
-  );
-  return rowCount ?? 0;
 }

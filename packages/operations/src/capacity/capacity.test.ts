@@ -13,6 +13,8 @@ describe('classifyKey', () => {
   it('sorts tickwork keys into components by name', () => {
     expect(component('tw:ledger:billing.charge-monthly@2026-01-01T00:00:00.000Z')).toBe('ledger');
     expect(component('tw:ledger:email.send#42:steps')).toBe('ledger');
+    expect(component('tw:ledger-fp:86400000:243091:0:17')).toBe('ledger');
+    expect(component('tw:{email}:ledger-fp:stages')).toBe('ledger');
     expect(component('tw:schedule:billing.charge-monthly:history')).toBe('schedule-history');
     expect(component('tw:schedule:billing.charge-monthly:records')).toBe('schedule-history');
     expect(component('tw:{sched:3}:h:tenant:7:weekly:history')).toBe('schedule-history');

@@ -62,9 +62,12 @@ const QUEUE_STRUCTURES: Record<string, Component> = {
 };
 export const QUEUE_STRUCTURE_NAMES = Object.keys(QUEUE_STRUCTURES);
 
-/** The ledger's keys: `<prefix>:ledger:<idempotency key>` and its `...:steps`. */
+/**
+ * The ledger's keys: `<prefix>:ledger:<idempotency key>` and its `...:steps`, and its compacted runs'
+ * `<prefix>:ledger-fp:...` (stages, fingerprint sets and their shapes).
+ */
 export function isLedgerKey(key: string, prefix: string): boolean {
-  return key.startsWith(`${prefix}:ledger:`);
+  return key.startsWith(`${prefix}:ledger:`) || key.startsWith(`${prefix}:ledger-fp:`);
 }
 
 /** A key's component, or the job hash whose state decides between pending and finished. */
