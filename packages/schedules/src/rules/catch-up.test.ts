@@ -69,3 +69,45 @@ describe('planOccurrences (outage of 10 one-minute occurrences, window 5 minutes
     ]);
   });
 });
+
+describe('planOccurrences of a claim taken over from a dead replica (supersede)', () => {
+  // An every-second schedule whose claimer died holding its claim for second 1; another replica takes the
+  // claim over at second 4.3, within the grace period of every occurrence since.
+  const S = 1000;
+  const takeover: PlanInput = {
+    rule: ruleOf('t', { pattern: '* * * * * *', tz: 'UTC' }),
+    policies: { missed: 'skip', catchUpWindowMs: 5 * MIN, maxCatchUp: 10 },
+    cursor: T0,
+    now: T0 + 4 * S + 300,
+    graceMs: 60_000,
+    lookaheadMs: 1000,
+    supersede: true,
+  };
+  const seconds = (input: PlanInput) => planOccurrences(input).items.map((i) => `${(i.at.getTime() - T0) / S}:${i.action}`);
+
+  it('runs the latest due occurrence on time and the look-ahead at its time, not the superseded ones at once', () => {
+    expect(seconds(takeover)).toEqual(['1:missed', '2:missed', '3:missed', '4:enqueue', '5:enqueue']);
+    // Without supersede, every one of them is within the grace period: all added at once (a burst).
+    expect(seconds({ ...takeover, supersede: false })).toEqual(['1:enqueue', '2:enqueue', '3:enqueue', '4:enqueue', '5:enqueue']);
+  });
+
+  it('judges the superseded ones by the missed policy: once runs only the latest, all up to maxCatchUp in all', () => {
+    expect(seconds({ ...takeover, policies: { ...takeover.policies, missed: 'once' } })).toEqual(['1:missed', '2:missed', '3:missed', '4:enqueue', '5:enqueue']);
+    expect(seconds({ ...takeover, policies: { ...takeover.policies, missed: 'all', maxCatchUp: 3 } })).toEqual([
+      '1:missed',
+      '2:catch-up',
+      '3:catch-up',
+      '4:enqueue',
+      '5:enqueue',
+    ]);
+  });
+
+  it('changes nothing for a schedule with one occurrence due, nor for one past its grace period', () => {
+    // A minutely schedule taken over seconds late: its one occurrence runs as usual.
+    const minutely = { ...takeover, rule: ruleOf('t', { pattern: '* * * * *', tz: 'UTC' }), cursor: T0 + 59 * S, now: T0 + MIN + 4000 };
+    expect(planOccurrences(minutely).items.map((i) => i.action)).toEqual(['enqueue']);
+    // Taken over after an outage longer than the grace period: the policy alone, as without supersede.
+    const outage = { ...base, supersede: true, policies: { ...base.policies, missed: 'once' as const } };
+    expect(summary(outage)).toEqual(summary({ ...outage, supersede: false }));
+  });
+});

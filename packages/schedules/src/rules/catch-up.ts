@@ -29,6 +29,15 @@ export interface PlanInput {
   lookaheadMs: number;
   /** Bounds the work of one tick after a very long outage; the rest is planned on the next tick. */
   limit?: number;
+  /**
+   * The claim was taken over from a replica that died holding it (its lease expired, or a live scheduler
+   * released it when it stopped beating): of the occurrences already due, only the latest is judged by the
+   * grace period. The earlier ones came due while no live scheduler held the claim and a later one has
+   * already superseded them, so the missed policy judges them, as after an outage, rather than all being
+   * added at once (a burst of one schedule's runs, skipped by its overlap policy). An on-time latest one
+   * counts as one of the policy's catch-up runs: 'once' runs only it.
+   */
+  supersede?: boolean;
 }
 
 export interface Plan {
@@ -62,12 +71,15 @@ export function planOccurrences(input: PlanInput): Plan {
   const { truncated } = found;
   const outside = truncated ? found.occurrences.filter((o) => o.at.getTime() < windowStart) : [];
   const occurrences = outside.length > 0 ? outside : found.occurrences;
-  const pastDue = occurrences.filter((o) => o.at.getTime() < lateBefore);
+  // A taken-over claim: the latest occurrence already due keeps the grace period; earlier due ones are late.
+  const latestDue = input.supersede ? occurrences.filter((o) => o.at.getTime() <= now).at(-1) : undefined;
+  const late = (o: Occurrence) => o.at.getTime() < lateBefore || (latestDue !== undefined && o.at.getTime() < latestDue.at.getTime());
+  const pastDue = occurrences.filter(late);
   const eligible = pastDue.filter((o) => o.at.getTime() >= windowStart);
-  const quota = catchUpQuota(policies);
+  const quota = catchUpQuota(policies) - (latestDue !== undefined && !late(latestDue) ? 1 : 0);
   const caughtUp = new Set(quota > 0 ? eligible.slice(-quota) : []);
   const items = occurrences.map((o): PlannedOccurrence => {
-    if (o.at.getTime() >= lateBefore) return { ...o, action: 'enqueue' };
+    if (!late(o)) return { ...o, action: 'enqueue' };
     return { ...o, action: caughtUp.has(o) ? 'catch-up' : 'missed' };
   });
   const last = items.at(-1);
