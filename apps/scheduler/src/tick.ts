@@ -1,4 +1,4 @@
-import { claimBatchSize, createDispatcher, dueBacklog, dueBacklogGauge, dueLagGauge, occurrencesDispatched, type DispatchResult } from '@tickwork/schedules';
+import { claimBatchSize, claimsTakenOver, createDispatcher, dueBacklog, dueBacklogGauge, dueLagGauge, occurrencesDispatched, type DispatchResult } from '@tickwork/schedules';
 import type { Catalog, Logger, QueueSet, RedisClient } from '@tickwork/core';
 
 export interface TickDeps {
@@ -31,9 +31,12 @@ export function createTicker(deps: TickDeps) {
     ...(deps.headStartMs !== undefined && { headStartMs: deps.headStartMs }),
   });
   return {
+    /** The dispatcher's replica id, the scheduler registry's member (its lease tokens' prefix). */
+    replica: dispatcher.replica,
     async tick(now = Date.now()): Promise<DispatchResult> {
       const result = await dispatcher.tick(now);
       claimBatchSize.observe(result.claimed);
+      if (result.takenOver) claimsTakenOver.inc(result.takenOver);
       if (result.enqueued) occurrencesDispatched.inc({ action: 'enqueued' }, result.enqueued);
       if (result.caughtUp) occurrencesDispatched.inc({ action: 'caught-up' }, result.caughtUp);
       if (result.missed) occurrencesDispatched.inc({ action: 'missed' }, result.missed);
