@@ -1,5 +1,5 @@
 import { createAlerter } from '@tickwork/operations';
-import { createHeadStart, createSchedulerRegistry } from '@tickwork/schedules';
+import { createHeadStart, createSchedulerRegistry, DEFAULT_STALE_AFTER_MS } from '@tickwork/schedules';
 import { createLogger, createRedis, exitOnStartupError, openAppContext, metricsRoute, onShutdown, allReady, redisPingCheck, startHealthServer } from '@tickwork/core';
 import { loadSchedulerEnv } from './env.js';
 import { reconcileSchedules } from './reconcile.js';
@@ -34,6 +34,8 @@ async function main(): Promise<void> {
     lookaheadMs: env.SCHEDULE_LOOKAHEAD_MS,
     headStartMs: headStart.current,
     leaseMs: env.SCHEDULE_LEASE_MS,
+    // A stall this long may have had this scheduler judged dead (the registry below) and its claims taken over.
+    staleAfterMs: Math.min(DEFAULT_STALE_AFTER_MS, env.SCHEDULER_DEAD_AFTER_MS / 2),
   });
   // The scheduler registry: a replica killed mid-way has its claims released as soon as it is found silent,
   // instead of holding them for SCHEDULE_LEASE_MS (dispatch/takeover.ts). A connection of its own, so a large

@@ -11,6 +11,8 @@ export interface TickDeps {
   /** How long before its time an on-time occurrence is added: SCHEDULE_HEAD_START_MS, while the workers allow it (head-start.ts). */
   headStartMs?: number | (() => number) | undefined;
   leaseMs?: number | undefined;
+  /** Occurrences added later than this after their planned time first check their claim still holds (below SCHEDULER_DEAD_AFTER_MS). */
+  staleAfterMs?: number | undefined;
 }
 
 /**
@@ -28,6 +30,7 @@ export function createTicker(deps: TickDeps) {
     // The loop ticks on while held occurrences wait for their time; shutdown awaits them (idle).
     waitHeld: false,
     ...(deps.leaseMs !== undefined && { leaseMs: deps.leaseMs }),
+    ...(deps.staleAfterMs !== undefined && { staleAfterMs: deps.staleAfterMs }),
     ...(deps.headStartMs !== undefined && { headStartMs: deps.headStartMs }),
   });
   return {

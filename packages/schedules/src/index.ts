@@ -1,4 +1,4 @@
-export { createDispatcher, dueBacklog } from './dispatch/dispatcher.js';
+export { DEFAULT_STALE_AFTER_MS, createDispatcher, dueBacklog } from './dispatch/dispatcher.js';
 export type { DispatchResult } from './dispatch/types.js';
 export { DEFAULT_HEAD_START_MS, MAX_HEAD_START_MS } from './dispatch/fire-lane.js';
 export { createHeadStart } from './dispatch/head-start.js';

@@ -46,11 +46,18 @@ export interface DispatcherOptions {
    * later ticks skip it until they end, so the other shards keep firing on time.
    */
   stuckShardMs?: number;
+  /**
+   * Occurrences added later than this after their planned time (the process was frozen or starved) are
+   * added only where their claim still holds: a replica judged dead meanwhile has had its claims released
+   * (takeover.ts). Below the scheduler registry's dead-after time. Default DEFAULT_STALE_AFTER_MS.
+   */
+  staleAfterMs?: number;
 }
 
 
 export const DEFAULT_CLAIM_LEASE_MS = 10_000;
 export const DEFAULT_CLAIM_BATCH = 200;
+export const DEFAULT_STALE_AFTER_MS = 1000;
 const DEFAULT_STUCK_SHARD_MS = 500;
 
 const emptyResult = (): DispatchResult => ({ claimed: 0, takenOver: 0, enqueued: 0, caughtUp: 0, missed: 0, skippedPaused: 0, committed: 0, rounds: 0 });
@@ -78,6 +85,7 @@ export function createDispatcher(opts: DispatcherOptions) {
   const batch = opts.batch ?? DEFAULT_CLAIM_BATCH;
   const maxRounds = opts.maxRounds ?? 8;
   const stuckShardMs = opts.stuckShardMs ?? DEFAULT_STUCK_SHARD_MS;
+  const staleAfterMs = opts.staleAfterMs ?? DEFAULT_STALE_AFTER_MS;
   const headStart = opts.headStartMs ?? 0;
   const headStartNow = (): number => Math.min(Math.max(typeof headStart === 'function' ? headStart() : headStart, 0), MAX_HEAD_START_MS);
   const replica = randomBytes(4).toString('hex');
@@ -141,8 +149,15 @@ export function createDispatcher(opts: DispatcherOptions) {
     return full;
   }
 
-  /** Adds a group's runs, then commits its claims (only where this round's lease still holds). */
-  async function fire(group: readonly Claimed[], token: string, headStartMs: number): Promise<number> {
+  /**
+   * Adds a group's runs, then commits its claims (only where this round's lease still holds). A group that
+   * fires late by more than staleAfterMs first checks which of its claims still hold: this process was frozen
+   * or starved, and a live scheduler may have judged it dead and another re-planned those schedules; their
+   * runs are that one's to add now (one round trip, only then).
+   */
+  async function fire(group: readonly Claimed[], token: string, headStartMs: number, lateMs: number): Promise<number> {
+    if (lateMs > staleAfterMs) group = await stillHeld(group, token, lateMs);
+    if (group.length === 0) return 0;
     await addOccurrenceJobs(queues, catalog, group.flatMap((c) => c.runs), Date.now(), headStartMs);
     const byShard = new Map<number, Commit[]>();
     for (const c of group) {
@@ -153,6 +168,14 @@ export function createDispatcher(opts: DispatcherOptions) {
     let committed = 0;
     for (const n of await runScriptMany(redis, COMMIT, [...byShard].map(([shard, list]) => commitCall(shard, token, list)))) committed += Number(n);
     return committed;
+  }
+  async function stillHeld(group: readonly Claimed[], token: string, lateMs: number): Promise<Claimed[]> {
+    const replies = await pipelineBySlot(redis, group.map((c): SlotCommand => ['hget', shardKeys(prefix, c.shard).inflight, c.commit.id]));
+    const held = group.filter((_, i) => String(replies[i]?.[1] ?? '').endsWith(`:${token}`));
+    if (held.length < group.length) {
+      log.warn({ claims: group.length - held.length, lateMs }, 'this scheduler stalled holding occurrences and another took their claims over; it leaves them to that one');
+    }
+    return held;
   }
   const lane = createFireLane({ fire, log, waitHeld: opts.waitHeld ?? true, maxHoldMs: leaseMs / 2 });
 
