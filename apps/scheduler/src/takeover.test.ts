@@ -4,13 +4,13 @@
  * killed -9 always leaves claims behind. The lease is 30 s here, so that only the scheduler registry (beat
  * 1 s, dead after 3 s) can explain a takeover within seconds.
  */
-import { occurrenceJobId, readHistory, schedulersKey, type OccurrenceRecord } from '@tickwork/schedules';
+import { claimsHeldBy, occurrenceJobId, readHistory, readOccurrence, schedulersKey, type HeldClaim, type OccurrenceRecord } from '@tickwork/schedules';
 import { QueueSet, createLogger } from '@tickwork/core';
 import { startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureApps } from './testing/fixture-apps.js';
-import { claimsHeldBy, everySecond, recordOf, runCounts, unsettled, type HeldClaim } from './testing/takeover-fixture.js';
+import { everySecond, runCounts, unsettled } from './testing/takeover-fixture.js';
 
 const SCHEDULES = 30;
 const LEASE_MS = 30_000;
@@ -59,7 +59,7 @@ async function cluster(prefix: string) {
 function takenOver(prefix: string, held: readonly HeldClaim[], timeoutMs: number): Promise<OccurrenceRecord[]> {
   return waitFor(
     async () => {
-      const records = await Promise.all(held.map((c) => recordOf(redis, prefix, c)));
+      const records = await Promise.all(held.map((c) => readOccurrence(redis, prefix, c.id, c.nominal)));
       return records.every((r) => r !== undefined) ? (records as OccurrenceRecord[]) : undefined;
     },
     { timeoutMs, intervalMs: 100, what: 'the dead scheduler\'s claims re-planned by the other' },
@@ -108,7 +108,7 @@ describe('a scheduler that dies holding claims', { timeout: 240_000 }, () => {
 
     // It keeps firing after the takeover, then every occurrence ran once or was recorded missed.
     const after = Date.now();
-    await waitFor(async () => (await Promise.all(held.map((c) => recordOf(redis, prefix, { id: c.id, nominal: Math.ceil(after / 1000) * 1000 + 2000 })))).every((r) => r?.outcome === 'completed'), {
+    await waitFor(async () => (await Promise.all(held.map((c) => readOccurrence(redis, prefix, c.id, Math.ceil(after / 1000) * 1000 + 2000)))).every((r) => r?.outcome === 'completed'), {
       timeoutMs: 30_000,
       intervalMs: 250,
       what: 'the taken-over schedules running on time again',
@@ -146,7 +146,7 @@ describe('a scheduler that dies holding claims', { timeout: 240_000 }, () => {
     const counts = await runCounts(redis);
     expect(Object.entries(counts).filter(([k, c]) => k.startsWith(`${prefix}:`) && c !== '1')).toEqual([]); // nothing ran twice
     expect(await unsettled(redis, prefix, ids)).toEqual([]);
-    const final = await Promise.all(waiting.map((c) => recordOf(redis, prefix, c)));
+    const final = await Promise.all(waiting.map((c) => readOccurrence(redis, prefix, c.id, c.nominal)));
     expect(final.map((r) => r?.outcome)).toEqual(decided.map((r) => (r.outcome === 'missed' ? 'missed' : 'completed')));
     await apps.killAll();
   });

@@ -2,15 +2,15 @@ export { DEFAULT_STALE_AFTER_MS, createDispatcher, dueBacklog } from './dispatch
 export type { DispatchResult } from './dispatch/types.js';
 export { DEFAULT_HEAD_START_MS, MAX_HEAD_START_MS } from './dispatch/fire-lane.js';
 export { createHeadStart } from './dispatch/head-start.js';
-export { DEFAULT_SCHEDULER_DEAD_AFTER_MS, DEFAULT_SCHEDULER_HEARTBEAT_MS, createSchedulerRegistry, releaseClaims, schedulersKey } from './dispatch/takeover.js';
-export type { SchedulerRegistry } from './dispatch/takeover.js';
+export { DEFAULT_SCHEDULER_DEAD_AFTER_MS, DEFAULT_SCHEDULER_HEARTBEAT_MS, claimsHeldBy, createSchedulerRegistry, releaseClaims, schedulersKey } from './dispatch/takeover.js';
+export type { HeldClaim, SchedulerRegistry } from './dispatch/takeover.js';
 export { CatalogScheduleError, InvalidScheduleError, ScheduleIdError, ScheduleNotFoundError } from './errors.js';
 export { claimBatchSize, claimsTakenOver, dueBacklogGauge, dueLagGauge, headStartGauge, occurrencesDispatched, scheduleHealthy, scheduleLastSuccess, scheduleSlowRuns, schedulerTakeovers } from './health/health-metrics.js';
 export { loadScheduleState, scheduleHealth, slowAfterMsOf } from './health/health.js';
 export type { HealthStatus, ScheduleHealth } from './health/health.js';
 export { loadScheduleOverview, loadScheduleOverviews } from './health/overview.js';
 export type { ScheduleOverview } from './health/overview.js';
-export { HISTORY_CAP, lastOutcomes, mergeOccurrence, readHistory, runRecorder } from './history/history.js';
+export { HISTORY_CAP, lastOutcomes, mergeOccurrence, readHistory, readOccurrence, runRecorder } from './history/history.js';
 export type { OccurrenceRecord, RunRecorder } from './history/history.js';
 export { REMOVED_SCHEDULE_STATE_TTL_MS, legacyScheduleKeys, occurrenceJobId, scheduleKeys, scheduleRegistryKey } from './keys.js';
 export { describeSchedule } from './rules/describe.js';

@@ -1,11 +1,10 @@
-import { createCatalog, createLogger, occurrenceKey, QueueSet, type RedisClient } from '@tickwork/core';
-import { createSchedules, historyKeysOf, readHistory, SCHEDULE_SHARDS, shardKeys, type OccurrenceRecord } from '@tickwork/schedules';
+import { createCatalog, createLogger, QueueSet, type RedisClient } from '@tickwork/core';
+import { createSchedules, readHistory } from '@tickwork/schedules';
 import { fxTenant, FX_TENANT_RUNS_KEY } from './fixture-catalog.js';
 
 /**
- * What the scheduler takeover tests share: every-second runtime schedules of fx.tenant, the claims a
- * scheduler replica holds (read from the store's in-flight hashes), an occurrence's history record, and the
- * final check that every occurrence ran once or was recorded missed.
+ * What the scheduler takeover tests share: every-second runtime schedules of fx.tenant, how often each
+ * occurrence ran, and the final check that every occurrence ran once or was recorded not run.
  */
 
 const log = createLogger('test', 'silent');
@@ -18,29 +17,6 @@ export async function everySecond(redis: RedisClient, prefix: string, tag: strin
   await Promise.all(ids.map((id) => store.upsert(id, { job: fxTenant, pattern: '* * * * * *', tz: 'UTC', data: { tenant: id }, history: 200 })));
   await queues.close();
   return ids;
-}
-
-export interface HeldClaim {
-  id: string;
-  nominal: number;
-}
-
-/** The claims `replica` holds now (its lease tokens are `<replica>.<seq>`), on every shard. */
-export async function claimsHeldBy(redis: RedisClient, prefix: string, replica: string): Promise<HeldClaim[]> {
-  const held: HeldClaim[] = [];
-  for (let s = 0; s < SCHEDULE_SHARDS; s++) {
-    for (const [id, value] of Object.entries(await redis.hgetall(shardKeys(prefix, s).inflight))) {
-      const m = /^(\d+):([^.]+)\./.exec(value);
-      if (m?.[2] === replica) held.push({ id, nominal: Number(m[1]) });
-    }
-  }
-  return held;
-}
-
-/** The history record of one occurrence, once a scheduler has dealt with it. */
-export async function recordOf(redis: RedisClient, prefix: string, c: HeldClaim): Promise<OccurrenceRecord | undefined> {
-  const raw = await redis.hget(historyKeysOf(prefix, c.id).records, occurrenceKey(c.id, new Date(c.nominal)));
-  return raw === null ? undefined : (JSON.parse(raw) as OccurrenceRecord);
 }
 
 /** How many times each occurrence's handler ran, by occurrence key. */

@@ -50,6 +50,24 @@ export async function releaseClaims(redis: RedisClient, prefix: string, replicas
   return (await runScriptMany(redis, RELEASE_CLAIMS, calls)).reduce<number>((n, r) => n + Number(r), 0);
 }
 
+/** A claim a replica holds: its schedule and the nominal time of the occurrence it was claimed from. */
+export interface HeldClaim {
+  id: string;
+  nominal: number;
+}
+
+/** The claims `replica` holds now, on every shard (one HGETALL per shard: for tools and tests, not the hot path). */
+export async function claimsHeldBy(redis: RedisClient, prefix: string, replica: string): Promise<HeldClaim[]> {
+  const held: HeldClaim[] = [];
+  for (let s = 0; s < SCHEDULE_SHARDS; s++) {
+    for (const [id, value] of Object.entries(await redis.hgetall(shardKeys(prefix, s).inflight))) {
+      const m = /^(\d+):([^.]+)\./.exec(value);
+      if (m?.[2] === replica) held.push({ id, nominal: Number(m[1]) });
+    }
+  }
+  return held;
+}
+
 export interface SchedulerRegistryOptions {
   /** A connection of its own: a beat must not wait behind a large claim round (a late beat looks like a death). */
   redis: RedisClient;
