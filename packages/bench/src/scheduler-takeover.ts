@@ -4,9 +4,10 @@
  * redis-server, the stock schedulers (look-ahead 1 s, so each holds the claims of the occurrences due within
  * the next second) and one stock worker. Every BENCH_TAKEOVER_KILL_EVERY_S one scheduler that holds claims
  * is killed -9; once its claims are re-planned a replacement starts (as an orchestrator would restart it).
- * Prints, per kill, how long until it was found dead, its claims re-planned, the first late occurrence added
- * and every schedule it held firing again, and what the takeover recorded; then the run's outcomes, and
- * MET / NOT MET against "takeover within 5 s, no burst of skipped-overlap from a takeover".
+ * Prints, per kill, how long until it was found dead, its claims re-planned, the first run of a schedule it
+ * held planned and every one of them planned again, and what the takeover recorded; then the run's outcomes,
+ * and MET / NOT MET against "takeover within 5 s, no burst of skipped-overlap from a takeover" (a takeover
+ * adds at most one run per schedule, and skips by overlap no more often than the rest of the run does).
  *
  * Env: BENCH_TAKEOVER_SCHEDULES (200), BENCH_TAKEOVER_SCHEDULERS (3), BENCH_TAKEOVER_KILLS (2),
  * BENCH_TAKEOVER_KILL_EVERY_S (15), BENCH_TAKEOVER_JOB_MS (100), BENCH_WORKER_CONCURRENCY (50).
@@ -14,7 +15,7 @@
  */
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { createLogger, createRedis, QueueSet } from '@tickwork/core';
+import { createLogger, createRedis, QueueSet, type RedisClient } from '@tickwork/core';
 import { claimsHeldBy, createSchedules, readOccurrence } from '@tickwork/schedules';
 import { waitFor } from '@tickwork/testkit';
 import { cleanupAll, installSignalCleanup, msUntilOk, privateRedis, runPool, sleep, startChild, type Child } from './schedules/harness.js';
@@ -47,14 +48,22 @@ async function main(): Promise<void> {
   const load0 = loadavg();
   const redis = await privateRedis();
   const command = createRedis(redis.url, 'command');
-  const log = createLogger('bench', 'silent');
-  const queues = new QueueSet(command, PREFIX, log);
-  const store = createSchedules({ redis: command, queues, catalog, log });
+  const queues = new QueueSet(command, PREFIX, createLogger('bench', 'silent'));
+  try {
+    await run(redis.url, command, queues, load0);
+  } finally {
+    await queues.close();
+    command.disconnect();
+  }
+}
+
+async function run(url: string, command: RedisClient, queues: QueueSet, load0: number[]): Promise<void> {
+  const store = createSchedules({ redis: command, queues, catalog, log: createLogger('bench', 'silent') });
   const ids = Array.from({ length: SCHEDULES }, (_, i) => `t:${String(i).padStart(4, '0')}`);
   await runPool(SCHEDULES, 32, 'upserts', (i) => store.upsert(ids[i] as string, { job: takeoverJob, pattern: '* * * * * *', tz: 'UTC', data: { i }, history: 1000 }));
   progress(`${SCHEDULES} runtime schedules every second; starting a worker and ${SCHEDULERS} schedulers`);
 
-  const env = { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, JOBS_MODULE: here('./takeover/catalog.js'), BENCH_TAKEOVER_JOB_MS: String(JOB_MS) };
+  const env = { REDIS_URL: url, QUEUE_PREFIX: PREFIX, JOBS_MODULE: here('./takeover/catalog.js'), BENCH_TAKEOVER_JOB_MS: String(JOB_MS) };
   const worker = await startChild('worker', { ...env, WORKER_CONCURRENCY: String(CONCURRENCY) });
   await msUntilOk(worker, '/readyz', 120_000);
   const startScheduler = async (): Promise<Scheduler> => {
@@ -69,9 +78,17 @@ async function main(): Promise<void> {
   const kills: Kill[] = [];
   for (let k = 0; k < KILLS; k++) {
     await sleep(KILL_EVERY_S * 1000);
-    const victim = live.shift() as Scheduler;
-    // One that holds claims: with a 1 s look-ahead it almost always does; wait for it if not.
-    await waitFor(async () => (await claimsHeldBy(command, PREFIX, victim.replica)).length > 0, { timeoutMs: 10_000, intervalMs: 10, what: 'the victim holding claims' });
+    // The scheduler holding the most claims now (schedules due on the same second are mostly claimed by
+    // whichever replica ticks first after the second: with a 1 s look-ahead one of them always holds some).
+    const victim = await waitFor(
+      async () => {
+        const counts = await Promise.all(live.map(async (s) => (await claimsHeldBy(command, PREFIX, s.replica)).length));
+        const most = Math.max(...counts);
+        return most > 0 ? live[counts.indexOf(most)] : undefined;
+      },
+      { timeoutMs: 10_000, intervalMs: 10, what: 'a scheduler holding claims' },
+    );
+    live.splice(live.indexOf(victim), 1);
     await victim.child.app.stop('SIGKILL');
     const killAt = Date.now();
     const held = await claimsHeldBy(command, PREFIX, victim.replica);
@@ -95,8 +112,6 @@ async function main(): Promise<void> {
   const figures = await runFigures(command, PREFIX, ids, kills);
   const load1 = loadavg();
   report(figures, `${cpus().length} CPUs, Node ${process.versions.node}, load average ${load0[0]?.toFixed(2)} at start, ${load1[0]?.toFixed(2)} at end; ${((Date.now() - started) / 1000).toFixed(0)} s of firing`);
-  await queues.close();
-  command.disconnect();
 }
 
 function report(f: RunFigures, machine: string): void {
@@ -105,20 +120,27 @@ function report(f: RunFigures, machine: string): void {
     `tickwork bench:takeover: ${SCHEDULES} runtime schedules every second (job ${JOB_MS} ms, missed 'skip', overlap 'skip'), ${SCHEDULERS} schedulers ` +
       `(look-ahead 1 s, lease 10 s, heartbeat 1 s, dead after 3 s), 1 worker at concurrency ${CONCURRENCY}, ${KILLS} kill -9s; private redis-server; ${machine}`,
   );
+  const pct = (n: number, of: number) => `${n} of ${of} (${of === 0 ? 0 : ((100 * n) / of).toFixed(1)}%)`;
   f.kills.forEach((k, i) => {
     out.push(
       `kill ${i + 1}: scheduler ${k.replica} held ${k.claims} claims; found dead and released after ${seconds(k.detectedMs)}; ` +
-        `claims re-planned ${seconds(k.replannedMs[0])} to ${seconds(k.replannedMs[1])} after the kill; first late occurrence added after ` +
-        `${seconds(k.firstEnqueuedMs)}, every schedule it held firing again by ${seconds(k.lastResumedMs)}; the takeover recorded ` +
-        `${k.missed} superseded occurrences missed and ${k.skippedOverlap} skipped-overlap`,
+        `claims re-planned ${seconds(k.replannedMs[0])} to ${seconds(k.replannedMs[1])} after the kill; first run planned (added at its time) ` +
+        `${seconds(k.firstEnqueuedMs)} after, every schedule it held planned again by ${seconds(k.lastResumedMs)}; the takeover added at most ` +
+        `${k.maxAddedPerSchedule} run per schedule and recorded ${k.missed} superseded occurrences missed; skipped-overlap from the held ` +
+        `occurrence to 2 s after the re-plan: ${pct(k.skippedOverlap, k.ranOrSkipped)}`,
     );
   });
   const outcomes = [...f.byOutcome].sort((a, b) => b[1] - a[1]).map(([o, n]) => `${n.toLocaleString('en-US')} ${o}`);
   out.push(`the run: ${f.occurrences.toLocaleString('en-US')} occurrences recorded: ${outcomes.join(', ')}`);
+  out.push(`skipped-overlap outside the takeovers (a worker that falls behind on a busy machine): ${pct(f.background.skipped, f.background.of)}`);
   const worst = Math.max(...f.kills.map((k) => k.replannedMs[1]));
-  const skipped = f.kills.reduce((n, k) => n + k.skippedOverlap, 0);
+  const rate = (skipped: number, of: number) => (of === 0 ? 0 : skipped / of);
+  const burst = f.kills.filter((k) => k.maxAddedPerSchedule > 1 || rate(k.skippedOverlap, k.ranOrSkipped) > rate(f.background.skipped, f.background.of));
   out.push(`takeover <= ${TARGET_MS / 1000} s: ${worst <= TARGET_MS ? 'MET' : 'NOT MET'} (worst ${seconds(worst)} from the kill to its last claim re-planned; before: held until the 10 s lease)`);
-  out.push(`no burst of skipped-overlap from a takeover: ${skipped === 0 ? 'MET' : 'NOT MET'} (${skipped} at the takeovers; before: 1,881 of 9,100 in issue 37's run)`);
+  out.push(
+    `no burst of skipped-overlap from a takeover: ${burst.length === 0 ? 'MET' : 'NOT MET'} (each takeover adds at most one run per schedule and skips ` +
+      `by overlap no more often than the rest of the run: ${burst.length === 0 ? 'all' : `${f.kills.length - burst.length} of ${f.kills.length}`} kills; before: 1,881 of 9,100 in issue 37's run)`,
+  );
   process.stdout.write(`${out.join('\n')}\n`);
 }
 

@@ -1,7 +1,7 @@
 /**
  * The takeover bench's figures, read from the schedules' histories once the run is over: per kill, how long
- * until the dead scheduler was found and its claims re-planned, until the first late occurrence was added and
- * until every schedule it held fired again, and what the takeover recorded (missed, skipped-overlap).
+ * until the dead scheduler was found and its claims re-planned, until the first run of a schedule it held
+ * was planned and until every one of them was, and what the takeover recorded (missed, skipped-overlap).
  */
 import type { RedisClient } from '@tickwork/core';
 import { readHistory, type HeldClaim, type OccurrenceRecord } from '@tickwork/schedules';
@@ -21,18 +21,29 @@ export interface KillFigures {
   detectedMs: number | undefined;
   /** When the held claims were re-planned (their records' claimedAt), from the kill: first and last. */
   replannedMs: [number, number];
-  /** When the first late occurrence of a held schedule was added, and when the last held schedule had one added. */
+  /** When the first run of a held schedule was planned (its record's enqueuedAt), and when the last held schedule's was. */
   firstEnqueuedMs: number;
   lastResumedMs: number;
-  /** Of the held schedules' occurrences from the held one to the takeover's plan: recorded missed, skipped-overlap. */
+  /** The most runs the takeover's plan added for one schedule (a burst is more than one). */
+  maxAddedPerSchedule: number;
+  /** Held schedules' occurrences from the held one to 2 s after the re-plan: recorded missed; run or skipped, and of those skipped-overlap. */
   missed: number;
+  ranOrSkipped: number;
   skippedOverlap: number;
+}
+
+/** Skipped-overlap among occurrences not recorded missed. */
+export interface Rate {
+  skipped: number;
+  of: number;
 }
 
 export interface RunFigures {
   occurrences: number;
   byOutcome: Map<string, number>;
   kills: KillFigures[];
+  /** Outside the takeover windows (the machine's own rate: a worker that falls behind skips by overlap too). */
+  background: Rate;
 }
 
 const ms = (iso: string | undefined) => (iso === undefined ? Number.NaN : Date.parse(iso));
@@ -49,13 +60,26 @@ export async function runFigures(redis: RedisClient, prefix: string, ids: readon
       byOutcome.set(outcome, (byOutcome.get(outcome) ?? 0) + 1);
     }
   }
-  return { occurrences, byOutcome, kills: kills.map((k) => killFigures(k, histories)) };
+  const windows: { id: string; from: number; to: number }[] = [];
+  const figures = kills.map((k) => killFigures(k, histories, windows));
+  const background: Rate = { skipped: 0, of: 0 };
+  for (const [id, history] of histories) {
+    for (const h of history) {
+      const at = ms(h.nominal);
+      if (h.outcome === 'missed' || windows.some((w) => w.id === id && at >= w.from && at <= w.to)) continue;
+      background.of++;
+      if (h.outcome === 'skipped-overlap') background.skipped++;
+    }
+  }
+  return { occurrences, byOutcome, kills: figures, background };
 }
 
-function killFigures(kill: Kill, histories: Map<string, OccurrenceRecord[]>): KillFigures {
+function killFigures(kill: Kill, histories: Map<string, OccurrenceRecord[]>, windows: { id: string; from: number; to: number }[]): KillFigures {
   const replanned: number[] = [];
   const enqueued: number[] = [];
+  let maxAdded = 0;
   let missed = 0;
+  let ranOrSkipped = 0;
   let skippedOverlap = 0;
   for (const c of kill.held) {
     const later = (histories.get(c.id) ?? []).filter((h) => ms(h.nominal) >= c.nominal);
@@ -65,9 +89,12 @@ function killFigures(kill: Kill, histories: Map<string, OccurrenceRecord[]>): Ki
     replanned.push(claimedAt - kill.killAt);
     const resumed = later.find((h) => h.enqueuedAt !== undefined && h.outcome !== 'missed');
     if (resumed) enqueued.push(ms(resumed.enqueuedAt) - kill.killAt);
-    // The takeover's own plan: the held occurrence up to what was due when it was re-planned, and a second on.
-    for (const h of later.filter((r) => ms(r.nominal) <= claimedAt + 1000)) {
+    maxAdded = Math.max(maxAdded, later.filter((h) => h.claimedAt === first.claimedAt && h.enqueuedAt !== undefined && h.outcome !== 'missed').length);
+    const window = { id: c.id, from: c.nominal, to: claimedAt + 2000 };
+    windows.push(window);
+    for (const h of later.filter((r) => ms(r.nominal) <= window.to)) {
       if (h.outcome === 'missed') missed++;
+      else ranOrSkipped++;
       if (h.outcome === 'skipped-overlap') skippedOverlap++;
     }
   }
@@ -78,7 +105,9 @@ function killFigures(kill: Kill, histories: Map<string, OccurrenceRecord[]>): Ki
     replannedMs: [Math.min(...replanned), Math.max(...replanned)],
     firstEnqueuedMs: Math.min(...enqueued),
     lastResumedMs: Math.max(...enqueued),
+    maxAddedPerSchedule: maxAdded,
     missed,
+    ranOrSkipped,
     skippedOverlap,
   };
 }

@@ -31,11 +31,12 @@ export interface PlanInput {
   limit?: number;
   /**
    * The claim was taken over from a replica that died holding it (its lease expired, or a live scheduler
-   * released it when it stopped beating): of the occurrences already due, only the latest is judged by the
-   * grace period. The earlier ones came due while no live scheduler held the claim and a later one has
-   * already superseded them, so the missed policy judges them, as after an outage, rather than all being
-   * added at once (a burst of one schedule's runs, skipped by its overlap policy). An on-time latest one
-   * counts as one of the policy's catch-up runs: 'once' runs only it.
+   * released it when it stopped beating). The occurrences that came due meanwhile are superseded by the
+   * schedule's next run: the next occurrence within the look-ahead (run at its time) or, when none comes
+   * that soon, the latest one due (run now, if within the grace period). The others are judged by the missed
+   * policy, as after an outage, rather than all added at once (a burst of one schedule's runs, which its
+   * overlap policy would skip but for one). The resuming run counts as one of the policy's catch-up runs:
+   * 'once' runs only it.
    */
   supersede?: boolean;
 }
@@ -71,12 +72,19 @@ export function planOccurrences(input: PlanInput): Plan {
   const { truncated } = found;
   const outside = truncated ? found.occurrences.filter((o) => o.at.getTime() < windowStart) : [];
   const occurrences = outside.length > 0 ? outside : found.occurrences;
-  // A taken-over claim: the latest occurrence already due keeps the grace period; earlier due ones are late.
-  const latestDue = input.supersede ? occurrences.filter((o) => o.at.getTime() <= now).at(-1) : undefined;
-  const late = (o: Occurrence) => o.at.getTime() < lateBefore || (latestDue !== undefined && o.at.getTime() < latestDue.at.getTime());
+  let late = (o: Occurrence) => o.at.getTime() < lateBefore;
+  let resumes = false;
+  if (input.supersede) {
+    // A taken-over claim: what came due is late, but for the latest one when no later one is in the look-ahead.
+    const due = occurrences.filter((o) => o.at.getTime() <= now);
+    const keep = due.length === occurrences.length ? due.at(-1) : undefined;
+    const graced = late;
+    late = (o) => graced(o) || (o.at.getTime() <= now && o !== keep);
+    resumes = due.length > 0 && occurrences.some((o) => !late(o));
+  }
   const pastDue = occurrences.filter(late);
   const eligible = pastDue.filter((o) => o.at.getTime() >= windowStart);
-  const quota = catchUpQuota(policies) - (latestDue !== undefined && !late(latestDue) ? 1 : 0);
+  const quota = catchUpQuota(policies) - (resumes ? 1 : 0);
   const caughtUp = new Set(quota > 0 ? eligible.slice(-quota) : []);
   const items = occurrences.map((o): PlannedOccurrence => {
     if (!late(o)) return { ...o, action: 'enqueue' };
