@@ -140,7 +140,7 @@ export function createDispatcher(opts: DispatcherOptions) {
     if (tookOver.takenOver > 0) {
       log.info(
         { claims: tookOver.takenOver, enqueued: tookOver.enqueued, missed: tookOver.missed, caughtUp: tookOver.caughtUp },
-        'took over claims a dead or stalled scheduler held: each schedule runs its latest due occurrence, its missed policy judges earlier ones',
+        'took over claims a dead or stalled scheduler held: each schedule resumes with its next run, and its missed policy judges the occurrences due meanwhile',
       );
       addInto(result, tookOver);
     }
