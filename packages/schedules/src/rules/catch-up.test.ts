@@ -74,15 +74,7 @@ describe('planOccurrences of a claim taken over from a dead replica (supersede)'
   // An every-second schedule whose claimer died holding its claim for second 1; another replica takes the
   // claim over at second 4.3 (look-ahead 1 s), within the grace period of every occurrence since.
   const S = 1000;
-  const takeover: PlanInput = {
-    rule: ruleOf('t', { pattern: '* * * * * *', tz: 'UTC' }),
-    policies: { missed: 'skip', catchUpWindowMs: 5 * MIN, maxCatchUp: 10 },
-    cursor: T0,
-    now: T0 + 4 * S + 300,
-    graceMs: 60_000,
-    lookaheadMs: 1000,
-    supersede: true,
-  };
+  const takeover: PlanInput = { ...base, rule: ruleOf('t', { pattern: '* * * * * *', tz: 'UTC' }), now: T0 + 4 * S + 300, graceMs: 60_000, lookaheadMs: 1000, supersede: true };
   const seconds = (input: PlanInput) => planOccurrences(input).items.map((i) => `${(i.at.getTime() - T0) / S}:${i.action}`);
 
   it('resumes with the next occurrence at its time; the ones due meanwhile are not added at once', () => {

@@ -77,7 +77,7 @@ export function planOccurrences(input: PlanInput): Plan {
   if (input.supersede) {
     // A taken-over claim: what came due is late, but for the latest one when no later one is in the look-ahead.
     const due = occurrences.filter((o) => o.at.getTime() <= now);
-    const keep = due.length === occurrences.length ? due.at(-1) : undefined;
+    const keep = !truncated && due.length === occurrences.length ? due.at(-1) : undefined; // a truncated batch's last is not the latest
     const graced = late;
     late = (o) => graced(o) || (o.at.getTime() <= now && o !== keep);
     resumes = due.length > 0 && occurrences.some((o) => !late(o));
