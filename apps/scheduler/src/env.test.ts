@@ -57,3 +57,12 @@ describe('SCHEDULE_HEAD_START_MS', () => {
     }
   });
 });
+
+describe('SCHEDULER_HEARTBEAT_MS and SCHEDULER_DEAD_AFTER_MS', () => {
+  it('default to 1 s and 3 s, and refuse a dead-after shorter than 3 heartbeats, saying why', () => {
+    expect(loadSchedulerEnv({})).toMatchObject({ SCHEDULER_HEARTBEAT_MS: 1000, SCHEDULER_DEAD_AFTER_MS: 3000 });
+    expect(loadSchedulerEnv({ SCHEDULER_HEARTBEAT_MS: '500', SCHEDULER_DEAD_AFTER_MS: '1500' })).toMatchObject({ SCHEDULER_HEARTBEAT_MS: 500, SCHEDULER_DEAD_AFTER_MS: 1500 });
+    expect(() => loadSchedulerEnv({ SCHEDULER_DEAD_AFTER_MS: '2000' })).toThrow(/SCHEDULER_DEAD_AFTER_MS is invalid: must be at least 3 times SCHEDULER_HEARTBEAT_MS \(3000\): a late beat must not look like a death/);
+    expect(() => loadSchedulerEnv({ SCHEDULER_HEARTBEAT_MS: '0' })).toThrow(/SCHEDULER_HEARTBEAT_MS is invalid/);
+  });
+});

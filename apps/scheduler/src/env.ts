@@ -1,5 +1,5 @@
 import { alertWebhookUrl, logLevel, metricsToken, nodeEnv, parseEnv, port, positiveInt, queuePrefix, redisStartupTimeoutMs, redisEnv } from '@tickwork/core';
-import { DEFAULT_HEAD_START_MS, MAX_HEAD_START_MS } from '@tickwork/schedules';
+import { DEFAULT_HEAD_START_MS, DEFAULT_SCHEDULER_DEAD_AFTER_MS, DEFAULT_SCHEDULER_HEARTBEAT_MS, MAX_HEAD_START_MS } from '@tickwork/schedules';
 import { z } from 'zod';
 import { parseSpeedup } from './speedup.js';
 
@@ -30,8 +30,14 @@ const schema = z
       .min(0, `must be a whole number of ms from 0 to ${MAX_HEAD_START_MS}`)
       .max(MAX_HEAD_START_MS, `must be at most ${MAX_HEAD_START_MS} ms: a worker holds an early occurrence at most that long`)
       .default(DEFAULT_HEAD_START_MS),
-    /** How long a dispatcher's claim is held; a replica that dies mid-tick leaves its claims to another after this. */
+    /** How long a dispatcher's claim is held; a replica that dies mid-tick leaves its claims to another after this at the latest. */
     SCHEDULE_LEASE_MS: positiveInt(10_000),
+    /**
+     * The scheduler registry: every scheduler beats this often, and one silent for SCHEDULER_DEAD_AFTER_MS counts
+     * as dead: a live scheduler releases its claims and the live ones take its schedules over (dispatch/takeover.ts).
+     */
+    SCHEDULER_HEARTBEAT_MS: positiveInt(DEFAULT_SCHEDULER_HEARTBEAT_MS),
+    SCHEDULER_DEAD_AFTER_MS: positiveInt(DEFAULT_SCHEDULER_DEAD_AFTER_MS),
     /** An occurrence noticed later than this after its time counts as missed (missed-run policy applies). */
     SCHEDULE_GRACE_MS: positiveInt(60_000),
     /** Staging only: `every=10s` runs every schedule on that interval. Refused when NODE_ENV=production. */
@@ -64,6 +70,13 @@ const schema = z
         code: 'custom',
         path: ['SCHEDULE_LOOKAHEAD_MS'],
         message: `must be at most half of SCHEDULE_LEASE_MS (${env.SCHEDULE_LEASE_MS}): occurrences are held up to the look-ahead under a claim that must not expire meanwhile`,
+      });
+    }
+    if (env.SCHEDULER_DEAD_AFTER_MS < 3 * env.SCHEDULER_HEARTBEAT_MS) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['SCHEDULER_DEAD_AFTER_MS'],
+        message: `must be at least 3 times SCHEDULER_HEARTBEAT_MS (${3 * env.SCHEDULER_HEARTBEAT_MS}): a late beat must not look like a death`,
       });
     }
     if (env.SCHEDULE_SPEEDUP !== undefined && env.NODE_ENV === 'production') {

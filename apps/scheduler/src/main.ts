@@ -1,6 +1,6 @@
 import { createAlerter } from '@tickwork/operations';
-import { createHeadStart } from '@tickwork/schedules';
-import { createLogger, exitOnStartupError, openAppContext, metricsRoute, onShutdown, allReady, redisPingCheck, startHealthServer } from '@tickwork/core';
+import { createHeadStart, createSchedulerRegistry, DEFAULT_STALE_AFTER_MS } from '@tickwork/schedules';
+import { createLogger, createRedis, exitOnStartupError, openAppContext, metricsRoute, onShutdown, allReady, redisPingCheck, startHealthServer } from '@tickwork/core';
 import { loadSchedulerEnv } from './env.js';
 import { reconcileSchedules } from './reconcile.js';
 import { createTicker } from './tick.js';
@@ -15,7 +15,7 @@ process.setSourceMapsEnabled(true);
 async function main(): Promise<void> {
   const env = loadSchedulerEnv(process.env);
   // Loading the catalog validates every schedule (pattern, timezone, policies, data): a bad one stops start-up here.
-  const { log, catalog, redis, queues, close } = await openAppContext('scheduler', env, async () => (await import('@tickwork/jobs')).catalog);
+  const { log, catalog, redis, queues, target, outage, close } = await openAppContext('scheduler', env, async () => (await import('@tickwork/jobs')).catalog);
   if (env.SCHEDULE_SPEEDUP !== undefined) {
     log.warn({ everyMs: env.SCHEDULE_SPEEDUP }, 'SCHEDULE_SPEEDUP: every schedule runs on this interval (staging only)');
   }
@@ -34,7 +34,25 @@ async function main(): Promise<void> {
     lookaheadMs: env.SCHEDULE_LOOKAHEAD_MS,
     headStartMs: headStart.current,
     leaseMs: env.SCHEDULE_LEASE_MS,
+    // A stall this long may have had this scheduler judged dead (the registry below) and its claims taken over.
+    staleAfterMs: Math.min(DEFAULT_STALE_AFTER_MS, env.SCHEDULER_DEAD_AFTER_MS / 2),
   });
+  // The scheduler registry: a replica killed mid-way has its claims released as soon as it is found silent,
+  // instead of holding them for SCHEDULE_LEASE_MS (dispatch/takeover.ts). A connection of its own, so a large
+  // claim round never delays a beat.
+  const registryRedis = createRedis(target, 'command');
+  outage.watch(registryRedis);
+  const registry = createSchedulerRegistry({
+    redis: registryRedis,
+    prefix: env.QUEUE_PREFIX,
+    replica: ticker.replica,
+    heartbeatMs: env.SCHEDULER_HEARTBEAT_MS,
+    deadAfterMs: env.SCHEDULER_DEAD_AFTER_MS,
+    leaseMs: env.SCHEDULE_LEASE_MS,
+    log,
+    outage,
+  });
+  await registry.start();
   // The first tick right at start is the catch-up pass: overdue entries are the lowest due scores.
   // The tick in progress is awaited on shutdown: one stopped between its claim and its commit would leave
   // its claims to expire (SCHEDULE_LEASE_MS) before another replica re-plans them.
@@ -107,7 +125,7 @@ async function main(): Promise<void> {
   let stopping = false;
   const running = async () => (stopping ? { ok: false, detail: { scheduler: 'stopping' } } : { ok: true, detail: { scheduler: 'running' } });
   const health = await startHealthServer({ port: env.PORT, log, ready: allReady(redisPingCheck(redis), running), routes: metricsRoute, routesToken: env.METRICS_TOKEN });
-  log.info({ port: env.PORT, catalogSchedules: catalog.scheduled().length }, 'scheduler ready');
+  log.info({ port: env.PORT, catalogSchedules: catalog.scheduled().length, replica: ticker.replica }, 'scheduler ready');
 
   onShutdown(log, async () => {
     stopping = true;
@@ -118,6 +136,9 @@ async function main(): Promise<void> {
     headStart.stop();
     await ticking;
     await ticker.idle(); // occurrences held for their exact time (at most SCHEDULE_LOOKAHEAD_MS)
+    // Every claim is committed: nothing left to take over, so no live scheduler needs to judge this one dead.
+    await registry.stop(true);
+    registryRedis.disconnect();
     await watching;
     await measuring;
     await alerter.settle(2000);

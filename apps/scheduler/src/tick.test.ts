@@ -113,8 +113,8 @@ describe.each(KINDS)('%s schedules', (kind) => {
       const k = shardKeys(s.prefix, shardOf(s.id));
       const now = T0 + MIN + 1000;
       // the dead replica's claim: lease until now + 5 s, never committed
-      const claimed = (await runScript(t.redis, CLAIM, [k.due, k.claimed, k.inflight, k.defs], [now, now, 10, now + 5_000, 'dead'])) as string[];
-      expect(claimed[0]).toBe(s.id);
+      const claimed = (await runScript(t.redis, CLAIM, [k.due, k.claimed, k.inflight, k.defs], [now, now, 10, now + 5_000, 'dead'])) as [number, ...string[]];
+      expect(claimed).toEqual([0, s.id, String(T0 + MIN), expect.any(String)]); // none taken over, then (id, nominal, definition)
       expect(await s.dispatcher().tick(now + 1000)).toMatchObject({ claimed: 0 }); // lease still held
       const later = await Promise.all([1, 2].map(() => s.dispatcher().tick(now + 6_000)));
       expect(later.reduce((sum, r) => sum + r.enqueued, 0)).toBe(1);
@@ -128,7 +128,7 @@ describe.each(KINDS)('%s schedules', (kind) => {
       const k = shardKeys(s.prefix, shardOf(s.id));
       const now = T0 + MIN + 1000;
       // The dead replica claimed minute 1 and added its run, which ran; the replica died before its commit.
-      expect(((await runScript(t.redis, CLAIM, [k.due, k.claimed, k.inflight, k.defs], [now, now, 10, now + 5_000, 'dead'])) as string[])[0]).toBe(s.id);
+      expect(((await runScript(t.redis, CLAIM, [k.due, k.claimed, k.inflight, k.defs], [now, now, 10, now + 5_000, 'dead'])) as string[])[1]).toBe(s.id);
       const ranAt = new Date(T0 + MIN);
       const id = occurrenceKey(s.id, ranAt);
       const defaults = { id, schedule: s.id, nominal: ranAt.toISOString(), trigger: 'schedule' as const };

@@ -1,4 +1,4 @@
-import { claimBatchSize, createDispatcher, dueBacklog, dueBacklogGauge, dueLagGauge, occurrencesDispatched, type DispatchResult } from '@tickwork/schedules';
+import { claimBatchSize, claimsTakenOver, createDispatcher, dueBacklog, dueBacklogGauge, dueLagGauge, occurrencesDispatched, type DispatchResult } from '@tickwork/schedules';
 import type { Catalog, Logger, QueueSet, RedisClient } from '@tickwork/core';
 
 export interface TickDeps {
@@ -11,6 +11,8 @@ export interface TickDeps {
   /** How long before its time an on-time occurrence is added: SCHEDULE_HEAD_START_MS, while the workers allow it (head-start.ts). */
   headStartMs?: number | (() => number) | undefined;
   leaseMs?: number | undefined;
+  /** Occurrences added later than this after their planned time first check their claim still holds (below SCHEDULER_DEAD_AFTER_MS). */
+  staleAfterMs?: number | undefined;
 }
 
 /**
@@ -28,12 +30,16 @@ export function createTicker(deps: TickDeps) {
     // The loop ticks on while held occurrences wait for their time; shutdown awaits them (idle).
     waitHeld: false,
     ...(deps.leaseMs !== undefined && { leaseMs: deps.leaseMs }),
+    ...(deps.staleAfterMs !== undefined && { staleAfterMs: deps.staleAfterMs }),
     ...(deps.headStartMs !== undefined && { headStartMs: deps.headStartMs }),
   });
   return {
+    /** The dispatcher's replica id, the scheduler registry's member (its lease tokens' prefix). */
+    replica: dispatcher.replica,
     async tick(now = Date.now()): Promise<DispatchResult> {
       const result = await dispatcher.tick(now);
       claimBatchSize.observe(result.claimed);
+      if (result.takenOver) claimsTakenOver.inc(result.takenOver);
       if (result.enqueued) occurrencesDispatched.inc({ action: 'enqueued' }, result.enqueued);
       if (result.caughtUp) occurrencesDispatched.inc({ action: 'caught-up' }, result.caughtUp);
       if (result.missed) occurrencesDispatched.inc({ action: 'missed' }, result.missed);

@@ -25,6 +25,8 @@ export { createLogger, safeUrl } from './logger.js';
 export type { Logger } from './logger.js';
 export { jobTally, jobsCancelled, metricsRegistry, metricsRoute } from './metrics.js';
 export type { JobTally } from './metrics.js';
+export { Continuity, beatRegistry } from './processes/heartbeat.js';
+export type { SilentMember } from './processes/heartbeat.js';
 export { HOLDS_EARLY_MEMBER, PROCESS_MEMBER, WorkerRegistry, ownerTagOf, workersKey } from './processes/worker-registry.js';
 export type { DeadWorker, OwnerLiveness } from './processes/worker-registry.js';
 export { addOptions, checkedPayload, createEnqueue, enqueueByName } from './queue/producer.js';

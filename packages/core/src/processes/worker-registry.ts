@@ -3,6 +3,7 @@ import type { RedisClient } from '../redis/connection.js';
 import { TickworkError } from '../errors.js';
 import { defineScript, runScript } from '../redis/scripts.js';
 import type { Logger } from '../logger.js';
+import { beatRegistry, Continuity } from './heartbeat.js';
 
 /**
  * The worker registry: which worker processes are alive, at a cost per process, not per running job.
@@ -16,9 +17,9 @@ import type { Logger } from '../logger.js';
  * - `h:<tag>`: the process `p:<tag>` holds an occurrence added ahead of its time until its time (the
  *   worker's onTime stage), so the scheduler may add occurrences ahead (schedules/head-start.ts).
  *
- * Every process beats all its members in one script call every `heartbeatMs`; the same call returns the
- * members silent for `deadAfterMs` or more (usually none) and drops members silent for `forgetAfterMs`.
- * Everything is one key, so every script reads one slot (Redis Cluster).
+ * Every process beats all its members in one script call every `heartbeatMs` (heartbeat.ts); the same call
+ * returns the members silent for `deadAfterMs` or more (usually none) and drops members silent for
+ * `forgetAfterMs`. Everything is one key, so every script reads one slot (Redis Cluster).
  */
 
 export function workersKey(prefix: string): string {
@@ -64,21 +65,6 @@ export interface WorkerRegistryOptions {
   holdsEarlyOccurrences?: boolean;
 }
 
-/** KEYS[1] registry. ARGV: deadAfterMs, forgetAfterMs, members... Replies {now, dead member, its score, ...}. */
-const BEAT_LUA = `local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local add = {}
-for i = 3, #ARGV do
-  add[#add + 1] = now
-  add[#add + 1] = ARGV[i]
-end
-if #add > 0 then redis.call('ZADD', KEYS[1], unpack(add)) end
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
-local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[1]), 'WITHSCORES', 'LIMIT', 0, 256)
-table.insert(dead, 1, now)
-return dead`;
-const BEAT_SCRIPT = defineScript(BEAT_LUA);
-
 /** KEYS[1] registry, ARGV[1] member: ms since its last beat (server clock), or -1 when it is not registered. */
 const SILENCE_LUA = `local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not s then return -1 end
@@ -95,12 +81,11 @@ export class WorkerRegistry implements OwnerLiveness {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private onDead: ((dead: DeadWorker[]) => void) | undefined;
-  /** performance.now() of the last successful beat, and of the first beat of the current unbroken run of them. */
-  private lastBeat: number | undefined;
+  /** Whether this process sees the registry continuously (heartbeat.ts). */
+  private readonly continuity: Continuity;
   /** performance.now() when the last successful beat was sent; Date.now() when the first of its unbroken run was (aliveThroughout). */
   private lastBeatSent: number | undefined;
   private unbrokenSince = Number.POSITIVE_INFINITY;
-  private seeingSince = 0;
   private failing = false;
 
   constructor(private readonly redis: RedisClient, private readonly opts: WorkerRegistryOptions) {
@@ -108,6 +93,7 @@ export class WorkerRegistry implements OwnerLiveness {
       throw new TickworkError(`dead-after ${opts.deadAfterMs} ms must be at least 3 heartbeats (${3 * opts.heartbeatMs} ms): a late beat must not look like a death`);
     }
     this.key = workersKey(opts.prefix);
+    this.continuity = new Continuity(opts.deadAfterMs);
     this.members = [PROCESS_MEMBER + this.tag, ...(opts.holdsEarlyOccurrences ? [HOLDS_EARLY_MEMBER + this.tag] : [])];
   }
 
@@ -138,8 +124,7 @@ export class WorkerRegistry implements OwnerLiveness {
    * its own next beats, and a process that came back first must not take over everyone's runs.
    */
   seesContinuously(): boolean {
-    const now = performance.now();
-    return this.lastBeat !== undefined && now - this.lastBeat <= this.opts.deadAfterMs / 2 && now - this.seeingSince >= this.opts.deadAfterMs;
+    return this.continuity.sees();
   }
 
   /**
@@ -193,22 +178,15 @@ export class WorkerRegistry implements OwnerLiveness {
     this.sent.beats++;
     const sentAt = performance.now();
     const sentWall = Date.now();
-    const reply = (await runScript(this.redis, BEAT_SCRIPT, [this.key], [this.opts.deadAfterMs, this.opts.forgetAfterMs, ...this.members])) as (
-      | string
-      | number
-    )[];
-    const t = performance.now();
-    if (this.lastBeat === undefined || t - this.lastBeat > this.opts.deadAfterMs / 2) this.seeingSince = t;
-    this.lastBeat = t;
+    const { silent } = await beatRegistry(this.redis, this.key, this.members, this.opts);
+    this.continuity.beat();
     if (this.lastBeatSent === undefined || sentAt - this.lastBeatSent >= this.surelyAliveMs()) this.unbrokenSince = sentWall;
     this.lastBeatSent = sentAt;
-    const now = Number(reply[0]);
     const dead: DeadWorker[] = [];
-    for (let i = 1; i + 1 < reply.length; i += 2) {
-      const member = String(reply[i]);
+    for (const { member, silentMs } of silent) {
       // Dead processes (p:) need nothing done: their runs are taken over when claimed again (isDead).
       const m = /^w:([^:]+):(.+)$/.exec(member);
-      if (m) dead.push({ member, workerId: m[1] as string, queue: m[2] as string, silentMs: now - Number(reply[i + 1]) });
+      if (m) dead.push({ member, workerId: m[1] as string, queue: m[2] as string, silentMs });
     }
     return dead;
   }

@@ -5,18 +5,13 @@ import type { Logger } from '@tickwork/core';
 import type { QueueSet } from '@tickwork/core';
 import { pipelineBySlot, type SlotCommand } from '@tickwork/core';
 import { runScriptMany, type ScriptCall } from '@tickwork/core';
-import { planOccurrences } from '../rules/catch-up.js';
-import { occurrenceJobId } from '../keys.js';
-import { occurrenceKey } from '@tickwork/core';
-import { nextOccurrences } from '../rules/occurrences.js';
-import { historyCapOf, parseDef, policiesOfCore, ruleOfCore } from '../store/definition.js';
 import { historyKeysOf, SCHEDULE_SHARDS, shardKeys } from '../store/shard-keys.js';
 import { CLAIM, COMMIT } from '../store/lua.js';
 import { addOccurrenceJobs } from './occurrence-jobs.js';
-import type { Commit, DispatchResult, OccurrenceJob } from './types.js';
+import type { Commit, DispatchResult } from './types.js';
 import { createFireLane, MAX_HEAD_START_MS } from './fire-lane.js';
 import type { Claimed } from './types.js';
-import { intervalAfter } from '../store/resume.js';
+import { planClaim, type PlanContext } from './plan-claim.js';
 
 export interface DispatcherOptions {
   redis: RedisClient;
@@ -51,15 +46,21 @@ export interface DispatcherOptions {
    * later ticks skip it until they end, so the other shards keep firing on time.
    */
   stuckShardMs?: number;
+  /**
+   * Occurrences added later than this after their planned time (the process was frozen or starved) are
+   * added only where their claim still holds: a replica judged dead meanwhile has had its claims released
+   * (takeover.ts). Below the scheduler registry's dead-after time. Default DEFAULT_STALE_AFTER_MS.
+   */
+  staleAfterMs?: number;
 }
 
 
 export const DEFAULT_CLAIM_LEASE_MS = 10_000;
 export const DEFAULT_CLAIM_BATCH = 200;
-const UNKNOWN_JOB_RETRY_MS = 60_000;
+export const DEFAULT_STALE_AFTER_MS = 1000;
 const DEFAULT_STUCK_SHARD_MS = 500;
 
-const emptyResult = (): DispatchResult => ({ claimed: 0, enqueued: 0, caughtUp: 0, missed: 0, skippedPaused: 0, committed: 0, rounds: 0 });
+const emptyResult = (): DispatchResult => ({ claimed: 0, takenOver: 0, enqueued: 0, caughtUp: 0, missed: 0, skippedPaused: 0, committed: 0, rounds: 0 });
 
 function addInto(into: DispatchResult, from: DispatchResult): void {
   for (const k of Object.keys(into) as (keyof DispatchResult)[]) into[k] += from[k];
@@ -71,9 +72,11 @@ function addInto(into: DispatchResult, from: DispatchResult): void {
  * due entries on every shard (starting at a random shard, so replicas spread); each claimed entry is planned
  * with the pure planner (missed/catch-up policies, grace) from its nominal time, its runs are added with
  * deterministic job ids, and one COMMIT per shard puts the next occurrence back in the due index and writes
- * the history records, only where this lease still holds. A replica that dies after claiming leaves its lease
- * to expire; another re-plans from the same nominal: same job ids (adding is a no-op while the job exists),
- * same occurrence keys (the ledger suppresses a second effect).
+ * the history records, only where this lease still holds. A replica that dies after claiming leaves its claims
+ * until a live scheduler releases them (it stopped beating: takeover.ts) or their lease expires; another
+ * re-plans from the same nominal: same job ids (adding is a no-op while the job exists), same occurrence keys
+ * (the ledger suppresses a second effect). Its lease tokens are `<replica>.<seq>`, `replica` this dispatcher's
+ * id in the scheduler registry.
  */
 export function createDispatcher(opts: DispatcherOptions) {
   const { redis, queues, catalog, log } = opts;
@@ -82,10 +85,12 @@ export function createDispatcher(opts: DispatcherOptions) {
   const batch = opts.batch ?? DEFAULT_CLAIM_BATCH;
   const maxRounds = opts.maxRounds ?? 8;
   const stuckShardMs = opts.stuckShardMs ?? DEFAULT_STUCK_SHARD_MS;
+  const staleAfterMs = opts.staleAfterMs ?? DEFAULT_STALE_AFTER_MS;
   const headStart = opts.headStartMs ?? 0;
   const headStartNow = (): number => Math.min(Math.max(typeof headStart === 'function' ? headStart() : headStart, 0), MAX_HEAD_START_MS);
   const replica = randomBytes(4).toString('hex');
   let seq = 0;
+  const planning: PlanContext = { catalog, log, graceMs: opts.graceMs, lookaheadMs: opts.lookaheadMs };
 
   /** Every shard, starting at a random one, so replicas spread. */
   const shardOrder = (): number[] => {
@@ -116,24 +121,43 @@ export function createDispatcher(opts: DispatcherOptions) {
     );
     let full = false;
     const claimed: Claimed[] = [];
+    /** What the taken-over entries' plans decided (the round's one log line for them). */
+    const tookOver = emptyResult();
     replies.forEach((reply, i) => {
-      const flat = reply as string[];
+      // How many entries were taken over (they come first), then (id, nominal, definition) triples.
+      const [takenOver, ...flat] = reply as [number, ...string[]];
       if (flat.length / 3 >= batch) full = true;
       const shard = shards[i] as number;
       for (let j = 0; j < flat.length; j += 3) {
-        const runs: OccurrenceJob[] = [];
-        const commit = plan(flat[j] as string, Number(flat[j + 1]), flat[j + 2] as string, now, runs, result);
+        const entry = { id: flat[j] as string, nominal: Number(flat[j + 1]), raw: flat[j + 2] as string, takenOver: j / 3 < takenOver };
+        const runs: Claimed['runs'] = [];
+        const commit = planClaim(planning, entry, now, runs, entry.takenOver ? tookOver : result);
         claimed.push({ shard, commit, runs });
         result.claimed++;
+        if (entry.takenOver) tookOver.takenOver++;
       }
     });
+    if (tookOver.takenOver > 0) {
+      log.info(
+        { claims: tookOver.takenOver, enqueued: tookOver.enqueued, missed: tookOver.missed, caughtUp: tookOver.caughtUp },
+        'took over claims a dead or stalled scheduler held: each schedule resumes with its next run, and its missed policy judges the occurrences due meanwhile',
+      );
+      addInto(result, tookOver);
+    }
     if (claimed.length === 0) return false;
     await lane.fire(claimed, now, startedAt, token, result, headStartNow());
     return full;
   }
 
-  /** Adds a group's runs, then commits its claims (only where this round's lease still holds). */
-  async function fire(group: readonly Claimed[], token: string, headStartMs: number): Promise<number> {
+  /**
+   * Adds a group's runs, then commits its claims (only where this round's lease still holds). A group that
+   * fires late by more than staleAfterMs first checks which of its claims still hold: this process was frozen
+   * or starved, and a live scheduler may have judged it dead and another re-planned those schedules; their
+   * runs are that one's to add now (one round trip, only then).
+   */
+  async function fire(group: readonly Claimed[], token: string, headStartMs: number, lateMs: number): Promise<number> {
+    if (lateMs > staleAfterMs) group = await stillHeld(group, token, lateMs);
+    if (group.length === 0) return 0;
     await addOccurrenceJobs(queues, catalog, group.flatMap((c) => c.runs), Date.now(), headStartMs);
     const byShard = new Map<number, Commit[]>();
     for (const c of group) {
@@ -145,50 +169,15 @@ export function createDispatcher(opts: DispatcherOptions) {
     for (const n of await runScriptMany(redis, COMMIT, [...byShard].map(([shard, list]) => commitCall(shard, token, list)))) committed += Number(n);
     return committed;
   }
-  const lane = createFireLane({ fire, log, waitHeld: opts.waitHeld ?? true, maxHoldMs: leaseMs / 2 });
-
-  function plan(id: string, nominal: number, raw: string, now: number, runs: OccurrenceJob[], result: DispatchResult): Commit {
-    const def = parseDef(raw);
-    const cap = historyCapOf(def.core);
-    if (!catalog.get(def.core.j)) {
-      // A runtime schedule of a job this deploy lacks (removed, or a newer deploy added it): retry later.
-      log.warn({ schedule: id, job: def.core.j }, 'schedule runs a job this catalog does not have; retrying in a minute');
-      return { id, next: now + UNKNOWN_JOB_RETRY_MS, watchDeadline: null, cap, records: [] };
+  async function stillHeld(group: readonly Claimed[], token: string, lateMs: number): Promise<Claimed[]> {
+    const replies = await pipelineBySlot(redis, group.map((c): SlotCommand => ['hget', shardKeys(prefix, c.shard).inflight, c.commit.id]));
+    const held = group.filter((_, i) => String(replies[i]?.[1] ?? '').endsWith(`:${token}`));
+    if (held.length < group.length) {
+      log.warn({ claims: group.length - held.length, lateMs }, 'this scheduler stalled holding occurrences and another took their claims over; it leaves them to that one');
     }
-    const rule = ruleOfCore(id, def.core);
-    const policies = policiesOfCore(def.core);
-    const planned = planOccurrences({ rule, policies, cursor: nominal - 1, now, graceMs: opts.graceMs, lookaheadMs: opts.lookaheadMs });
-    const after = planned.items.length > 0 ? planned.cursor : nominal - 1;
-    const next = nextOccurrences(rule, new Date(after), 1)[0]?.at.getTime() ?? null;
-    // The deadline index is for runtime schedules that opted in; catalog schedules have the watchdog's full pass.
-    const watched = def.core.W === 1;
-    const claimedAt = new Date(now).toISOString();
-    const records: Commit['records'] = [];
-    let watchDeadline: number | null = null;
-    for (const item of planned.items) {
-      const at = item.at.getTime();
-      const rid = occurrenceKey(id, item.at);
-      const trigger = item.action === 'catch-up' ? 'catch-up' : 'schedule';
-      if (item.action === 'missed' || def.paused) {
-        const outcome = item.action === 'missed' ? 'missed' : 'skipped-paused';
-        if (outcome === 'missed') result.missed++;
-        else result.skippedPaused++;
-        records.push({ id: rid, score: at, patch: { outcome }, defaults: { id: rid, schedule: id, nominal: item.at.toISOString(), trigger, claimedAt } });
-        continue;
-      }
-      const intervalMs = watched ? intervalAfter(rule, at) : null;
-      if (watched && watchDeadline === null) watchDeadline = at + 3 * (intervalMs ?? 60_000);
-      runs.push({ id, def, nominal: at, catchUp: item.action === 'catch-up', intervalMs });
-      if (item.action === 'catch-up') result.caughtUp++;
-      else result.enqueued++;
-      const jobId = occurrenceJobId(id, item.at);
-      records.push({ id: rid, score: at, patch: { enqueuedAt: new Date().toISOString() }, defaults: { id: rid, schedule: id, nominal: item.at.toISOString(), trigger, claimedAt, jobId } });
-    }
-    if (planned.items.some((i) => i.action !== 'enqueue')) {
-      log.warn({ schedule: id, policy: policies.missed, items: planned.items.length }, 'occurrences were due while no scheduler ran');
-    }
-    return { id, next, watchDeadline, cap, records };
+    return held;
   }
+  const lane = createFireLane({ fire, log, waitHeld: opts.waitHeld ?? true, maxHoldMs: leaseMs / 2 });
 
   function commitCall(shard: number, token: string, list: readonly Commit[]): ScriptCall {
     const k = shardKeys(prefix, shard);
@@ -246,6 +235,8 @@ export function createDispatcher(opts: DispatcherOptions) {
   }
 
   return {
+    /** This dispatcher's id: its lease tokens are `<replica>.<seq>` (the scheduler registry's member, takeover.ts). */
+    replica,
     /** One tick: claim rounds until no shard returns a full batch (at most maxRounds). */
     async tick(now = Date.now()): Promise<DispatchResult> {
       const startedAt = Date.now(); // the wall clock at `now`: held runs wait for `at - now` less what the tick took since

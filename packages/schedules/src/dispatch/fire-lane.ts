@@ -31,8 +31,11 @@ export const DEFAULT_HEAD_START_MS = 50;
  * little late, still within the grace period). The look-ahead must stay well below the claim lease.
  */
 export function createFireLane(opts: {
-  /** Adds a group's runs with the head start it was held for, then commits its claims. */
-  fire: (group: readonly Claimed[], token: string, headStartMs: number) => Promise<number>;
+  /**
+   * Adds a group's runs with the head start it was held for, then commits its claims. `lateMs`: how much
+   * later than planned it fires (a process frozen or starved meanwhile may have had its claims taken over).
+   */
+  fire: (group: readonly Claimed[], token: string, headStartMs: number, lateMs: number) => Promise<number>;
   log: Logger;
   /** Whether `fire` resolves only once the held groups are added (tests) or at once (the scheduler's loop). */
   waitHeld: boolean;
@@ -44,11 +47,12 @@ export function createFireLane(opts: {
 }) {
   const pending = new Set<Promise<void>>();
 
-  function hold(at: number, delayMs: number, group: Claimed[], token: string, headStartMs: number, result: DispatchResult): Promise<void> {
+  /** `due`: the wall-clock time to add the group at (lateness is measured from it, a freeze before the hold included). */
+  function hold(at: number, due: number, group: Claimed[], token: string, headStartMs: number, result: DispatchResult): Promise<void> {
     const done = new Promise<void>((resolve) => {
       setTimeout(() => {
         opts
-          .fire(group, token, headStartMs)
+          .fire(group, token, headStartMs, Date.now() - due)
           .then((n) => {
             result.committed += n;
           })
@@ -57,7 +61,7 @@ export function createFireLane(opts: {
             opts.log.error({ err: { message: (err as Error).message }, at: new Date(at).toISOString() }, 'could not add held occurrences; they are re-claimed when the lease expires'),
           )
           .finally(resolve);
-      }, delayMs);
+      }, Math.max(0, due - Date.now()));
     });
     pending.add(done);
     void done.then(() => pending.delete(done));
@@ -84,10 +88,11 @@ export function createFireLane(opts: {
           group.push(c);
         }
       }
-      if (ready.length > 0) result.committed += await opts.fire(ready, token, headStartMs);
+      // Due now: planned at the tick's start, so late by whatever the claim round took beyond that.
+      if (ready.length > 0) result.committed += await opts.fire(ready, token, headStartMs, Date.now() - startedAt);
       const waits: Promise<void>[] = [];
       for (const [at, group] of held) {
-        waits.push(hold(at, Math.max(0, at - now - (Date.now() - startedAt)), group, token, headStartMs, result));
+        waits.push(hold(at, startedAt + (at - now), group, token, headStartMs, result));
       }
       if (opts.waitHeld) await Promise.all(waits);
     },

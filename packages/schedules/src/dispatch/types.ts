@@ -8,6 +8,8 @@ import type { StoredDef } from '../store/definition.js';
 /** What one dispatch did, counted. */
 export interface DispatchResult {
   claimed: number;
+  /** Of those, claims taken over from a replica that died holding them (lease expired or released). */
+  takenOver: number;
   enqueued: number;
   caughtUp: number;
   missed: number;

@@ -59,3 +59,16 @@ export const headStartGauge = new Gauge({
   help: 'How long before its time this scheduler adds an on-time occurrence: SCHEDULE_HEAD_START_MS, or 0 while a worker that does not hold early occurrences is registered',
   registers: [metricsRegistry],
 });
+
+/** The scheduler registry (dispatch/takeover.ts): dead replicas whose claims this scheduler released. */
+export const schedulerTakeovers = new Counter({
+  name: 'tickwork_scheduler_takeovers_total',
+  help: 'Scheduler replicas found silent past SCHEDULER_DEAD_AFTER_MS whose claims this scheduler released to the live ones',
+  registers: [metricsRegistry],
+});
+
+export const claimsTakenOver = new Counter({
+  name: 'tickwork_schedule_claims_taken_over_total',
+  help: 'Claims this scheduler took over from a replica that died holding them (released by the registry, or lease expired)',
+  registers: [metricsRegistry],
+});

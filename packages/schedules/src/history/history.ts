@@ -86,6 +86,12 @@ export async function readHistory(redis: RedisClient, prefix: string, schedule: 
   return raw.flatMap((r) => (r ? [JSON.parse(r) as OccurrenceRecord] : []));
 }
 
+/** One occurrence's record (`nominalMs`: its nominal time), or undefined while no scheduler has dealt with it. */
+export async function readOccurrence(redis: RedisClient, prefix: string, schedule: string, nominalMs: number): Promise<OccurrenceRecord | undefined> {
+  const raw = await redis.hget(historyKeysOf(prefix, schedule).records, occurrenceKey(schedule, new Date(nominalMs)));
+  return raw === null ? undefined : (JSON.parse(raw) as OccurrenceRecord);
+}
+
 export async function lastOutcomes(
   redis: RedisClient,
   prefix: string,

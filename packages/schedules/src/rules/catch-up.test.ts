@@ -69,3 +69,42 @@ describe('planOccurrences (outage of 10 one-minute occurrences, window 5 minutes
     ]);
   });
 });
+
+describe('planOccurrences of a claim taken over from a dead replica (supersede)', () => {
+  // An every-second schedule whose claimer died holding its claim for second 1; another replica takes the
+  // claim over at second 4.3 (look-ahead 1 s), within the grace period of every occurrence since.
+  const S = 1000;
+  const takeover: PlanInput = { ...base, rule: ruleOf('t', { pattern: '* * * * * *', tz: 'UTC' }), now: T0 + 4 * S + 300, graceMs: 60_000, lookaheadMs: 1000, supersede: true };
+  const seconds = (input: PlanInput) => planOccurrences(input).items.map((i) => `${(i.at.getTime() - T0) / S}:${i.action}`);
+
+  it('resumes with the next occurrence at its time; the ones due meanwhile are not added at once', () => {
+    expect(seconds(takeover)).toEqual(['1:missed', '2:missed', '3:missed', '4:missed', '5:enqueue']);
+    // Without supersede, every one of them is within the grace period: all added at once (a burst).
+    expect(seconds({ ...takeover, supersede: false })).toEqual(['1:enqueue', '2:enqueue', '3:enqueue', '4:enqueue', '5:enqueue']);
+  });
+
+  it('runs the latest one due now when no later one is within the look-ahead', () => {
+    // Every 2 s, taken over at 4.3: 2 and 4 came due, 6 is beyond the look-ahead; 4 runs now, 0.3 s late.
+    const every2 = { ...takeover, rule: ruleOf('t', { every: { seconds: 2 }, tz: 'UTC' }) };
+    expect(seconds(every2)).toEqual(['2:missed', '4:enqueue']);
+    // A minutely schedule taken over seconds late: its one occurrence runs as usual.
+    const minutely = { ...takeover, rule: ruleOf('t', { pattern: '* * * * *', tz: 'UTC' }), cursor: T0 + 59 * S, now: T0 + MIN + 4000 };
+    expect(planOccurrences(minutely).items.map((i) => i.action)).toEqual(['enqueue']);
+  });
+
+  it('judges the superseded ones by the missed policy: once runs only the resuming one, all up to maxCatchUp in all', () => {
+    expect(seconds({ ...takeover, policies: { ...takeover.policies, missed: 'once' } })).toEqual(['1:missed', '2:missed', '3:missed', '4:missed', '5:enqueue']);
+    expect(seconds({ ...takeover, policies: { ...takeover.policies, missed: 'all', maxCatchUp: 3 } })).toEqual([
+      '1:missed',
+      '2:missed',
+      '3:catch-up',
+      '4:catch-up',
+      '5:enqueue',
+    ]);
+  });
+
+  it('changes nothing for a claim taken over after an outage longer than the grace period', () => {
+    const outage = { ...base, supersede: true, policies: { ...base.policies, missed: 'once' as const } };
+    expect(summary(outage)).toEqual(summary({ ...outage, supersede: false }));
+  });
+});

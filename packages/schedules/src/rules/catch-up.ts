@@ -29,6 +29,16 @@ export interface PlanInput {
   lookaheadMs: number;
   /** Bounds the work of one tick after a very long outage; the rest is planned on the next tick. */
   limit?: number;
+  /**
+   * The claim was taken over from a replica that died holding it (its lease expired, or a live scheduler
+   * released it when it stopped beating). The occurrences that came due meanwhile are superseded by the
+   * schedule's next run: the next occurrence within the look-ahead (run at its time) or, when none comes
+   * that soon, the latest one due (run now, if within the grace period). The others are judged by the missed
+   * policy, as after an outage, rather than all added at once (a burst of one schedule's runs, which its
+   * overlap policy would skip but for one). The resuming run counts as one of the policy's catch-up runs:
+   * 'once' runs only it.
+   */
+  supersede?: boolean;
 }
 
 export interface Plan {
@@ -62,12 +72,22 @@ export function planOccurrences(input: PlanInput): Plan {
   const { truncated } = found;
   const outside = truncated ? found.occurrences.filter((o) => o.at.getTime() < windowStart) : [];
   const occurrences = outside.length > 0 ? outside : found.occurrences;
-  const pastDue = occurrences.filter((o) => o.at.getTime() < lateBefore);
+  let late = (o: Occurrence) => o.at.getTime() < lateBefore;
+  let resumes = false;
+  if (input.supersede) {
+    // A taken-over claim: what came due is late, but for the latest one when no later one is in the look-ahead.
+    const due = occurrences.filter((o) => o.at.getTime() <= now);
+    const keep = !truncated && due.length === occurrences.length ? due.at(-1) : undefined; // a truncated batch's last is not the latest
+    const graced = late;
+    late = (o) => graced(o) || (o.at.getTime() <= now && o !== keep);
+    resumes = due.length > 0 && occurrences.some((o) => !late(o));
+  }
+  const pastDue = occurrences.filter(late);
   const eligible = pastDue.filter((o) => o.at.getTime() >= windowStart);
-  const quota = catchUpQuota(policies);
+  const quota = catchUpQuota(policies) - (resumes ? 1 : 0);
   const caughtUp = new Set(quota > 0 ? eligible.slice(-quota) : []);
   const items = occurrences.map((o): PlannedOccurrence => {
-    if (o.at.getTime() >= lateBefore) return { ...o, action: 'enqueue' };
+    if (!late(o)) return { ...o, action: 'enqueue' };
     return { ...o, action: caughtUp.has(o) ? 'catch-up' : 'missed' };
   });
   const last = items.at(-1);

@@ -76,10 +76,11 @@ end
 return 1`);
 
 /**
- * CLAIM: expired leases first (their dispatcher died between claim and commit), then due entries with a
- * score up to ARGV[2] (now + look-ahead), at most ARGV[3] in all. Each moves to `claimed` with the lease
- * deadline ARGV[4]; `inflight` keeps its nominal and the lease token ARGV[5]. Entries whose definition is
- * gone are dropped. Returns flat (id, nominal, definition) triples.
+ * CLAIM: expired leases first (their dispatcher died between claim and commit: its lease ran out, or a live
+ * scheduler released it, RELEASE_CLAIMS), then due entries with a score up to ARGV[2] (now + look-ahead), at
+ * most ARGV[3] in all. Each moves to `claimed` with the lease deadline ARGV[4]; `inflight` keeps its nominal
+ * and the lease token ARGV[5]. Entries whose definition is gone are dropped. Returns how many of the entries
+ * were taken over (they come first), then flat (id, nominal, definition) triples.
  * KEYS: due, claimed, inflight, defs. ARGV: now, horizon, batch, lease deadline, token.
  */
 export const CLAIM = defineScript(`
@@ -119,7 +120,30 @@ if n < batch then
     end
   end
 end
+table.insert(out, 1, n)
 return out`);
+
+/**
+ * RELEASE_CLAIMS: the claims of scheduler replicas that stopped beating (dispatch/takeover.ts) expire now, so
+ * the next CLAIM, by any replica, takes them over first. A claim is a dead replica's when its lease token
+ * (`<replica>.<seq>`, after the nominal in `inflight`) starts with one of ARGV's replica ids. Its token stays:
+ * should that replica only have been frozen, its late COMMIT still lands until another claims the entry, and
+ * is refused after. Already expired claims are not looked at. Returns how many it released.
+ * KEYS: claimed, inflight. ARGV: replica ids.
+ */
+export const RELEASE_CLAIMS = defineScript(`
+local dead = {}
+for i = 1, #ARGV do dead[ARGV[i]] = true end
+local n = 0
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(0', '+inf')) do
+  local inf = redis.call('HGET', KEYS[2], id)
+  local replica = inf and string.match(inf, '^[^:]*:([^.]*)%.')
+  if replica and dead[replica] then
+    redis.call('ZADD', KEYS[1], 0, id)
+    n = n + 1
+  end
+end
+return n`);
 
 /**
  * COMMIT of one shard's claims, each only while it is still held under this lease token (ARGV[1]): an
