@@ -20,13 +20,15 @@ import { DAY_MS } from './zone-days.js';
  */
 export type OccurrenceRule =
   | { kind: 'cron'; pattern: string; tz: string; dst: DstPolicy }
-  | { kind: 'every'; everyMs: number; tz: string };
+  /** `dst` applies to whole-day intervals only (they fire at local midnight); absent: the default. */
+  | { kind: 'every'; everyMs: number; tz: string; dst?: DstPolicy };
 
 export type { Occurrence, OccurrenceKind } from './local-times.js';
 
 export function ruleOf(jobName: string, spec: ScheduleSpec): OccurrenceRule {
-  if (spec.pattern !== undefined) return { kind: 'cron', pattern: spec.pattern, tz: spec.tz, dst: { ...DEFAULT_DST, ...spec.dst } };
-  return { kind: 'every', everyMs: everyMs(jobName, spec), tz: spec.tz };
+  const dst = { ...DEFAULT_DST, ...spec.dst };
+  if (spec.pattern !== undefined) return { kind: 'cron', pattern: spec.pattern, tz: spec.tz, dst };
+  return { kind: 'every', everyMs: everyMs(jobName, spec), tz: spec.tz, dst };
 }
 
 /**
@@ -37,6 +39,12 @@ export function* occurrencesAfter(rule: OccurrenceRule, after: Date, until?: Dat
   const untilMs = until?.getTime();
   if (rule.kind === 'cron') {
     yield* localTimesAfter(compileCron(rule), after.getTime(), untilMs);
+    return;
+  }
+  // A whole number of days means dates in the schedule's zone ("every day" runs at local midnight, not at
+  // UTC midnight); any other interval is real time.
+  if (rule.everyMs % DAY_MS === 0) {
+    yield* localTimesAfter(compileEveryDays(rule, rule.everyMs / DAY_MS), after.getTime(), untilMs);
     return;
   }
   // Anchored at the epoch (as BullMQ's `every`), so every replica and every restart agree on the grid.
@@ -137,4 +145,24 @@ function* matchingDays(c: ParsedPattern, fromUtcMidnight: number): Generator<Loc
 function dayOf(utcMidnight: number): LocalDay {
   const d = new Date(utcMidnight);
   return { y: d.getUTCFullYear(), m: d.getUTCMonth() + 1, d: d.getUTCDate() };
+}
+
+const everyDays = boundedCache<LocalTimes>(1000);
+
+/**
+ * An `every` of whole days: local midnight of every `days`-th local date, counted from 1970-01-01 (so every
+ * replica and restart agree), with the schedule's DST policy as for the pattern `0 0 * * *`.
+ */
+function compileEveryDays(rule: Extract<OccurrenceRule, { kind: 'every' }>, days: number): LocalTimes {
+  const dst = { ...DEFAULT_DST, ...rule.dst };
+  return everyDays(`${days}\u0000${rule.tz}\u0000${dst.gap}\u0000${dst.fold}`, () => ({
+    zone: IANAZone.create(rule.tz),
+    dst,
+    times: [0],
+    everyHour: false,
+    *days(fromUtcMidnight: number) {
+      const from = fromUtcMidnight / DAY_MS;
+      for (let n = from + ((((days - from) % days) + days) % days); ; n += days) yield dayOf(n * DAY_MS);
+    },
+  }));
 }

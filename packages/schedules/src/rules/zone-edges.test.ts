@@ -99,6 +99,34 @@ it('a skipped date (Apia 2011-12-30) has no run; the next midnight is regular', 
   ]);
 });
 
+describe('every: whole days are local dates', () => {
+  const every = (e: Record<string, number>, tz: string, from: string, to: string) =>
+    occurrencesBetween(ruleOf('test', { every: e, tz }), new Date(from), new Date(to)).occurrences.map((o) => o.at.toISOString());
+
+  it('{ days: 1 } runs at local midnight, through a DST change', () => {
+    expect(every({ days: 1 }, 'America/New_York', '2026-03-06T12:00Z', '2026-03-10T12:00Z')).toEqual([
+      '2026-03-07T05:00:00.000Z',
+      '2026-03-08T05:00:00.000Z',
+      '2026-03-09T04:00:00.000Z', // EDT from Mar 8
+      '2026-03-10T04:00:00.000Z',
+    ]);
+    expect(every({ hours: 24 }, 'Europe/Berlin', '2026-03-28T12:00Z', '2026-03-30T12:00Z')).toEqual(['2026-03-28T23:00:00.000Z', '2026-03-29T22:00:00.000Z']);
+  });
+
+  it('{ days: 2 } counts dates from 1970-01-01 (every replica agrees), at local midnight', () => {
+    expect(every({ days: 2 }, 'Asia/Kolkata', '2026-03-06T12:00Z', '2026-03-12T12:00Z')).toEqual([
+      '2026-03-07T18:30:00.000Z', // Mar 8 00:00 +05:30: 20,520 days after 1970-01-01
+      '2026-03-09T18:30:00.000Z',
+      '2026-03-11T18:30:00.000Z',
+    ]);
+  });
+
+  it('any other interval is real time from the epoch, whatever the zone', () => {
+    // Multiples of 5 h from 1970-01-01T00:00Z: 2026-03-07T04:00Z is the 98,492nd.
+    expect(every({ hours: 5 }, 'Asia/Kolkata', '2026-03-07T00:00Z', '2026-03-07T12:00Z')).toEqual(['2026-03-07T04:00:00.000Z', '2026-03-07T09:00:00.000Z']);
+  });
+});
+
 it('offset changes that are not a whole hour give hourly patterns one longer or shorter interval', () => {
   const hourly = (tz: string, from: string, to: string) => minutesApart(cron('0 * * * *', tz), from, to).filter((m) => m !== 60);
   expect(hourly('America/Caracas', '2016-05-01T03:00Z', '2016-05-01T10:00Z')).toEqual([30]); // 30-minute gap, 02:30 -> 03:00
