@@ -21,10 +21,12 @@ export interface ScheduleCommon {
   data?: Record<string, unknown>;
   /**
    * What a wall-clock time that does not exist (spring forward, `gap`) or exists twice (fall back, `fold`)
-   * means for this schedule. Default `{ gap: 'shift', fold: 'once' }`: a daily job runs exactly once every
-   * local day. `gap: 'shift'` runs 02:30 at 03:30 (moved by the size of the gap); `'skip'` drops it.
+   * means for this schedule. Default `{ gap: 'shift', fold: 'once' }`: a daily job runs exactly once on
+   * every local date, on that date. `gap: 'shift'` runs 02:30 at 03:30 (moved by the size of the gap; by as
+   * much earlier where later would be the next date, as for 23:30 in Nuuk); `'skip'` drops it.
    * `fold: 'once'` runs at the first 01:30; `'twice'` at both. Patterns that fire every hour (`*` in the
-   * hour field) and `every` intervals ignore this: they keep their absolute spacing in real time.
+   * hour field) and `every` intervals other than whole days ignore this: they keep their spacing in real
+   * time. An `every` of whole days runs at local midnight and follows it, as `0 0 * * *` would.
    */
   dst?: Partial<DstPolicy>;
   /**

@@ -191,7 +191,7 @@ describe('Australia/Lord_Howe (30-minute DST: Oct 4 2026 02:00->02:30, Apr 5 202
 });
 
 describe('engine basics', () => {
-  it('every intervals are anchored at the epoch and ignore DST', () => {
+  it('every intervals other than whole days are anchored at the epoch and ignore DST', () => {
     const rule = ruleOf('t', { every: { hours: 1 }, tz: 'America/New_York' });
     const isos = nextOccurrences(rule, new Date('2026-03-08T04:10Z'), 5).map((o) => o.at.toISOString());
     expect(isos).toEqual([

@@ -1,52 +1,56 @@
-import { CronExpression, CronExpressionParser, CronFieldCollection } from 'cron-parser';
-import { DateTime, IANAZone } from 'luxon';
+import { CronExpressionParser, type CronFieldCollection } from 'cron-parser';
+import { IANAZone } from 'luxon';
 import type { DstPolicy, ScheduleSpec } from '@tickwork/core';
 import { JobDefinitionError } from '@tickwork/core';
 import { boundedCache } from '@tickwork/core';
 import { DEFAULT_DST } from '@tickwork/core';
 import { everyMs } from '@tickwork/core';
+import { dayMatcher, type DayMatcher } from './cron-days.js';
+import { localTimesAfter, type LocalDay, type LocalTimes, type Occurrence } from './local-times.js';
+import { DAY_MS } from './zone-days.js';
 
 /**
  * The one place tickwork decides when a schedule fires. Pure (no Redis, no clock): the scheduler, the
  * catch-up planner, the preview and the tests all call it, so they can never disagree.
  *
- * cron-parser only parses the pattern and picks the matching calendar days (evaluated in UTC, where days
- * have no DST); turning a local wall time into instants is done here with luxon's zone offsets, so the
- * gap/fold policy is ours and per schedule.
+ * cron-parser only parses the pattern; the matching calendar dates follow its rules (cron-days.ts), and
+ * local wall times become instants here with luxon's zone offsets (local-times.ts, zone-days.ts), so the
+ * gap/fold policy is ours and per schedule. `pnpm bench:zones` holds all of it to an Intl-only reference
+ * over every zone and every offset change from 1969 to 2100.
  */
 export type OccurrenceRule =
   | { kind: 'cron'; pattern: string; tz: string; dst: DstPolicy }
-  | { kind: 'every'; everyMs: number; tz: string };
+  /** `dst` applies to whole-day intervals only (they fire at local midnight); absent: the default. */
+  | { kind: 'every'; everyMs: number; tz: string; dst?: DstPolicy };
 
-/**
- * - `regular`: the wall time exists once.
- * - `gap-shifted`: the wall time fell in a spring-forward gap and was moved forward by the gap's size.
- * - `fold-first` / `fold-second`: the wall time exists twice (fall back); which pass this is.
- */
-export type OccurrenceKind = 'regular' | 'gap-shifted' | 'fold-first' | 'fold-second';
-
-export interface Occurrence {
-  /** The nominal fire instant. */
-  at: Date;
-  kind: OccurrenceKind;
-}
-
-const DAY_MS = 86_400_000;
+export type { Occurrence, OccurrenceKind } from './local-times.js';
 
 export function ruleOf(jobName: string, spec: ScheduleSpec): OccurrenceRule {
-  if (spec.pattern !== undefined) return { kind: 'cron', pattern: spec.pattern, tz: spec.tz, dst: { ...DEFAULT_DST, ...spec.dst } };
-  return { kind: 'every', everyMs: everyMs(jobName, spec), tz: spec.tz };
+  const dst = { ...DEFAULT_DST, ...spec.dst };
+  if (spec.pattern !== undefined) return { kind: 'cron', pattern: spec.pattern, tz: spec.tz, dst };
+  return { kind: 'every', everyMs: everyMs(jobName, spec), tz: spec.tz, dst };
 }
 
-/** Occurrences strictly after `after`, ascending, lazily (a schedule has no last occurrence). */
-export function* occurrencesAfter(rule: OccurrenceRule, after: Date): Generator<Occurrence> {
-  if (rule.kind === 'every') {
-    // Anchored at the epoch (as BullMQ's `every`), so every replica and every restart agree on the grid.
-    for (let t = Math.floor(after.getTime() / rule.everyMs) * rule.everyMs + rule.everyMs; ; t += rule.everyMs) {
-      yield { at: new Date(t), kind: 'regular' };
-    }
+/**
+ * Occurrences strictly after `after`, ascending, lazily (a schedule has no last occurrence). With `until`,
+ * only those up to it are promised (past it, some may be missing): a bounded caller's hint.
+ */
+export function* occurrencesAfter(rule: OccurrenceRule, after: Date, until?: Date): Generator<Occurrence> {
+  const untilMs = until?.getTime();
+  if (rule.kind === 'cron') {
+    yield* localTimesAfter(compileCron(rule), after.getTime(), untilMs);
+    return;
   }
-  yield* cronAfter(compileCron(rule), after.getTime());
+  // A whole number of days means dates in the schedule's zone ("every day" runs at local midnight, not at
+  // UTC midnight); any other interval is real time.
+  if (rule.everyMs % DAY_MS === 0) {
+    yield* localTimesAfter(compileEveryDays(rule, rule.everyMs / DAY_MS), after.getTime(), untilMs);
+    return;
+  }
+  // Anchored at the epoch (as BullMQ's `every`), so every replica and every restart agree on the grid.
+  for (let t = Math.floor(after.getTime() / rule.everyMs) * rule.everyMs + rule.everyMs; ; t += rule.everyMs) {
+    yield { at: new Date(t), kind: 'regular' };
+  }
 }
 
 /** The first `count` occurrences strictly after `after`. */
@@ -68,7 +72,7 @@ export function occurrencesBetween(
   limit = Number.POSITIVE_INFINITY,
 ): { occurrences: Occurrence[]; truncated: boolean } {
   const occurrences: Occurrence[] = [];
-  for (const o of occurrencesAfter(rule, from)) {
+  for (const o of occurrencesAfter(rule, from, to)) {
     if (o.at.getTime() > to.getTime()) return { occurrences, truncated: false };
     if (occurrences.length >= limit) return { occurrences, truncated: true };
     occurrences.push(o);
@@ -88,168 +92,77 @@ export function previousOccurrences(rule: OccurrenceRule, before: Date, count: n
   }
 }
 
-interface CompiledCron {
-  zone: IANAZone;
-  dst: DstPolicy;
-  /** Seconds into the local day at which the pattern fires, ascending. */
+/** What a pattern says whatever its zone: parsed once per pattern. */
+interface ParsedPattern {
+  /** Seconds into the local day, ascending. */
   times: number[];
-  /** Every hour of the day matches: DST policy does not apply, the schedule keeps real-time spacing. */
   everyHour: boolean;
-  fields: CronFieldCollection;
-  /** The day fields alone (time fields fixed at midnight), built once: matching days come from them. */
-  dayFields: CronFieldCollection;
-  /** Day of month, month and day of week are all `*`: every day matches (most patterns), no cron-parser walk. */
+  matchesDay: DayMatcher;
+  /** Day of month, month and day of week are all `*`: every day matches (most patterns). */
   everyDay: boolean;
 }
 
 /**
- * Compiled patterns, shared by every schedule with the same pattern, zone and DST policy (a million
- * runtime schedules use few distinct ones). Bounded: the oldest entry goes when it is full.
+ * Parsed patterns and compiled rules, shared by every schedule with the same pattern (and zone and DST
+ * policy): a million runtime schedules use few distinct ones. Bounded: the oldest entry goes when full.
  */
-const compiled = boundedCache<CompiledCron>(1000);
+const parsed = boundedCache<ParsedPattern>(1000);
+const compiled = boundedCache<LocalTimes>(1000);
 
-function compileCron(rule: Extract<OccurrenceRule, { kind: 'cron' }>): CompiledCron {
-  return compiled(`${rule.pattern}\u0000${rule.tz}\u0000${rule.dst.gap}\u0000${rule.dst.fold}`, () => compileCronUncached(rule));
+function compileCron(rule: Extract<OccurrenceRule, { kind: 'cron' }>): LocalTimes {
+  return compiled(`${rule.pattern}\u0000${rule.tz}\u0000${rule.dst.gap}\u0000${rule.dst.fold}`, () => {
+    const p = parsed(rule.pattern, () => parsePattern(rule.pattern));
+    return { zone: IANAZone.create(rule.tz), dst: rule.dst, times: p.times, everyHour: p.everyHour, days: (from) => matchingDays(p, from) };
+  });
 }
 
-function compileCronUncached(rule: Extract<OccurrenceRule, { kind: 'cron' }>): CompiledCron {
+function parsePattern(pattern: string): ParsedPattern {
   let fields: CronFieldCollection;
   try {
-    fields = CronExpressionParser.parse(rule.pattern, { tz: 'UTC', strict: false }).fields;
+    fields = CronExpressionParser.parse(pattern, { tz: 'UTC', strict: false }).fields;
   } catch (err) {
-    throw new JobDefinitionError('(schedule)', `cron pattern ${JSON.stringify(rule.pattern)}: ${(err as Error).message}`);
+    throw new JobDefinitionError('(schedule)', `cron pattern ${JSON.stringify(pattern)}: ${(err as Error).message}`);
   }
   const times: number[] = [];
   for (const h of fields.hour.values) {
     for (const m of fields.minute.values) for (const s of fields.second.values) times.push(h * 3600 + m * 60 + s);
   }
   times.sort((a, b) => a - b);
-  const dayFields = CronFieldCollection.from(fields, { second: [0], minute: [0], hour: [0] });
-  const everyDay = fields.dayOfMonth.isWildcard && fields.month.isWildcard && fields.dayOfWeek.isWildcard;
-  return { zone: IANAZone.create(rule.tz), dst: rule.dst, times, everyHour: fields.hour.values.length === 24, fields, dayFields, everyDay };
+  return {
+    times,
+    everyHour: fields.hour.values.length === 24,
+    matchesDay: dayMatcher(fields),
+    everyDay: fields.dayOfMonth.isWildcard && fields.month.isWildcard && fields.dayOfWeek.isWildcard,
+  };
 }
+
+/** Calendar days matching the day-of-month, month and day-of-week fields (cron-days.ts). */
+function* matchingDays(c: ParsedPattern, fromUtcMidnight: number): Generator<LocalDay> {
+  if (c.matchesDay.never) return; // e.g. April and June 31st: the schedule never fires
+  for (let day = fromUtcMidnight / DAY_MS; ; day++) if (c.everyDay || c.matchesDay(day)) yield dayOf(day * DAY_MS);
+}
+
+function dayOf(utcMidnight: number): LocalDay {
+  const d = new Date(utcMidnight);
+  return { y: d.getUTCFullYear(), m: d.getUTCMonth() + 1, d: d.getUTCDate() };
+}
+
+const everyDays = boundedCache<LocalTimes>(1000);
 
 /**
- * Walks matching local days forward. A day's occurrences are all at or after that day's first instant, so
- * once the next matching day is known, everything pending before its start is final and can be emitted in
- * order (a gap-shifted time can land after the next day has started, hence the buffer).
+ * An `every` of whole days: local midnight of every `days`-th local date, counted from 1970-01-01 (so every
+ * replica and restart agree), with the schedule's DST policy as for the pattern `0 0 * * *`.
  */
-function* cronAfter(c: CompiledCron, afterMs: number): Generator<Occurrence> {
-  // Start two UTC days back: at or before the local day before `afterMs` in any zone (offsets are within
-  // +-14 h), without asking the zone (slow); earlier times are dropped by `lastEmitted`.
-  const start = new Date(afterMs - 2 * DAY_MS);
-  const days = matchingDays(c, Date.UTC(start.getUTCFullYear(), start.getUTCMonth(), start.getUTCDate()));
-  let pending: Occurrence[] = [];
-  let lastEmitted = afterMs;
-  for (const day of days) {
-    const offset = regularDayOffset(c, day);
-    const dayStart =
-      offset !== null ? Date.UTC(day.y, day.m - 1, day.d) - offset * 60_000 : DateTime.fromObject({ year: day.y, month: day.m, day: day.d }, { zone: c.zone }).toMillis();
-    const ready = pending.filter((o) => o.at.getTime() < dayStart);
-    pending = pending.filter((o) => o.at.getTime() >= dayStart);
-    for (const o of ready) {
-      if (o.at.getTime() > lastEmitted) {
-        lastEmitted = o.at.getTime();
-        yield o;
-      }
-    }
-    if (offset !== null && pending.length === 0) {
-      // A day without an offset change: its times are final and ascending, so they are yielded lazily from
-      // the first one after what was emitted (a per-second pattern has 86,400 a day; a tick needs a few).
-      const base = Date.UTC(day.y, day.m - 1, day.d) - offset * 60_000;
-      for (let i = firstTimeAfter(c.times, (lastEmitted - base) / 1000); i < c.times.length; i++) {
-        const at = base + (c.times[i] as number) * 1000;
-        lastEmitted = at;
-        yield { at: new Date(at), kind: 'regular' };
-      }
-      continue;
-    }
-    pending.push(...dayOccurrences(c, day));
-    pending.sort((a, b) => a.at.getTime() - b.at.getTime());
-  }
-  for (const o of pending) if (o.at.getTime() > lastEmitted) yield o;
-}
-
-interface LocalDay {
-  y: number;
-  m: number;
-  d: number;
-}
-
-/** Calendar days matching the day-of-month, month and day-of-week fields, from cron-parser itself (L, W, # included). */
-function* matchingDays(c: CompiledCron, fromUtcMidnight: number): Generator<LocalDay> {
-  if (c.everyDay) {
-    for (let t = fromUtcMidnight; ; t += DAY_MS) {
-      const d = new Date(t);
-      yield { y: d.getUTCFullYear(), m: d.getUTCMonth() + 1, d: d.getUTCDate() };
-    }
-  }
-  const expr = CronExpression.fieldsToExpression(c.dayFields, { tz: 'UTC', currentDate: new Date(fromUtcMidnight - 1) });
-  for (;;) {
-    let next: Date;
-    try {
-      next = expr.next().toDate();
-    } catch {
-      return; // no further matching day (cron-parser's loop limit): the schedule is exhausted
-    }
-    yield { y: next.getUTCFullYear(), m: next.getUTCMonth() + 1, d: next.getUTCDate() };
-  }
-}
-
-/** Per zone and day: its offset when regular (null: it changes). Zone offsets come from Intl and are slow. */
-const dayOffsets = boundedCache<number | null>(10_000);
-
-/** The day's UTC offset (minutes) when it does not change around that day, else null. */
-function regularDayOffset(c: CompiledCron, day: LocalDay): number | null {
-  return dayOffsets(`${c.zone.name}\u0000${day.y}-${day.m}-${day.d}`, () => {
-    const wallMidnight = Date.UTC(day.y, day.m - 1, day.d);
-    const before = c.zone.offset(wallMidnight - DAY_MS);
-    return before === c.zone.offset(wallMidnight + 2 * DAY_MS) && c.zone.offset(wallMidnight + DAY_MS / 2) === before ? before : null;
-  });
-}
-
-/** Index of the first of the ascending `times` (seconds into the day) strictly after `sec`. */
-function firstTimeAfter(times: readonly number[], sec: number): number {
-  let lo = 0;
-  let hi = times.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if ((times[mid] as number) <= sec) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-function dayOccurrences(c: CompiledCron, day: LocalDay): Occurrence[] {
-  const wallMidnight = Date.UTC(day.y, day.m - 1, day.d);
-  // Offsets (minutes east of UTC) around the day. Real zones change offset at most once a day.
-  const before = c.zone.offset(wallMidnight - DAY_MS);
-  const after = c.zone.offset(wallMidnight + 2 * DAY_MS);
-  const out: Occurrence[] = [];
-  if (before === after && c.zone.offset(wallMidnight + DAY_MS / 2) === before) {
-    for (const sec of c.times) out.push({ at: new Date(wallMidnight + sec * 1000 - before * 60_000), kind: 'regular' });
-    return out;
-  }
-  for (const sec of c.times) {
-    const wall = wallMidnight + sec * 1000;
-    const valid = [...new Set([before, after])]
-      .map((offset) => wall - offset * 60_000)
-      .filter((t) => c.zone.offset(t) * 60_000 === wall - t)
-      .sort((a, b) => a - b);
-    const add = (t: number, kind: OccurrenceKind) => out.push({ at: new Date(t), kind });
-    const [first, second] = valid;
-    if (first === undefined) {
-      // Spring forward: this wall time does not exist. Read with the offset before the jump, it names the
-      // instant one gap-length later (02:30 -> 03:30 in New York, 02:15 -> 02:45 on Lord Howe).
-      if (!c.everyHour && c.dst.gap === 'shift') add(wall - before * 60_000, 'gap-shifted');
-    } else if (second === undefined) {
-      add(first, 'regular');
-    } else {
-      add(first, 'fold-first');
-      if (c.everyHour || c.dst.fold === 'twice') add(second, 'fold-second');
-    }
-  }
-  // A shifted time can coincide with a real one (02:30 shifted onto a real 03:30): keep one, prefer the real.
-  out.sort((a, b) => a.at.getTime() - b.at.getTime() || Number(a.kind === 'gap-shifted') - Number(b.kind === 'gap-shifted'));
-  return out.filter((o, i) => i === 0 || out[i - 1]?.at.getTime() !== o.at.getTime());
+function compileEveryDays(rule: Extract<OccurrenceRule, { kind: 'every' }>, days: number): LocalTimes {
+  const dst = { ...DEFAULT_DST, ...rule.dst };
+  return everyDays(`${days}\u0000${rule.tz}\u0000${dst.gap}\u0000${dst.fold}`, () => ({
+    zone: IANAZone.create(rule.tz),
+    dst,
+    times: [0],
+    everyHour: false,
+    *days(fromUtcMidnight: number) {
+      const from = fromUtcMidnight / DAY_MS;
+      for (let n = from + ((((days - from) % days) + days) % days); ; n += days) yield dayOf(n * DAY_MS);
+    },
+  }));
 }
