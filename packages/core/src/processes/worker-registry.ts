@@ -80,6 +80,8 @@ export class WorkerRegistry implements OwnerLiveness {
   private readonly members: string[];
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** The beat under way, if any: a clean stop waits for it, or its reply would put back the members it removes. */
+  private beating: Promise<void> | undefined;
   private onDead: ((dead: DeadWorker[]) => void) | undefined;
   /** Whether this process sees the registry continuously (heartbeat.ts). */
   private readonly continuity: Continuity;
@@ -105,7 +107,7 @@ export class WorkerRegistry implements OwnerLiveness {
   /** Beats now, then every heartbeat; `onDead` gets the dead Workers found, only while this process sees continuously. */
   start(onDead?: (dead: DeadWorker[]) => void): Promise<void> {
     this.onDead = onDead;
-    return this.tick();
+    return (this.beating = this.tick());
   }
 
   /**
@@ -115,6 +117,7 @@ export class WorkerRegistry implements OwnerLiveness {
   async stop(deregister: boolean): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    await this.beating;
     if (deregister) await this.redis.zrem(this.key, ...this.members).catch(() => 0);
   }
 
@@ -168,7 +171,7 @@ export class WorkerRegistry implements OwnerLiveness {
       this.failing = true;
     } finally {
       if (!this.stopped) {
-        this.timer = setTimeout(() => void this.tick(), this.opts.heartbeatMs);
+        this.timer = setTimeout(() => void (this.beating = this.tick()), this.opts.heartbeatMs);
         this.timer.unref();
       }
     }
