@@ -1,2 +1,2 @@
-// Shared settings, two test files at a time (packages/testkit/src/vitest-config.ts).
-export { twoFilesAtATime as default } from '../../packages/testkit/src/vitest-config.ts';
+// Shared settings, three test files at a time (packages/testkit/src/vitest-config.ts).
+export { threeFilesAtATime as default } from '../../packages/testkit/src/vitest-config.ts';
