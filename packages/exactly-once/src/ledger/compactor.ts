@@ -2,6 +2,7 @@ import type { Logger } from '@tickwork/core';
 import { defineScript, runScript } from '@tickwork/core';
 import { COMPACT_LUA } from './ledger-lua.js';
 import type { IdempotencyLedger } from './ledger.js';
+import { repeatPass, type RepeatedPass } from '../repeat-pass.js';
 
 const COMPACT_SCRIPT = defineScript(COMPACT_LUA);
 
@@ -44,11 +45,14 @@ export function startLedgerCompactor(opts: LedgerCompactorOptions): LedgerCompac
   const chunk = opts.chunk ?? DEFAULT_CHUNK;
   const roots = [...new Set(opts.queues.map((q) => ledger.fpRootOf(q)))];
   let limit: Promise<number> | undefined;
+  // The loop below starts its first pass before repeatPass returns: until then it is not stopped.
+  let repeated: RepeatedPass | undefined;
+  const stopped = (): boolean => repeated?.isStopped() ?? false;
 
   const compactRoot = async (root: string): Promise<number> => {
     const argv = [root, ledger.fullRecordMs, ledger.bucketMs, chunk, await (limit ??= intsetLimit(ledger))];
     let compacted = 0;
-    while (!stopped) {
+    while (!stopped()) {
       const [, done, due] = (await runScript(ledger.redis, COMPACT_SCRIPT, [`${root}:stages`], argv)) as [number, number, number];
       compacted += done;
       if (due === 0) break;
@@ -64,36 +68,18 @@ export function startLedgerCompactor(opts: LedgerCompactorOptions): LedgerCompac
     return compacted;
   };
 
-  let stopped = false;
-  let wake: (() => void) | undefined;
-  const loop = (async () => {
-    while (!stopped) {
-      try {
-        const compacted = await compactOnce();
-        if (compacted > 0) log.debug({ compacted }, 'done runs compacted');
-      } catch (err) {
-        // Nothing is lost: a chunk is one script, and what it did not reach waits for the next pass.
-        log.warn({ err: { message: (err as Error).message } }, 'ledger compaction failed; retrying');
-      }
-      if (stopped) break;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, intervalMs);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
+  const loop = repeatPass(intervalMs, async () => {
+    try {
+      const compacted = await compactOnce();
+      if (compacted > 0) log.debug({ compacted }, 'done runs compacted');
+    } catch (err) {
+      // Nothing is lost: a chunk is one script, and what it did not reach waits for the next pass.
+      log.warn({ err: { message: (err as Error).message } }, 'ledger compaction failed; retrying');
     }
-  })();
+  });
 
-  return {
-    compactOnce,
-    async stop() {
-      stopped = true;
-      wake?.();
-      await loop;
-    },
-  };
+  repeated = loop;
+  return { compactOnce, stop: () => loop.stop() };
 }
 
 /** The server's `set-max-intset-entries` (512 unless changed), or 512 where CONFIG is not allowed. */

@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import type { Logger } from '@tickwork/core';
 import { sqlState } from './pool.js';
+import { repeatPass, type RepeatedPass } from '../repeat-pass.js';
 
 /** How long rows are kept by default: as long as Redis keeps an unfinished run's steps (IDEMPOTENCY_UNFINISHED_RETENTION_HOURS). */
 export const DEFAULT_PG_STEP_RETENTION_MS = 7 * 24 * 3600_000;
@@ -61,34 +62,19 @@ export function startStepPruner(opts: StepPrunerOptions): StepPruner {
   const { pool, log } = opts;
   const olderThanMs = opts.olderThanMs ?? DEFAULT_PG_STEP_RETENTION_MS;
   const intervalMs = opts.intervalMs ?? DEFAULT_INTERVAL_MS;
-  let stopped = false;
-  const pruneOnce = () => pruneSteps(pool, olderThanMs, opts.batchSize ?? DEFAULT_BATCH, () => stopped);
-  let wake: (() => void) | undefined;
-  const loop = (async () => {
-    while (!stopped) {
-      try {
-        const deleted = await pruneOnce();
-        if (deleted > 0) log.info({ deleted, olderThanMs }, 'PostgreSQL step rows past their retention deleted');
-      } catch (err) {
-        // Never the error object itself: pg-pool may hang the client, with its password, on it.
-        log.warn({ reason: (err as Error).message, code: sqlState(err) }, 'tickwork_steps prune failed; retrying at the next pass');
-      }
-      if (stopped) break;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, intervalMs);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
+  // The loop below starts its first pass before repeatPass returns: until then it is not stopped.
+  let repeated: RepeatedPass | undefined;
+  const stopped = (): boolean => repeated?.isStopped() ?? false;
+  const pruneOnce = () => pruneSteps(pool, olderThanMs, opts.batchSize ?? DEFAULT_BATCH, stopped);
+  const loop = repeatPass(intervalMs, async () => {
+    try {
+      const deleted = await pruneOnce();
+      if (deleted > 0) log.info({ deleted, olderThanMs }, 'PostgreSQL step rows past their retention deleted');
+    } catch (err) {
+      // Never the error object itself: pg-pool may hang the client, with its password, on it.
+      log.warn({ reason: (err as Error).message, code: sqlState(err) }, 'tickwork_steps prune failed; retrying at the next pass');
     }
-  })();
-  return {
-    pruneOnce,
-    async stop() {
-      stopped = true;
-      wake?.();
-      await loop;
-    },
-  };
+  });
+  repeated = loop;
+  return { pruneOnce, stop: () => loop.stop() };
 }
