@@ -5,14 +5,14 @@ import { createSchedules } from '@tickwork/schedules';
 import { dlqName, LIVE_BODY, readiness, redisPingCheck, type Catalog, type Logger, type QueueSet, type RedisClient } from '@tickwork/core';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { auditActions } from './audit.js';
-import { basicAuth, signedIn, type AuthOptions } from './basic-auth.js';
+import { createLogin, signedIn, type AuthOptions } from './basic-auth.js';
 import { createCsrf, sameOriginOnly, viewersReadOnly } from './csrf.js';
 import { originQueues } from './data/dead-letters.js';
 import { capacityRouter } from './routes/capacity.js';
 import { auditRouter } from './routes/audit.js';
 import { deadLettersRouter } from './routes/dead-letters.js';
 import { jobsRouter } from './routes/jobs.js';
-import { createLoginThrottle, type LoginThrottleOptions } from './login-throttle.js';
+import type { LoginThrottleOptions } from './login-throttle.js';
 import { scheduleActionsRouter } from './routes/schedule-actions.js';
 import { schedulesRouter } from './routes/schedules.js';
 import { quietExpress, securityHeaders } from './security-headers.js';
@@ -28,6 +28,8 @@ export interface DashboardDeps {
   /** Login throttling; the defaults suit production, tests shorten the window. */
   loginThrottle?: LoginThrottleOptions;
   auth?: AuthOptions;
+  /** DASHBOARD_TRUSTED_PROXIES: peers whose X-Forwarded-For names the client (express's `trust proxy`). */
+  trustedProxies?: readonly string[];
 }
 
 /** Origin queues (catalog and any seen before) and their dead-letter queues, sorted for a stable board. */
@@ -64,10 +66,12 @@ export async function createDashboardApp(deps: DashboardDeps): Promise<Express> 
     res.status(status).type('json').send(body);
   });
 
-  const throttle = createLoginThrottle(deps.loginThrottle);
-  app.use(throttle.gate, basicAuth(deps.users, throttle.failed, deps.auth));
+  // Without it express ignores X-Forwarded-For, so a client cannot pick the address its logins count against.
+  if (deps.trustedProxies?.length) app.set('trust proxy', [...deps.trustedProxies]);
+  // The headers go on the login's own answers (401, 429) too.
+  app.use(securityHeaders, await createLogin({ users: deps.users, log: deps.log, throttle: deps.loginThrottle, auth: deps.auth }));
   // Recorded before the checks that may refuse an action, so refusals are in the audit log too.
-  app.use(securityHeaders, auditActions({ redis: deps.redis, prefix: deps.queues.prefix, log: deps.log }), sameOriginOnly, viewersReadOnly);
+  app.use(auditActions({ redis: deps.redis, prefix: deps.queues.prefix, log: deps.log }), sameOriginOnly, viewersReadOnly);
 
   // Two boards on one path: admins get the full one, viewers the read-only one (no buttons; its API
   // refuses changes, and viewersReadOnly above has already answered 403 to any of them).

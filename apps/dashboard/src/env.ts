@@ -1,5 +1,6 @@
 import { logLevel, parseEnv, port, queuePrefix, redisStartupTimeoutMs, redisEnv } from '@tickwork/core';
 import { z } from 'zod';
+import { parseTrustedProxies, TrustedProxiesError } from './client-address.js';
 import { parseUsers, plainAdmin, UsersConfigError, type DashboardUser } from './users.js';
 
 /** Set but blank counts as unset: compose passes `${DASHBOARD_USERS:-}` through as ''. */
@@ -29,6 +30,22 @@ const schema = z
             return parseUsers(raw);
           } catch (err) {
             if (!(err instanceof UsersConfigError)) throw err;
+            ctx.addIssue({ code: 'custom', message: err.message });
+            return z.NEVER;
+          }
+        })
+        .optional(),
+    ),
+    /** Reverse proxies whose X-Forwarded-For is believed (client-address.ts); unset: none. */
+    DASHBOARD_TRUSTED_PROXIES: z.preprocess(
+      blankAsUnset,
+      z
+        .string()
+        .transform((raw, ctx) => {
+          try {
+            return parseTrustedProxies(raw);
+          } catch (err) {
+            if (!(err instanceof TrustedProxiesError)) throw err;
             ctx.addIssue({ code: 'custom', message: err.message });
             return z.NEVER;
           }

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { parsePasswordHash, PasswordHashFormatError, type ParsedPasswordHash } from '@tickwork/operations';
 import { TickworkError } from '@tickwork/core';
 
@@ -6,8 +5,11 @@ import { TickworkError } from '@tickwork/core';
 export const ROLES = ['admin', 'viewer'] as const;
 export type Role = (typeof ROLES)[number];
 
-/** How a user's password is checked: a scrypt hash (DASHBOARD_USERS), or the plain DASHBOARD_PASSWORD's digest. */
-export type PasswordCheck = { kind: 'scrypt'; hash: ParsedPasswordHash } | { kind: 'plain'; sha256: Buffer };
+/**
+ * A user's password: a scrypt hash (DASHBOARD_USERS), or the plain DASHBOARD_PASSWORD, which the login
+ * hashes with scrypt at start (credentials.ts) so that every user's check is the same work.
+ */
+export type PasswordCheck = { kind: 'scrypt'; hash: ParsedPasswordHash } | { kind: 'plain'; password: string };
 
 export interface DashboardUser {
   name: string;
@@ -17,6 +19,8 @@ export interface DashboardUser {
 
 /** Letters, digits and `. _ @ -`: never `:` (it ends the name in HTTP Basic), `,` or whitespace (they separate entries). */
 const NAME = /^[A-Za-z0-9._@-]{1,64}$/;
+
+export const isUserName = (name: string): boolean => NAME.test(name);
 
 /** A DASHBOARD_USERS entry that does not parse; the message names it by position and user name, never its hash. */
 export class UsersConfigError extends TickworkError {
@@ -62,7 +66,7 @@ export function parseUsers(raw: string): DashboardUser[] {
   return users;
 }
 
-/** The DASHBOARD_USER / DASHBOARD_PASSWORD pair: one admin whose password is compared as a digest. */
+/** The DASHBOARD_USER / DASHBOARD_PASSWORD pair: one admin with a plain password (the environment holds it anyway). */
 export function plainAdmin(name: string, password: string): DashboardUser {
-  return { name, role: 'admin', password: { kind: 'plain', sha256: createHash('sha256').update(password).digest() } };
+  return { name, role: 'admin', password: { kind: 'plain', password } };
 }

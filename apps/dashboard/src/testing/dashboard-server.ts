@@ -5,7 +5,7 @@ import { hashPassword, moveToDeadLetter, parsePasswordHash } from '@tickwork/ope
 import { startTestRedis, waitFor, type TestRedis, type Topology } from '@tickwork/testkit';
 import { Worker } from 'bullmq';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
-import { createDashboardApp } from '../app.js';
+import { createDashboardApp, type DashboardDeps } from '../app.js';
 import { plainAdmin, type DashboardUser } from '../users.js';
 
 export const USER = 'ops';
@@ -48,12 +48,15 @@ export interface TestDashboard {
   close(): Promise<void>;
 }
 
+/** Login settings a test may change: the throttle's limits, the password check, trusted proxies. */
+export type LoginSettings = Pick<DashboardDeps, 'loginThrottle' | 'auth' | 'trustedProxies'>;
+
 /** The real express app on port 0 against a private redis-server (or Redis Cluster), as main.ts wires it. */
-export async function startDashboard(prefix = 'tw', log: Logger = createLogger('test', 'silent'), topology: Topology = 'standalone'): Promise<TestDashboard> {
+export async function startDashboard(prefix = 'tw', log: Logger = createLogger('test', 'silent'), topology: Topology = 'standalone', login: LoginSettings = {}): Promise<TestDashboard> {
   const target = await startTestRedis(topology);
   const redis = target.client();
   const queues = new QueueSet(redis, prefix, log);
-  const app = await createDashboardApp({ catalog, queues, redis, log, users: await testUsers() });
+  const app = await createDashboardApp({ catalog, queues, redis, log, users: await testUsers(), ...login });
   const http: Server = app.listen(0);
   await new Promise((r) => http.once('listening', r));
   const addr = http.address();
