@@ -1,5 +1,6 @@
 import { createEnqueue, createLogger, createRedis, redisTargetOf, isRedisConnectionError, loadCatalog, QueueSet, redisUnavailable, type Catalog, type Enqueue, type Logger, type RedisClient } from '@tickwork/core';
 import { createSchedules, type Schedules } from '@tickwork/schedules';
+import { cliActor, recordAction } from '@tickwork/operations';
 import type { CliEnv } from './env.js';
 
 /** What a command gets. Redis is connected lazily: `tickwork jobs` works with no Redis at all. */
@@ -15,6 +16,11 @@ export interface CommandContext {
   enqueue(): Enqueue;
   /** The runtime schedule API (catalog and runtime schedules), over the same Redis. */
   schedules(): Schedules;
+  /**
+   * Records a change the command has made in the audit log the dashboard shows (`/audit`), with the OS user
+   * and machine as the actor. `command` is what was run (`jobs cancel`); `detail` what it does not say.
+   */
+  audit(command: string, detail?: Record<string, string | number | undefined>): Promise<void>;
 }
 
 export interface OpenContext extends CommandContext {
@@ -74,6 +80,16 @@ export async function createContext(env: CliEnv, args: string[], flags: Flags): 
     queues: getQueues,
     enqueue: () => createEnqueue(catalog, getQueues()),
     schedules: () => (schedules ??= createSchedules({ redis: getRedis(), queues: getQueues(), catalog, log })),
+    async audit(command, detail = {}) {
+      const { user, host } = cliActor();
+      const clean = Object.fromEntries(Object.entries(detail).flatMap(([k, v]) => (v === undefined || v === '' ? [] : [[k, String(v)]])));
+      try {
+        await recordAction(getRedis(), env.QUEUE_PREFIX, { source: 'cli', user, host, role: null, method: null, target: `tickwork ${command}`, status: null, detail: clean });
+      } catch (err) {
+        // The change is made: say it went unrecorded, and still succeed (exit 0), as the change stands.
+        process.stderr.write(`tickwork: done, but not recorded in the audit log: ${(err as Error).message}\n`);
+      }
+    },
     explain(err) {
       if (!isRedisConnectionError(err) || !lastRedisError) return err;
       return redisUnavailable(target, `tried ${redisErrors} time(s)`, lastRedisError);

@@ -46,6 +46,22 @@ describe('capacity page', () => {
     expect(page).toMatch(/<div class="flash error" role="alert">Redis has no maxmemory: set `maxmemory &lt;bytes&gt;`/);
   });
 
+  it('works beside a BullMQ job scheduler (its keys are read as what they are, not as jobs)', async () => {
+    // Stock BullMQ: a scheduler on one of the queues (`<queue>:repeat`, `<queue>:repeat:<id>`) and the job it adds.
+    await d.queues.get('email').upsertJobScheduler('nightly-digest', { every: 3_600_000 }, { name: 'email.send', data: { to: 'a@example.com', subject: 's', body: 'b' } });
+    expect(await d.redis.type(`${d.prefix}:email:repeat:nightly-digest`)).toBe('hash');
+    for (let i = 0; i < 3; i++) {
+      // RANDOMKEY draws: each request samples afresh, so a few of them make drawing the scheduler's keys certain.
+      const page = await d.get('/capacity');
+      expect(page.status).toBe(200);
+      const api = await d.get('/api/capacity');
+      expect(api.status).toBe(200);
+      const report = (await api.json()) as CapacityReport;
+      const email = report.queues.find((q) => q.queue === 'email');
+      expect((email?.waiting ?? 0) + (email?.delayed ?? 0)).toBe(1); // the scheduler's job
+    }
+  });
+
   it.each(['/capacity', '/api/capacity'])('requires credentials for %s', async (path) => {
     expect((await fetch(`${d.base}${path}`)).status).toBe(401);
   });

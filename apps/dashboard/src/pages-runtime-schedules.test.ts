@@ -1,5 +1,5 @@
 import { catalog } from '@tickwork/jobs';
-import { createCatalogSource, createSchedules, type ListPage, type Schedules, type ScheduleView } from '@tickwork/schedules';
+import { createCatalogSource, createSchedules, historyKeysOf, type ListPage, type Schedules, type ScheduleView } from '@tickwork/schedules';
 import { createLogger } from '@tickwork/core';
 import { describe, expect, it } from 'vitest';
 import { schedulePath } from './pages/schedule-actions.js';
@@ -155,6 +155,39 @@ describe("a schedule's page and its buttons", () => {
     const refused = await d.post('/schedules/reports.daily-revenue/remove', { _csrf: token }, { origin: d.origin });
     expect(refused.status).toBe(409);
     expect(await refused.text()).toContain('catalog schedule');
+  });
+
+  it("keeps a removed schedule's history readable, marked removed, with what it was: page, JSON and the history header", async () => {
+    await upsertMail('r:2');
+    const run = await api.runNow('r:2');
+    const path = schedulePath('r:2');
+    const live = await (await d.get(path)).text();
+    expect(live).toContain('(newest first, the last 5: all it keeps;'); // a runtime schedule keeps 5 by default
+    expect(await (await d.get('/schedules/reports.daily-revenue')).text()).toContain('(newest first, the last 50 of the 500 it keeps;');
+
+    const removed = await d.post(`${path}/remove`, { _csrf: await csrfToken(path) }, { origin: d.origin });
+    expect(removed.headers.get('location')).toBe('/schedules?flash=removed');
+
+    const res = await d.get(path);
+    expect(res.status).toBe(200);
+    const page = await res.text();
+    expect(page).toContain('<span class="badge stale" id="removed">removed</span>');
+    expect(page).toMatch(/This schedule was removed at <time datetime="[^"]+">[^<]+<\/time>: it no longer fires\. Its history stays readable until <time/);
+    expect(page).toContain('email.send <span class="muted">on</span> email');
+    expect(page).toContain(`<td>manual</td>`);
+    expect(page).toContain('(newest first, the last 5: all it keeps;');
+    expect(page).not.toContain('method="post"'); // nothing left to pause, run or remove
+
+    const json = (await (await d.get(`/api${path}`)).json()) as { id: string; job: string; removed: { at: string; historyExpiresAt: string }; history: { jobId: string }[] };
+    expect(json).toMatchObject({ id: 'r:2', job: 'email.send', removed: { at: expect.any(String), historyExpiresAt: expect.any(String) } });
+    expect(json.history.map((h) => h.jobId)).toEqual([run.jobId]);
+    const days = (Date.parse(json.removed.historyExpiresAt) - Date.parse(json.removed.at)) / 86_400_000;
+    expect(days).toBeGreaterThan(29.9);
+    expect(days).toBeLessThanOrEqual(30.01);
+    // Defined again: a live schedule, its history kept for good.
+    await upsertMail('r:2');
+    expect(await (await d.get(`/api${path}`)).json()).not.toHaveProperty('removed');
+    expect(await d.redis.pttl(historyKeysOf(d.prefix, 'r:2').history)).toBe(-1);
   });
 
   it('pauses and resumes a catalog schedule through the same buttons; it has no Remove button', async () => {

@@ -3,6 +3,10 @@ export type { Alert, Alerter, RedisMemoryAlert, ScheduleHealthAlert, SlowRunAler
 export { alertsEmitted } from './alerts/metrics.js';
 export { swapStatus } from './alerts/status-swap.js';
 export { WebhookSender } from './alerts/webhook.js';
+export { AUDIT_RETENTION_MS, AuditQueryError, auditEntryOf, auditFields, auditKey, cliActor, parseAuditBefore, readAudit, readAuditStream, recordAction } from './audit/audit-log.js';
+export type { AuditAction, AuditEntry, AuditPage, AuditSource } from './audit/audit-log.js';
+export { REFUSALS_KEPT, REFUSAL_COUNT_DAYS, isRefusal, readRefusals, recordRefusal, refusalCounts, refusalCountsKey, refusalsKey } from './audit/refusals.js';
+export type { RefusalCounts } from './audit/refusals.js';
 export { PasswordHashFormatError, hashPassword, parsePasswordHash, verifyPassword } from './auth/password-hash.js';
 export type { ParsedPasswordHash } from './auth/password-hash.js';
 export { CancelInputError, JobNotCancellableError, JobNotFoundError, cancelChannel, cancelRequestsKey, cancellationReason, finishCancelRequest, isCancellationReason, loadCancelRequests, parseCancelMessage, pendingCancels, requestCancel } from './cancel/cancel-requests.js';

@@ -118,10 +118,13 @@ export const dlqCommand: Command = {
         const which = selector(ctx);
         if (which === 'all') {
           const out = await redriveAllDeadLetters({ ...bulkOptions(ctx, queue, dryRun, 're-drove'), catalog: ctx.catalog });
+          if (!dryRun) await ctx.audit('dlq redrive --all', { queue, done: out.done, skipped: out.skipped || undefined, remaining: out.remaining });
           ctx.out.result({ dryRun, ...out }, () => bulkText('re-drove', dryRun, out));
           return;
         }
         const outcomes = await redriveDeadLetters({ queues: ctx.queues(), queue, selector: which, catalog: ctx.catalog, dryRun });
+        const redriven = outcomes.filter((o) => o.redriven);
+        if (redriven.length > 0) await ctx.audit('dlq redrive', { queue, ids: redriven.map((o) => o.dlqJobId).join(','), newJobIds: redriven.map((o) => o.newJobId).join(',') });
         ctx.out.result({ dryRun, redriven: outcomes }, () =>
           outcomes.length === 0
             ? 'nothing to re-drive'
@@ -140,10 +143,13 @@ export const dlqCommand: Command = {
         const which = selector(ctx);
         if (which === 'all') {
           const out = await purgeAllDeadLetters(bulkOptions(ctx, queue, dryRun, 'purged'));
+          if (!dryRun) await ctx.audit('dlq purge --all', { queue, done: out.done, remaining: out.remaining });
           ctx.out.result({ dryRun, ...out }, () => bulkText('purged', dryRun, out));
           return;
         }
         const purged = await purgeDeadLetters({ queues: ctx.queues(), queue, selector: which, dryRun });
+        const gone = purged.filter((p) => p.purged);
+        if (gone.length > 0) await ctx.audit('dlq purge', { queue, ids: gone.map((p) => p.dlqJobId).join(',') });
         ctx.out.result({ dryRun, purged }, () =>
           purged.length === 0 ? 'nothing to purge' : purged.map((p) => `${dryRun ? 'would purge' : 'purged'} ${p.dlqJobId} (${p.jobName})`).join('\n'),
         );

@@ -32,6 +32,8 @@ export const enqueueCommand: Command = {
       ...(delayMs !== undefined && { delayMs }),
     });
     const job = ctx.catalog.require(name);
+    // The job and its id, never its payload (it may carry personal data).
+    await ctx.audit('enqueue', { job: name, queue: job.queue, jobId, delayMs });
     ctx.out.result({ id: jobId, job: name, queue: job.queue }, () => `enqueued ${name} as ${jobId} on queue ${job.queue}`);
   },
 };

@@ -39,6 +39,7 @@ async function cancel(ctx: CommandContext): Promise<void> {
   if (typeof job !== 'string' || job.trim() === '') throw new UsageError('--job <job id> is required (Bull Board and the dashboard\'s Running page show job ids)');
   try {
     const { state, request } = await requestCancel({ queues: ctx.queues(), queue, jobId: job.trim(), by: cliUser(), reason: typeof reason === 'string' ? reason : undefined });
+    await ctx.audit('jobs cancel', { queue, jobId: request.jobId, reason: request.reason ?? undefined, state });
     const what = state === 'active' ? 'its worker aborts it now' : `it is ${state}: it ends as cancelled, without running, when a worker takes it`;
     ctx.out.result({ queue, jobId: request.jobId, state, request }, () => `cancel requested for ${request.jobId} on ${queue}; ${what}`);
   } catch (err) {

@@ -148,14 +148,26 @@ describe('tickwork schedules show|pause|resume|run|rm', { timeout: 60_000 }, () 
     expect((await cli(['schedules', 'run', 'digest:user-8'])).stdout).toMatch(/^enqueued a run of digest:user-8 now as job \S+\n$/);
   });
 
+  it("shows a removed runtime schedule's history, marked removed, with what it was", async () => {
+    await api.upsert('gone:2', { job: 'email.send', pattern: '0 9 * * *', tz: 'UTC', data: JSON.parse(DATA) });
+    const { jobId } = await api.runNow('gone:2');
+    expect((await cli(['schedules', 'rm', 'gone:2'])).code).toBe(0);
+    const text = await cli(['schedules', 'show', 'gone:2']);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/^gone:2 {2}REMOVED at \S+Z; its history is kept until \S+Z\n {2}was: runtime schedule of job email\.send, queue email, cron "0 9 \* \* \*" {2}tz UTC\n/);
+    expect(text.stdout).toContain(jobId);
+    const json = await cli(['schedules', 'show', 'gone:2', '--json']);
+    expect(JSON.parse(json.stdout)).toMatchObject({ id: 'gone:2', job: 'email.send', removed: { at: expect.any(String), historyExpiresAt: expect.any(String) }, history: [{ jobId, trigger: 'manual' }] });
+  });
+
   it('removes a runtime schedule; an unknown id or a catalog schedule is an error, exit 1', async () => {
     await api.upsert('gone:1', { job: 'email.send', every: { hours: 1 }, tz: 'UTC', data: JSON.parse(DATA) });
     expect(await cli(['schedules', 'rm', 'gone:1'])).toMatchObject({ code: 0, stdout: 'removed schedule gone:1\n' });
     expect(await api.get('gone:1')).toBeNull();
-    for (const args of [['rm', 'gone:1'], ['show', 'gone:1'], ['pause', 'gone:1', '--reason', 'r'], ['resume', 'gone:1'], ['run', 'gone:1']]) {
+    for (const args of [['rm', 'gone:1'], ['pause', 'gone:1', '--reason', 'r'], ['resume', 'gone:1'], ['run', 'gone:1'], ['show', 'never:1']]) {
       const r = await cli(['schedules', ...args]);
       expect({ args, code: r.code }).toEqual({ args, code: 1 });
-      expect(r.stderr).toContain('no schedule "gone:1"');
+      expect(r.stderr).toMatch(/no schedule "(gone|never):1"/);
     }
     const catalogRm = await cli(['schedules', 'rm', 'reports.daily-revenue']);
     expect(catalogRm.code).toBe(1);

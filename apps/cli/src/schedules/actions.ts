@@ -4,7 +4,7 @@ import { integerFlag } from '../flags.js';
 import { UsageError } from '../usage-error.js';
 import { add } from './add.js';
 import { copy } from './copy.js';
-import { listTable, showText } from './render.js';
+import { listTable, removedText, showText } from './render.js';
 import { idArg, stringFlag, type Subcommand } from './subcommand.js';
 
 async function requireSchedule(ctx: CommandContext, id: string): Promise<ScheduleView> {
@@ -47,9 +47,17 @@ const show: Subcommand = {
   async run(ctx, args) {
     const id = idArg(args);
     const rows = integerFlag(ctx.flags, 'history', { min: 0, max: 500 }) ?? 10;
-    const view = await requireSchedule(ctx, id);
-    const history = rows === 0 ? [] : await readHistory(ctx.redis(), ctx.env.QUEUE_PREFIX, id, rows);
-    ctx.out.result({ ...view, history }, () => showText(view, history));
+    const view = await ctx.schedules().get(id);
+    const history = async () => (rows === 0 ? [] : await readHistory(ctx.redis(), ctx.env.QUEUE_PREFIX, id, rows));
+    if (view) {
+      const h = await history();
+      return ctx.out.result({ ...view, history: h }, () => showText(view, h));
+    }
+    // Removed, its history still kept for 30 days: shown, marked as removed.
+    const removed = await ctx.schedules().getRemoved(id);
+    if (!removed) throw new ScheduleNotFoundError(id);
+    const h = await history();
+    ctx.out.result({ ...removed.definition, id, removed: { at: removed.removedAt, historyExpiresAt: removed.expiresAt }, history: h }, () => removedText(removed, h));
   },
 };
 
@@ -62,6 +70,7 @@ const rm: Subcommand = {
     // Said before asking the store: a catalog schedule not yet stored by a scheduler is still code.
     if (ctx.catalog.get(id)?.schedule) throw new CatalogScheduleError(id, 'remove');
     if (!(await ctx.schedules().remove(id))) throw new ScheduleNotFoundError(id);
+    await ctx.audit('schedules rm', { id });
     ctx.out.result({ id, removed: true }, () => `removed schedule ${id}`);
   },
 };
@@ -74,7 +83,10 @@ const pause: Subcommand = {
     const id = idArg(args);
     const reason = stringFlag(ctx, 'reason');
     if (reason === undefined) throw new UsageError('--reason is required: say why, for whoever finds it paused');
-    if (await ctx.schedules().pause(id, reason)) return ctx.out.result({ id, paused: true }, () => `paused schedule ${id}: ${reason}`);
+    if (await ctx.schedules().pause(id, reason)) {
+      await ctx.audit('schedules pause', { id, reason });
+      return ctx.out.result({ id, paused: true }, () => `paused schedule ${id}: ${reason}`);
+    }
     // false: already paused, or (depending on the store) no such schedule; say which.
     const view = await requireSchedule(ctx, id);
     ctx.out.result({ id, paused: false, already: view.paused }, () => `schedule ${id} was already paused${view.paused ? ` since ${view.paused.at}: ${view.paused.reason}` : ''}; nothing changed`);
@@ -87,7 +99,10 @@ const resume: Subcommand = {
   valueFlags: [],
   async run(ctx, args) {
     const id = idArg(args);
-    if (await ctx.schedules().resume(id)) return ctx.out.result({ id, resumed: true }, () => `resumed schedule ${id}`);
+    if (await ctx.schedules().resume(id)) {
+      await ctx.audit('schedules resume', { id });
+      return ctx.out.result({ id, resumed: true }, () => `resumed schedule ${id}`);
+    }
     await requireSchedule(ctx, id);
     ctx.out.result({ id, resumed: false }, () => `schedule ${id} was not paused; nothing changed`);
   },
@@ -100,6 +115,7 @@ const run: Subcommand = {
   async run(ctx, args) {
     const id = idArg(args);
     const r = await ctx.schedules().runNow(id, { by: 'cli' });
+    await ctx.audit('schedules run', { id, jobId: r.jobId });
     ctx.out.result({ id, ...r }, () => `enqueued a run of ${id} now as job ${r.jobId}`);
   },
 };

@@ -68,6 +68,8 @@ export const add: Subcommand = {
     const input = await inputFromFlags(ctx);
     const r = await ctx.schedules().upsert(id, input);
     const verdict = r.created ? 'created' : r.changed ? 'changed' : 'unchanged';
+    // The same definition again changes nothing, and is not an action to record.
+    if (verdict !== 'unchanged') await ctx.audit('schedules add', { id, job: input.job as string, result: verdict });
     const next = r.next?.toISOString() ?? null;
     ctx.out.result({ id, result: verdict, created: r.created, changed: r.changed, next }, () => {
       const note = verdict === 'changed' ? ' (the new definition applies from the next occurrence)' : verdict === 'unchanged' ? ' (same definition: nothing touched)' : '';

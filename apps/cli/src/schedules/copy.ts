@@ -1,4 +1,4 @@
-import { createRedis, QueueSet, TickworkError } from '@tickwork/core';
+import { createRedis, QueueSet, safeUrl, TickworkError } from '@tickwork/core';
 import { createSchedules, type ScheduleInput, type Schedules, type ScheduleView } from '@tickwork/schedules';
 import { UsageError } from '../usage-error.js';
 import { stringFlag, type Subcommand } from './subcommand.js';
@@ -84,6 +84,9 @@ export const copy: Subcommand = {
     } finally {
       await sourceQueues.close();
       source.disconnect();
+    }
+    if (counts.created + counts.changed > 0 || failed.length > 0) {
+      await ctx.audit('schedules copy', { from: safeUrl(from), prefix, created: counts.created, changed: counts.changed, unchanged: counts.unchanged, failed: failed.length || undefined });
     }
     ctx.out.result({ ...counts, failed }, () =>
       [

@@ -1,4 +1,4 @@
-import type { OccurrenceRecord, ScheduleView } from '@tickwork/schedules';
+import type { OccurrenceRecord, RemovedScheduleView, ScheduleView } from '@tickwork/schedules';
 import { DateTime } from 'luxon';
 import { table } from '../table.js';
 
@@ -47,10 +47,24 @@ export function showText(v: ScheduleView, history: readonly OccurrenceRecord[]):
     `  data ${JSON.stringify(v.data)}`,
     `  version ${v.version}  created ${v.createdAt}  updated ${v.updatedAt}`,
   ];
-  if (history.length === 0) return [...lines, '  no occurrences recorded yet'].join('\n');
+  return [...lines, ...historyLines(history)].join('\n');
+}
+
+/** `tickwork schedules show` of a removed schedule: when, what it was (when recorded), its history. */
+export function removedText(r: RemovedScheduleView, history: readonly OccurrenceRecord[]): string {
+  const v = r.definition;
+  const lines = [
+    `${r.id}  REMOVED${r.removedAt !== null ? ` at ${r.removedAt}` : ''}; its history is kept${r.expiresAt !== null ? ` until ${r.expiresAt}` : ''}`,
+    ...(v ? [`  was: ${v.source} schedule of job ${v.job}, queue ${v.queue}, ${ruleText(v)}  tz ${v.tz}`, `  data ${JSON.stringify(v.data)}`] : ['  its definition was not recorded']),
+  ];
+  return [...lines, ...historyLines(history)].join('\n');
+}
+
+function historyLines(history: readonly OccurrenceRecord[]): string[] {
+  if (history.length === 0) return ['  no occurrences recorded'];
   const rows = table(
     ['NOMINAL', 'TRIGGER', 'JOB ID', 'OUTCOME', 'ERROR'],
     history.map((h) => [h.nominal, h.trigger, h.jobId ?? '-', h.outcome ?? (h.startedAt ? 'running' : 'scheduled'), h.error?.split('\n')[0]?.slice(0, 80) ?? '']),
   );
-  return [...lines, '  recent occurrences (newest first):', ...rows.split('\n').map((l) => `    ${l}`)].join('\n');
+  return ['  recent occurrences (newest first):', ...rows.split('\n').map((l) => `    ${l}`)];
 }

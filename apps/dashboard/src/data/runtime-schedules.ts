@@ -1,4 +1,4 @@
-import { readHistory, type ListPage, type OccurrenceRecord, type Schedules, type ScheduleView } from '@tickwork/schedules';
+import { readHistory, type ListPage, type OccurrenceRecord, type RemovedScheduleView, type Schedules, type ScheduleView } from '@tickwork/schedules';
 import { TickworkError, type RedisClient } from '@tickwork/core';
 import { HISTORY_ROWS } from './schedules.js';
 
@@ -55,4 +55,11 @@ export async function loadScheduleState(api: Schedules, redis: RedisClient, pref
   const view = await api.get(id);
   if (!view) return undefined;
   return { view, history: await readHistory(redis, prefix, id, HISTORY_ROWS) };
+}
+
+/** A removed schedule whose history is still kept (30 days), with that history; undefined when there is none. */
+export async function loadRemovedSchedule(api: Schedules, redis: RedisClient, prefix: string, id: string): Promise<{ removed: RemovedScheduleView; history: OccurrenceRecord[] } | undefined> {
+  const removed = await api.getRemoved(id);
+  if (!removed) return undefined;
+  return { removed, history: await readHistory(redis, prefix, id, HISTORY_ROWS) };
 }

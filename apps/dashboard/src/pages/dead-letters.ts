@@ -110,6 +110,11 @@ function json(value: unknown): string {
   return JSON.stringify(value, null, 2) ?? 'undefined';
 }
 
+/** The entry as JSON (`GET /api/dead-letters/<queue>/<id>`), to keep or to hand on before purging it. */
+function exportLink(queue: string, id: string): SafeHtml {
+  return html`<p><a href="/api${deadLetterPath(queue, id)}" download="${`${queue}.dlq-${id}.json`}">Export as JSON</a></p>`;
+}
+
 function renderForeignDetail(queue: string, d: ForeignDlqJob, token: Token): SafeHtml {
   const f = d.foreign;
   const body = html`<p><a href="/dead-letters">← Dead letters</a></p>
@@ -120,8 +125,14 @@ function renderForeignDetail(queue: string, d: ForeignDlqJob, token: Token): Saf
 <dt>Added</dt><dd>${time(f.addedAt)}</dd>
 <dt>Why it is not a tickwork entry</dt><dd class="err">${f.problem}</dd>
 </dl>
-<h2>Data</h2>
-<pre>${json(f.data)}</pre>`;
+${
+  f.raw === null
+    ? html`<h2>Data</h2>
+<pre>${json(f.data)}</pre>`
+    : html`<h2>Data <span class="muted">(as stored: not JSON)</span></h2>
+<pre id="raw-data">${f.raw}</pre>`
+}
+${exportLink(queue, d.dlqJobId)}`;
   return layout({ title: 'Not a tickwork dead letter', section: 'dead-letters', body });
 }
 
@@ -151,6 +162,7 @@ export function renderDeadLetterDetail(queue: string, d: DlqItem, token: Token):
 ${e.stack ? html`<pre>${e.stack}</pre>` : html`<p class="muted">No stack (the thrown value was not an Error).</p>`}
 <h2>Original job options</h2>
 <pre>${json(e.originalOptions)}</pre>
+${exportLink(queue, d.dlqJobId)}
 <h2>Earlier trips through the DLQ</h2>
 ${
   e.history.length === 0

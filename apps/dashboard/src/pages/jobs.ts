@@ -29,6 +29,12 @@ function cancelForm(queue: string, token: string, jobId?: string): SafeHtml {
   return html`<form class="inline" method="post" action="${cancelPath(queue)}"><input type="hidden" name="${CSRF_FIELD}" value="${token}">${id} <input name="reason" placeholder="reason (optional)" maxlength="500" size="18"> <button type="submit" class="danger">Cancel</button></form>`;
 }
 
+/** BullMQ's progress: a number (a percentage by convention, 0 until the job reports one) or whatever object the job reported. */
+function progressText(progress: unknown): string {
+  if (typeof progress === 'number') return `${progress}%`;
+  return progress === undefined || progress === null ? '' : (JSON.stringify(progress) ?? '');
+}
+
 function row(queue: string, j: RunningJob, token: string | undefined): SafeHtml {
   const requested = j.cancel && html`<span class="badge stale" title="requested by ${j.cancel.by} at ${j.cancel.requestedAt}">cancel requested</span>`;
   return html`<tr>
@@ -36,7 +42,7 @@ function row(queue: string, j: RunningJob, token: string | undefined): SafeHtml 
 <td>${j.name}</td>
 <td class="num">${j.attempt}</td>
 <td>${time(j.startedAt)}</td>
-<td><code>${j.progress === 0 || j.progress === undefined ? '' : JSON.stringify(j.progress)}</code></td>
+<td><code>${progressText(j.progress)}</code></td>
 <td>${requested} ${token !== undefined && !j.cancel && cancelForm(queue, token, j.id)}</td>
 </tr>`;
 }

@@ -1,4 +1,4 @@
-import { slowAfterMsOf, type OccurrenceRecord, type ScheduleView } from '@tickwork/schedules';
+import { slowAfterMsOf, type OccurrenceRecord, type RemovedScheduleView, type ScheduleView } from '@tickwork/schedules';
 import { DEFAULT_PAGE, type RuntimePage, type RuntimeQuery } from '../data/runtime-schedules.js';
 import { html, type SafeHtml } from '../html.js';
 import { duration, layout, time, type Flash } from './layout.js';
@@ -39,7 +39,7 @@ function listingHref(q: RuntimeQuery, cursor?: string): string {
 /** A GET form: the filter travels in the URL, so a filtered page can be bookmarked. */
 function filterForm(q: RuntimeQuery, jobs: readonly string[]): SafeHtml {
   return html`<form method="get" action="/schedules#runtime" class="filter">
-<label>Id starts with <input name="prefix" value="${q.prefix ?? ''}" placeholder="reports.weekly:user-"></label>
+<label>Id starts with <input name="prefix" value="${q.prefix ?? ''}" placeholder="the start of an id"></label>
 <label>Job <select name="job"><option value="">all</option>${jobs.map((j) => html`<option${j === q.job ? html` selected` : ''}>${j}</option>`)}</select></label>
 <label>Per page <input name="limit" value="${String(q.limit)}" size="4"></label>
 <button type="submit">Search</button> <a href="/schedules#runtime">clear</a>
@@ -104,6 +104,35 @@ ${scheduleActions(v, token)}
 </dl>
 <h2>Data</h2>
 <pre>${JSON.stringify(v.data, null, 2) ?? 'undefined'}</pre>
-${historySection(history, now, slowAfterMsOf(v.policies, v.everyMs ?? null))}`;
+${historySection(history, now, slowAfterMsOf(v.policies, v.everyMs ?? null), v.historyCap)}`;
   return layout({ title: v.id, section: 'schedules', flash, body });
+}
+
+/**
+ * A removed schedule's page: what it was (when the store recorded it) and its history, readable until it
+ * expires; no buttons (there is nothing left to pause or run).
+ */
+export function renderRemovedDetail(r: RemovedScheduleView, history: OccurrenceRecord[], now: Date): SafeHtml {
+  const v = r.definition;
+  const body = html`<p><a href="/schedules#runtime">← Schedules</a></p>
+<h1>${r.id} <span class="badge stale" id="removed">removed</span></h1>
+<p class="muted">This schedule was removed${r.removedAt !== null && html` at ${time(r.removedAt)}`}: it no longer fires. Its history stays readable${
+    r.expiresAt !== null && html` until ${time(r.expiresAt)}`
+  }, then Redis drops it.</p>
+${
+  v
+    ? html`<dl>
+<dt>Source</dt><dd>${v.source}</dd>
+<dt>Job / queue</dt><dd>${v.job} <span class="muted">on</span> ${v.queue}</dd>
+<dt>When</dt><dd>${rule(v)}</dd>
+<dt>Policies</dt><dd>${policies(v)}</dd>
+<dt>History kept</dt><dd>${v.historyCap} occurrences</dd>
+<dt>Version</dt><dd>${v.version} <span class="muted">(created ${time(v.createdAt)}, changed ${time(v.updatedAt)})</span></dd>
+</dl>
+<h2>Data</h2>
+<pre>${JSON.stringify(v.data, null, 2) ?? 'undefined'}</pre>`
+    : html`<p class="muted">Its definition was not recorded at removal; only its history is left.</p>`
+}
+${historySection(history, now, v ? slowAfterMsOf(v.policies, v.everyMs ?? null) : Number.POSITIVE_INFINITY, v?.historyCap ?? null)}`;
+  return layout({ title: `${r.id} (removed)`, section: 'schedules', body });
 }

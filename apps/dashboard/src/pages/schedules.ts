@@ -1,4 +1,4 @@
-import { slowAfterMsOf, type OccurrenceRecord, type PreviewOccurrence, type ScheduleView } from '@tickwork/schedules';
+import { HISTORY_CAP, slowAfterMsOf, type OccurrenceRecord, type PreviewOccurrence, type ScheduleView } from '@tickwork/schedules';
 import type { SchedulePolicies } from '@tickwork/core';
 import { HISTORY_ROWS, type ScheduleRow } from '../data/schedules.js';
 import { html, type SafeHtml } from '../html.js';
@@ -115,13 +115,19 @@ ${state && html`<dt>State</dt><dd>${pausedState(state.view)}</dd>`}
 <dt>Last failure</dt><dd>${outcome(r.lastFailure, true, true)}</dd>
 <dt>Next fire times</dt><dd>${nextFires(r)}</dd>
 </dl>
-${historySection(history, now, slowAfterMs)}`;
+${historySection(history, now, slowAfterMs, state?.view.historyCap ?? HISTORY_CAP)}`;
   return layout({ title: r.name, section: 'schedules', flash: state?.flash, body });
 }
 
-/** The last HISTORY_ROWS occurrences of a schedule, newest first. */
-export function historySection(history: OccurrenceRecord[], now: Date, slowAfterMs: number): SafeHtml {
-  return html`<h2>Recent occurrences <span class="muted">(newest first, the last ${HISTORY_ROWS}; at ${time(now.toISOString())})</span></h2>
+/** How many of the occurrences kept the page shows: `kept` is the schedule's history cap, null when unknown. */
+function shownOfKept(kept: number | null): string {
+  if (kept === null) return `at most the last ${HISTORY_ROWS}`;
+  return kept <= HISTORY_ROWS ? `the last ${kept}: all it keeps` : `the last ${HISTORY_ROWS} of the ${kept} it keeps`;
+}
+
+/** The last HISTORY_ROWS occurrences of a schedule (fewer when it keeps fewer: `kept`), newest first. */
+export function historySection(history: OccurrenceRecord[], now: Date, slowAfterMs: number, kept: number | null): SafeHtml {
+  return html`<h2>Recent occurrences <span class="muted">(newest first, ${shownOfKept(kept)}; at ${time(now.toISOString())})</span></h2>
 ${
   history.length === 0
     ? html`<p class="muted">No occurrences recorded yet.</p>`

@@ -1,6 +1,7 @@
 import { DeadLetterNotFoundError, DLQ_BATCH_SIZE, DlqQueryError, getDlqItem, parseDlqListQuery, purgeAllDeadLetters, purgeDeadLetters, redriveAllDeadLetters, redriveDeadLetters, type DlqListQuery } from '@tickwork/operations';
 import type { Logger } from '@tickwork/core';
 import express, { Router, type Request, type Response } from 'express';
+import { noteAuditDetail } from '../audit.js';
 import { signedIn } from '../basic-auth.js';
 import type { Csrf } from '../csrf.js';
 import { loadDeadLetterPage, originQueues, type DeadLetterSource } from '../data/dead-letters.js';
@@ -33,6 +34,8 @@ function flashOf(req: Request): Flash | undefined {
 }
 
 function back(res: Response, flash: string, n?: number, left?: number): void {
+  // A redirect's status does not say how it went: the flash does.
+  noteAuditDetail(res, { outcome: flash });
   // 303: the browser follows with a GET, so reloading the page does not resubmit the action.
   res.redirect(303, `/dead-letters?flash=${flash}${n === undefined ? '' : `&n=${n}`}${left ? `&left=${left}` : ''}`);
 }
@@ -74,6 +77,7 @@ export function deadLettersRouter(src: DeadLetterSource & { log: Logger }, csrf:
     try {
       if (kind === 'redrive') {
         const done = await redriveDeadLetters({ queues: src.queues, queue, selector, catalog: src.catalog });
+        noteAuditDetail(res, { newJobId: done.filter((d) => d.redriven).map((d) => d.newJobId).join(', ') });
         src.log.info({ queue, redriven: done.map((d) => ({ dlqJobId: d.dlqJobId, newJobId: d.newJobId })) }, 'dashboard: dead letters re-driven');
         back(res, 'redriven', done.filter((d) => d.redriven).length);
       } else {
@@ -96,6 +100,7 @@ export function deadLettersRouter(src: DeadLetterSource & { log: Logger }, csrf:
     if (!queue) return;
     const opts = { queues: src.queues, queue, maxBatches: 1 };
     const out = kind === 'redrive' ? await redriveAllDeadLetters({ ...opts, catalog: src.catalog }) : await purgeAllDeadLetters(opts);
+    noteAuditDetail(res, { done: out.done, skipped: out.skipped || undefined, remaining: out.remaining });
     src.log.info({ queue, done: out.done, skipped: out.skipped, remaining: out.remaining, batch: DLQ_BATCH_SIZE }, `dashboard: dead letters ${kind === 'redrive' ? 're-driven' : 'purged'} (one batch)`);
     back(res, kind === 'redrive' ? 'redriven' : 'purged', out.done, out.remaining);
   }
@@ -119,6 +124,17 @@ export function deadLettersRouter(src: DeadLetterSource & { log: Logger }, csrf:
       if (!(err instanceof DeadLetterNotFoundError)) throw err;
       const body = html`<h1>No such dead letter</h1><p>${err.message}. <a href="/dead-letters">All dead letters</a></p>`;
       sendPage(res, layout({ title: 'Not found', section: 'dead-letters', body }), 404);
+    }
+  });
+  /** One entry as JSON, whatever it holds (data that is not JSON comes as `foreign.raw`, the text as stored). */
+  router.get('/api/dead-letters/:queue/:id', async (req, res) => {
+    const queue = String(req.params.queue);
+    if (!(await originQueues(src)).includes(queue)) return void res.status(404).json({ error: `no queue ${JSON.stringify(queue)}` });
+    try {
+      res.json(await getDlqItem(src.queues, queue, String(req.params.id)));
+    } catch (err) {
+      if (!(err instanceof DeadLetterNotFoundError)) throw err;
+      res.status(404).json({ error: err.message });
     }
   });
   router.get('/api/dead-letters', async (req, res) => {

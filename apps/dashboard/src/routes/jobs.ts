@@ -1,6 +1,7 @@
 import { CancelInputError, JobNotCancellableError, JobNotFoundError, pendingCancels, requestCancel } from '@tickwork/operations';
 import type { Catalog, QueueSet, RedisClient } from '@tickwork/core';
 import express, { Router, type Request, type Response } from 'express';
+import { noteAuditDetail } from '../audit.js';
 import { signedIn } from '../basic-auth.js';
 import type { Csrf } from '../csrf.js';
 import { originQueues } from '../data/dead-letters.js';
@@ -10,6 +11,27 @@ import { renderRunning, type RunningJob } from '../pages/jobs.js';
 import { sendPage } from './respond.js';
 
 const PAGE_SIZE = 50;
+/** Far beyond any real page (50 x 1e6 running jobs), and small enough for Redis's range arithmetic. */
+const MAX_PAGE = 1_000_000;
+
+function notFound(res: Response, queue: string): void {
+  const body = html`<h1>No such queue</h1><p>tickwork knows no queue named <code>${queue}</code>. <a href="/jobs">Running jobs</a></p>`;
+  sendPage(res, layout({ title: 'Not found', section: 'jobs', body }), 404);
+}
+
+function badRequest(res: Response, message: string): void {
+  const body = html`<h1>Bad request</h1><p class="err">${message}</p><p><a href="/jobs">Running jobs</a></p>`;
+  sendPage(res, layout({ title: 'Bad request', section: 'jobs', body }), 400);
+}
+
+/** `queue` and `page` from the query string: each at most once, the page a whole number from 1; undefined after answering 400. */
+function listingQuery(req: Request, res: Response): { asked: string | undefined; page: number } | undefined {
+  const { queue, page } = req.query;
+  if ((queue !== undefined && typeof queue !== 'string') || (page !== undefined && typeof page !== 'string')) return void badRequest(res, 'queue and page must each be given once');
+  const n = page === undefined || page === '' ? 1 : /^\d{1,7}$/.test(page) ? Number(page) : NaN;
+  if (!(n >= 1 && n <= MAX_PAGE)) return void badRequest(res, `page must be a whole number from 1 to ${MAX_PAGE}, got ${JSON.stringify(page)}`);
+  return { asked: queue === '' ? undefined : queue, page: n };
+}
 
 /** Flash messages travel as codes, never as text (see dead-letters.ts). */
 function flashOf(req: Request): Flash | undefined {
@@ -36,15 +58,12 @@ export function jobsRouter(src: { catalog: Catalog; queues: QueueSet; redis: Red
   const form = express.urlencoded({ extended: false, limit: '4kb' });
 
   router.get('/jobs', async (req, res) => {
+    const query = listingQuery(req, res);
+    if (!query) return;
+    const { asked, page } = query;
     const queues = await originQueues(src);
-    const asked = typeof req.query.queue === 'string' ? req.query.queue : undefined;
     const queue = asked ?? queues[0] ?? '';
-    if (!queues.includes(queue)) {
-      const body = html`<h1>No such queue</h1><p>tickwork knows no queue named <code>${queue}</code>. <a href="/jobs">Running jobs</a></p>`;
-      return sendPage(res, layout({ title: 'Not found', section: 'jobs', body }), 404);
-    }
-    const n = Number(req.query.page ?? 1);
-    const page = Number.isSafeInteger(n) && n >= 1 ? n : 1;
+    if (!queues.includes(queue)) return notFound(res, queue);
     const q = src.queues.get(queue);
     const start = (page - 1) * PAGE_SIZE;
     const [active, list] = await Promise.all([q.getActiveCount(), q.getJobs(['active'], start, start + PAGE_SIZE - 1, true)]);
@@ -63,11 +82,17 @@ export function jobsRouter(src: { catalog: Catalog; queues: QueueSet; redis: Red
 
   router.post('/jobs/:queue/cancel', form, csrf.protect, async (req: Request, res: Response) => {
     const queue = String(req.params.queue);
-    const back = (flash: string) => res.redirect(303, `/jobs?queue=${encodeURIComponent(queue)}&flash=${flash}`);
-    if (!(await originQueues(src)).includes(queue)) return back('not-found');
-    const body = req.body as Record<string, unknown>;
+    const back = (flash: string) => {
+      // A redirect's status does not say how it went: the flash does.
+      noteAuditDetail(res, { outcome: flash });
+      res.redirect(303, `/jobs?queue=${encodeURIComponent(queue)}&flash=${flash}`);
+    };
+    const body = (req.body ?? {}) as Record<string, unknown>;
     const jobId = typeof body.jobId === 'string' ? body.jobId.trim() : '';
     const reason = typeof body.reason === 'string' ? body.reason : undefined;
+    // The path names the queue; the job and the reason are in the body, which is never recorded whole.
+    noteAuditDetail(res, { jobId: jobId.slice(0, 200), reason: reason?.slice(0, 500) });
+    if (!(await originQueues(src)).includes(queue)) return back('not-found');
     try {
       await requestCancel({ queues: src.queues, queue, jobId, by: signedIn(res).name, reason });
       back('cancel-requested');

@@ -1,6 +1,7 @@
 import { CatalogScheduleError, type Schedules } from '@tickwork/schedules';
 import { TickworkError, type Catalog, type Logger } from '@tickwork/core';
 import express, { Router, type Request, type Response } from 'express';
+import { noteAuditDetail } from '../audit.js';
 import type { Csrf } from '../csrf.js';
 import { html } from '../html.js';
 import { layout, type Flash } from '../pages/layout.js';
@@ -49,14 +50,15 @@ export function scheduleActionsRouter(deps: { api: Schedules; catalog: Catalog; 
   const form = express.urlencoded({ extended: false, limit: '4kb' });
 
   /** Runs `fn` on an existing schedule; an unknown id is a 404, an error of the API a 409 naming it. */
-  function act(fn: (id: string, req: Request) => Promise<string | undefined>) {
+  function act(fn: (id: string, req: Request, res: Response) => Promise<string | undefined>) {
     return async (req: Request, res: Response) => {
       const id = String(req.params.id);
       // A catalog schedule is known even before a scheduler has stored it (the store then says what is missing).
       if (!deps.catalog.get(id)?.schedule && !(await deps.api.get(id))) return refuse(res, 404, 'No such schedule', `There is no schedule ${JSON.stringify(id)} (removed meanwhile?).`, id);
       try {
-        const flash = await fn(id, req);
+        const flash = await fn(id, req, res);
         // 303: the browser follows with a GET, so reloading the page does not resubmit the action.
+        if (flash !== undefined) noteAuditDetail(res, { outcome: flash });
         if (flash !== undefined) res.redirect(303, `${flash === 'removed' ? '/schedules' : schedulePath(id)}?flash=${flash}`);
       } catch (err) {
         if (!(err instanceof TickworkError)) throw err;
@@ -65,13 +67,14 @@ export function scheduleActionsRouter(deps: { api: Schedules; catalog: Catalog; 
     };
   }
 
-  router.post('/schedules/:id/pause', form, csrf.protect, act(async (id, req) => {
+  router.post('/schedules/:id/pause', form, csrf.protect, act(async (id, req, res) => {
     const body = req.body as Record<string, unknown> | undefined;
     const reason = typeof body?.reason === 'string' ? body.reason.trim() : '';
     if (reason === '' || reason.length > MAX_REASON_LENGTH) {
       // Nothing changed; the page says what to fix.
       throw new ScheduleActionInputError(`a pause needs a reason of 1 to ${MAX_REASON_LENGTH} characters (it tells whoever finds the schedule paused why)`);
     }
+    noteAuditDetail(res, { reason });
     const done = await deps.api.pause(id, reason);
     deps.log.info({ schedule: id, reason, changed: done }, 'dashboard: schedule paused');
     return done ? 'paused' : 'already-paused';
@@ -81,8 +84,9 @@ export function scheduleActionsRouter(deps: { api: Schedules; catalog: Catalog; 
     deps.log.info({ schedule: id, changed: done }, 'dashboard: schedule resumed');
     return done ? 'resumed' : 'not-paused';
   }));
-  router.post('/schedules/:id/run', form, csrf.protect, act(async (id) => {
+  router.post('/schedules/:id/run', form, csrf.protect, act(async (id, _req, res) => {
     const run = await deps.api.runNow(id, { by: 'dashboard' });
+    noteAuditDetail(res, { jobId: run.jobId });
     deps.log.info({ schedule: id, jobId: run.jobId }, 'dashboard: schedule run now');
     return 'ran';
   }));

@@ -2,11 +2,11 @@ import type { Schedules } from '@tickwork/schedules';
 import { Router, type Request, type Response } from 'express';
 import { signedIn } from '../basic-auth.js';
 import type { Csrf } from '../csrf.js';
-import { loadRuntimePage, loadScheduleState, parseRuntimeQuery, ScheduleQueryError } from '../data/runtime-schedules.js';
+import { loadRemovedSchedule, loadRuntimePage, loadScheduleState, parseRuntimeQuery, ScheduleQueryError } from '../data/runtime-schedules.js';
 import { loadHistory, loadSchedule, loadSchedules, type ScheduleSource } from '../data/schedules.js';
 import { html } from '../html.js';
 import { layout } from '../pages/layout.js';
-import { renderRuntimeDetail, renderRuntimeSection } from '../pages/runtime-schedules.js';
+import { renderRemovedDetail, renderRuntimeDetail, renderRuntimeSection } from '../pages/runtime-schedules.js';
 import { renderScheduleDetail, renderSchedules } from '../pages/schedules.js';
 import { sendPage } from './respond.js';
 import { scheduleFlash } from './schedule-actions.js';
@@ -53,7 +53,10 @@ export function schedulesRouter(deps: SchedulesDeps, csrf: Csrf): Router {
       const withState = state && { view: state.view, token: tokenFor(res), flash };
       return sendPage(res, renderScheduleDetail(row, await loadHistory(deps, row.name), now, withState));
     }
-    if (!state) return notFound(res, id);
+    if (!state) {
+      const removed = await loadRemovedSchedule(deps.api, deps.redis, deps.prefix, id);
+      return removed ? sendPage(res, renderRemovedDetail(removed.removed, removed.history, now)) : notFound(res, id);
+    }
     sendPage(res, renderRuntimeDetail(state.view, state.history, now, tokenFor(res), flash));
   });
 
@@ -75,6 +78,12 @@ export function schedulesRouter(deps: SchedulesDeps, csrf: Csrf): Router {
     // A catalog schedule no scheduler has stored yet: the catalog's row, as /api/schedules has it.
     const row = await loadSchedule(deps, id);
     if (row) return void res.json({ ...row, stored: false, history: await loadHistory(deps, id) });
+    // Removed, its history still kept: the definition it had (when recorded), marked `removed`.
+    const gone = await loadRemovedSchedule(deps.api, deps.redis, deps.prefix, id);
+    if (gone) {
+      const { definition, removedAt, expiresAt } = gone.removed;
+      return void res.json({ ...definition, id, removed: { at: removedAt, historyExpiresAt: expiresAt }, history: gone.history });
+    }
     res.status(404).json({ error: `no schedule ${JSON.stringify(id)}` });
   });
   return router;

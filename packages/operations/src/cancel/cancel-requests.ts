@@ -124,7 +124,11 @@ export async function requestCancel(opts: RequestCancelOptions): Promise<{ state
   if (reason && reason.length > MAX_REASON_LENGTH) throw new CancelInputError(`the reason is ${reason.length} characters; at most ${MAX_REASON_LENGTH}`);
   if (opts.jobId === '') throw new CancelInputError('the job id is empty');
   const queue = opts.queues.get(opts.queue);
-  const job = await queue.getJob(opts.jobId);
+  // An id that names one of the queue's own keys (`wait`, `meta`...) is no job of it.
+  const job = await queue.getJob(opts.jobId).catch((err: Error) => {
+    if (err.message.startsWith('WRONGTYPE')) return undefined;
+    throw err;
+  });
   if (!job) throw new JobNotFoundError(opts.queue, opts.jobId);
   const state = await job.getState();
   if (state === 'unknown') throw new JobNotFoundError(opts.queue, opts.jobId);

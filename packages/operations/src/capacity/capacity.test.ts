@@ -52,6 +52,11 @@ describe('classifyKey', () => {
     expect(component('tw:email:42')).toBe('job tw:email:42');
     expect(component('tw:email:42:lock')).toBe('job tw:email:42');
     expect(component('tw:email:billing.charge-monthly@2026-01-01T000000.000Z:logs')).toBe('job tw:email:billing.charge-monthly@2026-01-01T000000.000Z');
+    // A BullMQ job scheduler: its set and definition hash are no job; the jobs it adds are.
+    expect(component('tw:email:repeat')).toBe('tickwork-other');
+    expect(component('tw:email:repeat:nightly')).toBe('tickwork-other');
+    expect(component('tw:email:repeat:nightly:1767225600000')).toBe('job tw:email:repeat:nightly:1767225600000');
+    expect(component('tw:email:repeat:nightly:1767225600000:lock')).toBe('job tw:email:repeat:nightly:1767225600000');
     expect(jobComponent(true)).toBe('jobs-finished');
     expect(jobComponent(false)).toBe('jobs-pending');
   });

@@ -108,6 +108,13 @@ export function classifyKey(key: string, prefix: string): KeyClass {
   const structure = QUEUE_STRUCTURES[tail];
   if (structure) return { component: dlq ? 'dlq' : structure };
   if (tail.startsWith('de:')) return { component: 'tickwork-other' }; // deduplication ids
+  // A BullMQ job scheduler (`queue.upsertJobScheduler`): its definition `repeat:<scheduler id>` (a hash
+  // that is no job) and the jobs it adds, `repeat:<scheduler id>:<ms>` with their `:lock`, `:logs`...
+  if (tail.startsWith('repeat:')) {
+    const job = /^(repeat:.+:\d+)(?::(?:lock|logs|dependencies|processed|failed|unsuccessful))?$/.exec(tail);
+    if (job) return { jobHash: `${prefix}:${head}:${job[1] ?? ''}` };
+    return { component: dlq ? 'dlq' : 'tickwork-other' };
+  }
   if (dlq) return { component: 'dlq' };
   // `<id>`, `<id>:lock`, `<id>:logs`, `<id>:dependencies`...: the job's, pending or finished with it.
   const idEnd = tail.indexOf(':');

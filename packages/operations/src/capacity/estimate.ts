@@ -83,10 +83,15 @@ for _ = 1, tonumber(ARGV[1]) do
 end
 return out`;
 
-/** Whether each job hash (KEYS) has finished: 1 when it has a `finishedOn`. */
+/**
+ * Whether each job hash (KEYS) has finished: 1 when it has a `finishedOn`. A key that is not a hash (a name
+ * read as a job's that is something else) counts as unfinished instead of failing the whole estimate.
+ */
 const FINISHED = `
 local out = {}
-for i, key in ipairs(KEYS) do out[i] = redis.call('HEXISTS', key, 'finishedOn') end
+for i, key in ipairs(KEYS) do
+  if redis.call('TYPE', key).ok == 'hash' then out[i] = redis.call('HEXISTS', key, 'finishedOn') else out[i] = 0 end
+end
 return out`;
 
 /**

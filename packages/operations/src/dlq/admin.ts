@@ -1,11 +1,12 @@
-import type { Job, JobsOptions, JobType } from 'bullmq';
+import type { JobsOptions, JobType } from 'bullmq';
 import type { Catalog } from '@tickwork/core';
 import { TickworkError } from '@tickwork/core';
 import { dlqName, jobOptions, type QueueSet } from '@tickwork/core';
 import { REDRIVE_OPTION, type RedriveMeta } from '@tickwork/core';
 import type { DeadLetter, DeadLetterEntry, DlqItem } from './entry.js';
 import { redrivenJobId } from './ids.js';
-import { dlqItemArrivedAt, dlqItemFromJob, dlqItemJobName } from './item.js';
+import { dlqItemArrivedAt, dlqItemFromHash, dlqItemJobName } from './item.js';
+import { readOldestDlqItems } from './page.js';
 
 /** Nothing processes a DLQ, so its entries stay in the states of jobs not yet started. */
 const DLQ_STATES: JobType[] = ['waiting', 'prioritized', 'delayed'];
@@ -48,11 +49,8 @@ export async function countDeadLetters(queues: QueueSet, queue: string): Promise
  * checks on small queues; listings page with readDlqPage.
  */
 export async function listDlqItems(queues: QueueSet, queue: string): Promise<DlqItem[]> {
-  const jobs = await queues.get(dlqName(queue)).getJobs(DLQ_STATES, 0, -1, true);
-  return jobs
-    .filter((j): j is Job => j !== undefined && j !== null)
-    .map(dlqItemFromJob)
-    .sort((a, b) => dlqItemArrivedAt(a).localeCompare(dlqItemArrivedAt(b)) || a.dlqJobId.localeCompare(b.dlqJobId));
+  const { items } = await readOldestDlqItems(queues, queue, 0, await countDeadLetters(queues, queue));
+  return items.sort((a, b) => dlqItemArrivedAt(a).localeCompare(dlqItemArrivedAt(b)) || a.dlqJobId.localeCompare(b.dlqJobId));
 }
 
 /** tickwork's entries in one queue's DLQ (foreign jobs left out), oldest dead-lettering first. */
@@ -64,11 +62,23 @@ export function isDeadLetter(d: DlqItem): d is DeadLetter {
   return d.entry !== null;
 }
 
-/** One item of a DLQ, whatever it holds. */
+/**
+ * One item of a DLQ, whatever it holds. Read from the job's hash as stored, not through BullMQ's Job (which
+ * throws on data that is not JSON), so such an entry can still be shown, exported and purged on its own.
+ */
 export async function getDlqItem(queues: QueueSet, queue: string, dlqJobId: string): Promise<DlqItem> {
-  const job = await queues.get(dlqName(queue)).getJob(dlqJobId);
-  if (!job) throw new DeadLetterNotFoundError(queue, dlqJobId);
-  return dlqItemFromJob(job);
+  const dlq = dlqName(queue);
+  let fields: (string | null)[];
+  try {
+    fields = await queues.redis.hmget(queues.get(dlq).toKey(dlqJobId), 'name', 'data', 'timestamp');
+  } catch (err) {
+    // An id that names one of the queue's own keys (`wait`, `meta`...) is no entry of it.
+    if ((err as Error).message.startsWith('WRONGTYPE')) throw new DeadLetterNotFoundError(queue, dlqJobId);
+    throw err;
+  }
+  const [name = null, data = null, timestamp = null] = fields;
+  if (name === null && data === null) throw new DeadLetterNotFoundError(queue, dlqJobId);
+  return dlqItemFromHash(dlq, dlqJobId, { name, data, timestamp });
 }
 
 /** One tickwork entry; a foreign job with that id is an error naming what is wrong with it. */

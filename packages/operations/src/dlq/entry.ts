@@ -60,7 +60,10 @@ export interface ForeignDlqJob {
   foreign: {
     /** The BullMQ job's name, as stored (may be empty). */
     name: string;
+    /** Its data, parsed; null when it is not JSON (see `raw`). */
     data: unknown;
+    /** The data exactly as stored when it is not JSON (shown, exported and purgeable as it is); else null. */
+    raw: string | null;
     /** When it was added to the DLQ (ISO). */
     addedAt: string;
     /** Why it is not a tickwork entry, for the operator. */

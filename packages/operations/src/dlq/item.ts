@@ -1,4 +1,3 @@
-import type { Job } from 'bullmq';
 import { deadLetterEntry, type DlqItem } from './entry.js';
 
 /**
@@ -9,7 +8,7 @@ function itemOf(where: { dlqQueue: string; dlqJobId: string }, job: { name: unkn
   const addedAt = new Date(Number.isFinite(job.timestamp) ? job.timestamp : 0).toISOString();
   const name = typeof job.name === 'string' ? job.name : '';
   if ('unreadable' in job.data) {
-    return { ...where, entry: null, foreign: { name, data: job.data.unreadable, addedAt, problem: 'not a tickwork dead letter (its data is not JSON)' } };
+    return { ...where, entry: null, foreign: { name, data: null, raw: job.data.unreadable, addedAt, problem: 'not a tickwork dead letter (its data is not JSON)' } };
   }
   const parsed = deadLetterEntry.safeParse(job.data.value);
   if (parsed.success) return { ...where, entry: parsed.data };
@@ -17,11 +16,7 @@ function itemOf(where: { dlqQueue: string; dlqJobId: string }, job: { name: unkn
     .slice(0, 3)
     .map((i) => (i.path.length > 0 ? `${i.path.join('.')}: ${i.message}` : i.message))
     .join('; ');
-  return { ...where, entry: null, foreign: { name, data: job.data.value, addedAt, problem: `not a tickwork dead letter (${problem})` } };
-}
-
-export function dlqItemFromJob(job: Job): DlqItem {
-  return itemOf({ dlqQueue: job.queueName, dlqJobId: String(job.id) }, { name: job.name, data: { value: job.data }, timestamp: job.timestamp });
+  return { ...where, entry: null, foreign: { name, data: job.data.value, raw: null, addedAt, problem: `not a tickwork dead letter (${problem})` } };
 }
 
 /** A job hash's fields as a page reads them (not the whole job). */

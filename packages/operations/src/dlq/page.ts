@@ -48,6 +48,8 @@ interface Position {
   a?: string;
 }
 
+const MAX_SEGMENT_SIZE = 2 ** 32;
+
 function encodeCursor(p: Position): string {
   return Buffer.from(JSON.stringify(p)).toString('base64url');
 }
@@ -62,6 +64,8 @@ function decodeCursor(cursor: string): Position {
   const { q, s, o, a } = (typeof p === 'object' && p !== null ? p : {}) as Record<string, unknown>;
   const ok = typeof q === 'string' && Number.isInteger(s) && Number.isInteger(o) && (a === undefined || typeof a === 'string');
   if (!ok || (s as number) < 0 || (s as number) >= SEGMENTS.length || (o as number) < 0) throw new InvalidDlqCursorError('not a cursor');
+  // No Redis list or sorted set holds more than 2^32 entries; a larger offset would reach Redis as a range it refuses.
+  if ((o as number) > MAX_SEGMENT_SIZE) throw new InvalidDlqCursorError('its offset is beyond any dead-letter queue');
   return { q, s: s as number, o: o as number, ...(a !== undefined && { a }) };
 }
 

@@ -46,6 +46,20 @@ export interface ScheduleView {
   updatedAt: string;
 }
 
+/**
+ * A schedule removed (or, for a catalog schedule, gone from the catalog) whose history is still kept: it
+ * expires REMOVED_SCHEDULE_STATE_TTL_MS (30 days) after the removal.
+ */
+export interface RemovedScheduleView {
+  id: string;
+  /** When it was removed; null when the store has no record of it (a catalog schedule that left the catalog). */
+  removedAt: string | null;
+  /** When Redis drops its history (and this record). */
+  expiresAt: string | null;
+  /** The definition it had when removed (`next` is null); null without a record. */
+  definition: ScheduleView | null;
+}
+
 export interface UpsertResult {
   created: boolean;
   /** False when the same definition was upserted again (nothing was touched). */
@@ -76,6 +90,8 @@ export interface Schedules {
   /** Removes a runtime schedule and its pending occurrence; false if there was none. */
   remove(id: string): Promise<boolean>;
   get(id: string): Promise<ScheduleView | null>;
+  /** A removed schedule whose history is still kept (30 days); null when it is defined or nothing of it is left. */
+  getRemoved(id: string): Promise<RemovedScheduleView | null>;
   /** One page, ordered by id; never loads every schedule. */
   list(query?: ListQuery): Promise<ListPage>;
   /** How many schedules match (from Redis counters, not by loading them). */

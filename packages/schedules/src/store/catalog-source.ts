@@ -10,6 +10,7 @@ import { ruleOf } from '../rules/occurrences.js';
 import { policiesOf } from '@tickwork/core';
 import { encodeCore, encodeDef, policyFields, type DefCore } from './definition.js';
 import { historyKeysOf } from './shard-keys.js';
+import { recordRemovalCommand } from './removed.js';
 import { DELETE_DEF } from './lua.js';
 import { deleteDefKeys, ensureShards, readState } from './store-keys.js';
 import { createWriter, nextAfter } from './writer.js';
@@ -95,6 +96,7 @@ export function createCatalogSource(opts: { redis: RedisClient; queues: QueueSet
     await pipelineBySlot(redis, [
       ['del', old.cursor],
       ...[...Object.values(historyKeysOf(prefix, id)), old.history, old.records, old.lastSuccess, old.lastFailure].map(expire),
+      ...(state.raw ? [recordRemovalCommand(prefix, id, state.raw, clock())] : []),
     ]);
     if (!queueName) return;
     const queue = queues.get(queueName);

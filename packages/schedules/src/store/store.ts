@@ -19,6 +19,7 @@ import { DELETE_DEF } from './lua.js';
 import { addOccurrenceJobs } from '../dispatch/occurrence-jobs.js';
 import { resumePlan, writeRecords } from './resume.js';
 import { deleteDefKeys, ensureShards, readState, type ScheduleState } from './store-keys.js';
+import { readRemoved, recordRemovalCommand } from './removed.js';
 
 export interface ScheduleStoreOptions {
   redis: RedisClient;
@@ -91,9 +92,11 @@ export function createSchedules(opts: ScheduleStoreOptions): Schedules {
         if (!state.raw || !state.def) return false;
         if (state.def.core.S === 1) throw new CatalogScheduleError(id, 'remove');
         if ((await runScript(redis, DELETE_DEF, deleteDefKeys(prefix, id, state.def.core.j), [id, state.raw])) !== 1) continue;
-        // The history stays for inspection, then expires (as a removed catalog schedule's does).
+        // The history stays for inspection, then expires (as a removed catalog schedule's does), with a
+        // record of the removal and of the definition, so the schedule's page can still say what it was.
         const expire = redis.pipeline();
         for (const key of Object.values(historyKeysOf(prefix, id))) expire.pexpire(key, REMOVED_SCHEDULE_STATE_TTL_MS);
+        expire.call(...recordRemovalCommand(prefix, id, state.raw, clock()));
         await expire.exec();
         await retirePending(id, state, clock());
         opts.log?.info({ schedule: id }, 'schedule removed');
@@ -107,6 +110,11 @@ export function createSchedules(opts: ScheduleStoreOptions): Schedules {
       const state = await readState(redis, prefix, id);
       if (!state.def) return null;
       return viewOf(id, state.def, queueOf(state.def), state.due ?? state.inflight);
+    },
+
+    async getRemoved(id: string) {
+      if (await store.get(id)) return null;
+      return readRemoved(redis, prefix, id, queueOf, clock());
     },
 
     list: (query?: ListQuery): Promise<ListPage> => listSchedules(redis, prefix, (def) => queueOf(def), query),
