@@ -14,7 +14,7 @@ export const HISTORY_RETRY_MS = 30_000;
 
 /**
  * - `completed` / `failed`: an on-time run finished (failed = its final attempt failed);
- * - `caught-up`: a catch-up run completed; `manual`: an on-demand run of a scheduled job completed;
+ * - `caught-up`: a catch-up run completed; `manual`: a run now of the schedule (or a re-drive of its run) completed;
  * - `missed`: never run, by the missed-run policy; `skipped-overlap`: not run because a previous run was active;
  * - `skipped-paused`: due while its schedule was paused; `skipped-removed` / `skipped-changed`: enqueued
  *   before its schedule was removed or changed, and not run;
