@@ -40,8 +40,18 @@ export interface Output {
   line(text: string): void;
 }
 
+/**
+ * The CLI's log: on stderr, so stdout carries the command's output alone (a `--json` result stays
+ * parseable), and at `warn` where LOG_LEVEL says `info`. In the containers LOG_LEVEL=info is the apps'
+ * setting, which `tickwork` inherits: the library's info lines ("manual run of a schedule enqueued") repeat
+ * what the command prints. `debug` and `trace` are asked for on purpose and kept.
+ */
+export function cliLogLevel(level: CliEnv['LOG_LEVEL']): CliEnv['LOG_LEVEL'] {
+  return level === 'info' ? 'warn' : level;
+}
+
 export async function createContext(env: CliEnv, args: string[], flags: Flags): Promise<OpenContext> {
-  const log = createLogger('tickwork', env.LOG_LEVEL);
+  const log = createLogger('tickwork', cliLogLevel(env.LOG_LEVEL), process.stderr);
   const catalog = await loadCatalog(env.JOBS_MODULE, async () => (await import('@tickwork/jobs')).catalog);
   const target = redisTargetOf('tickwork', env);
   let redis: RedisClient | undefined;

@@ -1,9 +1,11 @@
 #!/usr/bin/env node
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { TickworkError } from '@tickwork/core';
 import { commands } from './commands/index.js';
 import type { Command } from './commands/command.js';
 import { createContext, type Flags } from './context.js';
+import { loadDotEnv } from './dot-env.js';
 import { loadCliEnv } from './env.js';
 import { joinDashValues } from './flags.js';
 import { UsageError } from './usage-error.js';
@@ -54,6 +56,11 @@ async function main(argv: string[]): Promise<number> {
   let logLevel: string | undefined;
   try {
     const { args, flags } = parseFlags(command, rest);
+    if (command.readsDotEnv) {
+      // Names only: the values include the dashboard's password.
+      const added = loadDotEnv(process.env, resolve('.env'));
+      if (added.length > 0) process.stdout.write(`tickwork: read ${added.join(', ')} from .env\n`);
+    }
     const env = loadCliEnv(process.env);
     logLevel = env.LOG_LEVEL;
     const ctx = await createContext(env, args, flags);

@@ -43,8 +43,10 @@ describe('occurrence history', () => {
     await caught?.failed(new Error('flaky'), false);
     await caught?.started(2);
     await caught?.failed(new Error('boom'), true);
-    const manual = runRecorder(redis, 'p2', job, { id: 'j3', name: job.name, data: {} }, log);
+    // A run now (runNow's token in its occurrence) counts as manual; an ad-hoc enqueue of the job does not count.
+    const manual = runRecorder(redis, 'p2', job, { id: 'j3', name: job.name, data: {}, scheduled: { schedule: job.name, nominal: 150_000, catchUp: false, m: 'tok3' } }, log);
     await manual?.succeeded();
+    expect(runRecorder(redis, 'p2', job, { id: 'adhoc', name: job.name, data: {} }, log)).toBeUndefined();
     const overlap = runRecorder(redis, 'p2', job, { id: 'j4', name: job.name, data: {}, scheduled: { schedule: job.name, nominal: 30_000, catchUp: false } }, log);
     await overlap?.skippedOverlap('previous run still active');
 
@@ -52,11 +54,16 @@ describe('occurrence history', () => {
     const byId = new Map(history.map((r) => [r.id, r]));
     expect(byId.get('h.job@1970-01-01T00:01:00.000Z')).toMatchObject({ outcome: 'completed', attempts: 1, trigger: 'schedule', jobId: 'j1' });
     expect(byId.get('h.job@1970-01-01T00:02:00.000Z')).toMatchObject({ outcome: 'failed', attempts: 2, trigger: 'catch-up', error: 'boom' });
-    expect(byId.get('h.job@manual-j3')).toMatchObject({ outcome: 'manual', trigger: 'manual' });
+    expect(byId.get('h.job@manual-tok3')).toMatchObject({ outcome: 'manual', trigger: 'manual', jobId: 'j3' });
+    expect(history.some((r) => r.jobId === 'adhoc')).toBe(false);
     expect(byId.get('h.job@1970-01-01T00:00:30.000Z')).toMatchObject({ outcome: 'skipped-overlap', error: 'previous run still active' });
     const last = await lastOutcomes(redis, 'p2', job.name);
     expect(last.lastFailure?.id).toBe('h.job@1970-01-01T00:02:00.000Z');
     expect(last.lastSuccess?.outcome).toBe('manual');
+    // a re-drive of the schedule's run counts as manual; a re-drive of an ad-hoc run does not
+    const redrive = (scheduleId?: string) => ({ idempotencyKey: 'k', redriveCount: 1, rootDlqJobId: 'r', history: [], ...(scheduleId && { scheduleId }) });
+    expect(runRecorder(redis, 'p2', job, { id: 'rd1', name: job.name, data: {}, redrive: redrive(job.name) }, log)).toBeDefined();
+    expect(runRecorder(redis, 'p2', job, { id: 'rd2', name: job.name, data: {}, redrive: redrive() }, log)).toBeUndefined();
     // an unscheduled job has no history
     const plain = defineJob({ name: 'plain', queue: 'q', schema: z.object({}), handler: async () => 1 });
     expect(runRecorder(redis, 'p2', plain, { id: 'x', name: 'plain', data: {} }, log)).toBeUndefined();

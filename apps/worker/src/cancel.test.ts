@@ -6,7 +6,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { createLogger, createEnqueue, QueueSet } from '@tickwork/core';
-import { readHistory } from '@tickwork/schedules';
+import { createCatalogSource, createSchedules, readHistory } from '@tickwork/schedules';
 import { requestCancel, JobNotFoundError, JobNotCancellableError, cancelRequestsKey } from '@tickwork/operations';
 import { appEntry, freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
@@ -48,13 +48,19 @@ async function startWorker(): Promise<{ app: AppProcess; port: number }> {
 
 const events = () => redis.lrange(CX_KEYS.events, 0, -1);
 const enqueue = () => createEnqueue(catalog, queues);
+/** Runs cx.wait's schedule now, as the dashboard's button does (the schedule stored first, as a scheduler stores it). */
+async function runNow(): Promise<string> {
+  const log = createLogger('test', 'silent');
+  await createCatalogSource({ redis, queues, catalog, log }).put(cxWait);
+  return (await createSchedules({ redis, queues, catalog, log }).runNow(cxWait.name, { by: 'test' })).jobId;
+}
 const stateOf = async (id: string) => (await queues.get('cx').getJob(id))?.getState();
 
 describe('cancelling a job', () => {
   it("aborts a running job's signal on whichever worker runs it: failed as cancelled, not retried, not dead-lettered, counted", async () => {
     // Two worker processes: the request reaches both by pub/sub; only the one running the job acts.
     const [a, b] = [await startWorker(), await startWorker()];
-    const { id } = await enqueue()(cxWait, { n: 1 });
+    const id = await runNow(); // a run of cx.wait's schedule, which its history records (an ad-hoc one it does not)
     await waitFor(async () => (await events()).includes(`step:${id}`), { what: 'the handler to record its step and wait' });
 
     await requestCancel({ queues, queue: 'cx', jobId: id, by: 'alice', reason: 'wrong customer' });

@@ -1,7 +1,8 @@
 /**
  * deploy/kubernetes, as far as the worker is concerned: the env the pod gets is what loadWorkerEnv accepts,
  * the kubelet waits out the drain, the probes ask /readyz and /healthz on the app's port, and KEDA watches the wait
- * list of every queue of the catalog under the configured prefix (with the Redis password).
+ * list of every queue of the catalog under the configured prefix (with the Redis password): `pnpm gen:keda`
+ * writes those triggers from the catalog (apps/cli keda.test.ts).
  */
 import { catalog } from '@tickwork/jobs';
 import { containerEnv, manifest, podSpecOf, readManifests, TEST_SECRETS as secrets } from '@tickwork/testkit';
@@ -56,7 +57,10 @@ describe('the worker in deploy/kubernetes', () => {
     expect(scaled.minReplicaCount).toBeGreaterThanOrEqual(1);
     const keys = new QueueKeys(env.QUEUE_PREFIX);
     const expected = [...catalog.queues].map((q) => keys.getKeys(q).wait).sort();
-    expect(scaled.triggers.map((t) => t.metadata.listName).sort()).toEqual(expected);
+    const watched = scaled.triggers.map((t) => t.metadata.listName).sort();
+    const missing = catalog.queues.filter((q) => !watched.includes(keys.toKey(q, 'wait')));
+    const hint = `deploy/kubernetes/worker-scaledobject.yaml must have one KEDA trigger per queue of the catalog${missing.length > 0 ? ` (none for ${missing.join(', ')})` : ''}: run \`pnpm gen:keda\``;
+    expect(watched, hint).toEqual(expected);
     for (const t of scaled.triggers) {
       expect(t.type).toBe('redis');
       expect(t.metadata.address).toBe('tickwork-redis:6379');

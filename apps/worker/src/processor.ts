@@ -17,7 +17,8 @@ import { judgeLate, onTime, overlapPolicy, scheduleGate } from './pipeline/stage
  *
  *   validate → identify → cancelGate → [judgeLate → overlapPolicy → onTime →] claim → [scheduleGate →] execute
  *
- * The bracketed stages are for runs of scheduled jobs only; every other job skips them entirely. claim
+ * The bracketed stages are for runs of a schedule only (its occurrences, runs now and re-drives of its
+ * runs); every other job, an ad-hoc enqueue of a scheduled job included, skips them entirely. claim
  * frames the stages after it: it records their result (or gives the run back) when they end.
  */
 const onDemand = compose([cancelGate, claim, execute]);

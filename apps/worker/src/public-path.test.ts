@@ -10,7 +10,7 @@
 import { fileURLToPath } from 'node:url';
 import { createEnqueue, createLogger, dlqName, QueueSet } from '@tickwork/core';
 import { cancelRequestsKey, listDeadLetters, requestCancel } from '@tickwork/operations';
-import { readHistory } from '@tickwork/schedules';
+import { createCatalogSource, createSchedules, readHistory } from '@tickwork/schedules';
 import { freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -65,6 +65,12 @@ afterAll(async () => {
 });
 
 const enqueue = () => createEnqueue(catalog, queues);
+/** Runs cx.wait's schedule now, as the dashboard's button does (the schedule stored first, as a scheduler stores it). */
+async function runNow(): Promise<string> {
+  const log = createLogger('test', 'silent');
+  await createCatalogSource({ redis, queues, catalog, log }).put(cxWait);
+  return (await createSchedules({ redis, queues, catalog, log }).runNow(cxWait.name, { by: 'test' })).jobId;
+}
 const events = (key: string) => redis.lrange(key, 0, -1);
 const sumMetric = async (name: string, labels: Record<string, string>) =>
   (await Promise.all(pair.map((w) => readMetric(w.port, name, labels)))).reduce((a, b) => a + b, 0);
@@ -101,7 +107,7 @@ describe("the worker on BullMQ's public paths only (WORKER_BULLMQ_FAST_PATH=off)
   }, 60_000);
 
   it('a running job cancelled by an operator ends failed as cancelled: not retried, not dead-lettered; a retry resumes it', async () => {
-    const { id } = await enqueue()(cxWait, { n: 1 });
+    const id = await runNow(); // a run of cx.wait's schedule, which its history records (an ad-hoc one it does not)
     await waitFor(async () => (await events(CX_KEYS.events)).includes(`step:${id}`), { timeoutMs: 30_000, what: 'the handler to record its step and wait' });
 
     await requestCancel({ queues, queue: 'cx', jobId: id, by: 'alice', reason: 'wrong customer' });

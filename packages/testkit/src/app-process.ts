@@ -14,9 +14,10 @@ export interface AppProcess {
   exited: Promise<number | null>;
 }
 
-/** Runs a built app (`node <entry>`) as a real child process and captures its log lines. */
-export function startApp(entry: string, env: Record<string, string>, args: string[] = []): AppProcess {
+/** Runs a built app (`node <entry>`) as a real child process and captures its log lines. `cwd`: its working directory (default ours). */
+export function startApp(entry: string, env: Record<string, string>, args: string[] = [], opts: { cwd?: string } = {}): AppProcess {
   const proc = spawn(process.execPath, [entry, ...args], {
+    ...(opts.cwd !== undefined && { cwd: opts.cwd }),
     env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -10,5 +10,7 @@ export interface Command {
   booleanFlags?: readonly string[];
   /** For a command with actions: the action named in `args`, for its own `--help` and usage errors. */
   actionHelp?(args: readonly string[]): { summary: string; usage: string } | undefined;
+  /** Reads `.env` in the current directory into the environment first (dot-env.ts): only `dev`. */
+  readsDotEnv?: boolean;
   run(ctx: CommandContext): Promise<void>;
 }

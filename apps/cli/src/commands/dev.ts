@@ -21,7 +21,8 @@ const STATE = join(ROOT, '.tickwork');
 export const devCommand: Command = {
   name: 'dev',
   usage: 'tickwork dev',
-  summary: 'Run scheduler, worker and dashboard locally (what `pnpm start` does).',
+  summary: 'Run scheduler, worker and dashboard locally (what `pnpm start` does); reads .env if there is one.',
+  readsDotEnv: true,
   async run(ctx) {
     let redisUrl = ctx.env.REDIS_URL;
     let privateRedis: ChildProcess | undefined;

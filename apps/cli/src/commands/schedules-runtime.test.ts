@@ -34,8 +34,8 @@ afterAll(async () => {
 });
 
 /** Runs `tickwork <args>` (through bash when `stdin` is given, piped in); resolves with code and output. */
-async function cli(args: string[], stdin?: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env = { PATH: process.env.PATH ?? '', REDIS_URL: server.url, QUEUE_PREFIX: PREFIX, LOG_LEVEL: 'silent' };
+async function cli(args: string[], stdin?: string, extraEnv: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  const env = { PATH: process.env.PATH ?? '', REDIS_URL: server.url, QUEUE_PREFIX: PREFIX, LOG_LEVEL: 'silent', ...extraEnv };
   const [file, argv] =
     stdin === undefined
       ? [process.execPath, [CLI, ...args]]
@@ -187,6 +187,17 @@ describe('catalog schedules through the same actions', { timeout: 60_000 }, () =
     expect((await cli(['schedules', 'run', name])).code).toBe(0);
     const ls = JSON.parse((await cli(['schedules', 'ls', '--source', 'catalog', '--json'])).stdout) as { items: { id: string; source: string }[] };
     expect(ls.items).toEqual([expect.objectContaining({ id: name, source: 'catalog' })]);
+  });
+
+  it('prints only its own output where LOG_LEVEL=info (as in the containers): no log line on stdout or stderr', async () => {
+    const name = 'reports.daily-revenue';
+    await createCatalogSource({ redis: server.client(), queues, catalog, log: createLogger('test', 'silent') }).put(catalog.require(name));
+    const text = await cli(['schedules', 'run', name], undefined, { LOG_LEVEL: 'info' });
+    expect(text).toMatchObject({ code: 0, stderr: '' });
+    expect(text.stdout).toMatch(new RegExp(`^enqueued a run of ${name.replace('.', '\\.')} now as job \\S+\n$`));
+    const json = await cli(['schedules', 'run', name, '--json'], undefined, { LOG_LEVEL: 'info' });
+    expect(json).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse(json.stdout)).toMatchObject({ jobId: expect.any(String) }); // the whole of stdout is the result
   });
 });
 

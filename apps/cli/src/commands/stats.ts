@@ -8,7 +8,7 @@ const MAX_SAMPLES = 50_000;
 
 export const statsCommand: Command = {
   name: 'stats',
-  usage: `tickwork stats [--samples N] [--json]    (N: random keys to sample, 1 to ${MAX_SAMPLES}, default ${DEFAULT_CAPACITY_SAMPLES})`,
+  usage: `tickwork stats [--samples N] [--json]    (N: random keys to sample, 1 to ${MAX_SAMPLES}, default ${DEFAULT_CAPACITY_SAMPLES}; with at most N keys, each is measured)`,
   summary: "Redis memory against maxmemory, tickwork's share by component (sampled), queue and DLQ sizes.",
   valueFlags: ['samples'],
   async run(ctx) {

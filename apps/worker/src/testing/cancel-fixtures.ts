@@ -18,7 +18,7 @@ const schema = z.object({ n: z.number().int() });
  * Records a step, then waits until its signal aborts (an operator's cancel) and ends with the signal's
  * reason, as a handler that honours ctx.signal does; with `cx:finish` set it completes instead.
  * Idempotent because: its only effect is a step, recorded under the run's key.
- * Scheduled (hourly, never run by a scheduler in these tests), so its manual runs keep occurrence history.
+ * Scheduled (hourly, never run by a scheduler in these tests), so its runs now (runNow) keep occurrence history.
  */
 export const cxWait = defineJob({
   name: 'cx.wait',

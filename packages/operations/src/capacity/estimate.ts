@@ -23,8 +23,13 @@ export interface ComponentEstimate {
 export interface CapacityEstimate {
   /** DBSIZE: exact. */
   dbKeys: number;
-  /** Keys drawn with RANDOMKEY and measured; their shares are extrapolated to the other keys. */
+  /**
+   * Keys drawn with RANDOMKEY and measured; their shares are extrapolated to the other keys. When Redis holds
+   * no more keys than the samples asked for, every key is measured once instead (`allKeys`).
+   */
   sampledKeys: number;
+  /** Every key was measured (Redis held at most the samples asked for): the figures are not extrapolated. */
+  allKeys: boolean;
   /** Large per-queue and per-schedule keys measured one by one instead of sampled (exact up to MEMORY USAGE's own sampling). */
   measuredKeys: number;
   /** Sum over components. */
@@ -67,19 +72,30 @@ function knownLargeKeys(opts: EstimateOptions): string[] {
  * One script call: DBSIZE, MEMORY USAGE of each known key (KEYS), then ARGV[1] random keys with theirs.
  * Server-side, so a sample of thousands costs one round trip and a few milliseconds of Redis, not thousands
  * of client commands. (One Redis only: on a cluster RANDOMKEY sees one node and KEYS span slots, see
- * sampleCluster.)
- * Reply: dbsize, usage per KEYS entry (-1: no such key), then (key, usage) pairs.
+ * sampleCluster.) RANDOMKEY draws with replacement: on a Redis with no more keys than ARGV[1], where 2000
+ * draws among 83 keys would say nothing more than 83 measurements, it measures every key once instead
+ * (KEYS *, no longer than the sample it replaces).
+ * Reply: dbsize, 1 when every key was measured, usage per KEYS entry (-1: no such key), then (key, usage) pairs.
  */
 const SAMPLE = `
-local out = { redis.call('DBSIZE') }
+local dbsize = redis.call('DBSIZE')
+local all = dbsize <= tonumber(ARGV[1])
+local out = { dbsize, all and 1 or 0 }
 for _, key in ipairs(KEYS) do
   out[#out + 1] = redis.call('MEMORY', 'USAGE', key, 'SAMPLES', ARGV[2]) or -1
 end
-for _ = 1, tonumber(ARGV[1]) do
-  local key = redis.call('RANDOMKEY')
-  if not key then break end
+local function measure(key)
   out[#out + 1] = key
   out[#out + 1] = redis.call('MEMORY', 'USAGE', key, 'SAMPLES', ARGV[2]) or -1
+end
+if all then
+  for _, key in ipairs(redis.call('KEYS', '*')) do measure(key) end
+else
+  for _ = 1, tonumber(ARGV[1]) do
+    local key = redis.call('RANDOMKEY')
+    if not key then break end
+    measure(key)
+  end
 end
 return out`;
 
@@ -101,7 +117,7 @@ return out`;
 export async function estimateComponents(redis: RedisClient, opts: EstimateOptions): Promise<CapacityEstimate> {
   const samples = opts.samples ?? DEFAULT_CAPACITY_SAMPLES;
   const measured = knownLargeKeys({ ...opts, clustered: redis.isCluster });
-  const { dbKeys, usages, draws } = redis.isCluster ? await sampleCluster(redis, measured, samples) : await sampleOne(redis, measured, samples);
+  const { dbKeys, allKeys, usages, draws } = redis.isCluster ? await sampleCluster(redis, measured, samples) : await sampleOne(redis, measured, samples);
 
   const bytes = new Map<Component, number>(COMPONENTS.map((c) => [c, 0]));
   const keys = new Map<Component, number>(COMPONENTS.map((c) => [c, 0]));
@@ -142,6 +158,7 @@ export async function estimateComponents(redis: RedisClient, opts: EstimateOptio
   return {
     dbKeys,
     sampledKeys: sampled.length,
+    allKeys,
     measuredKeys: measuredSet.size,
     totalBytes: components.reduce((sum, c) => sum + c.bytes, 0),
     components,
@@ -150,6 +167,8 @@ export async function estimateComponents(redis: RedisClient, opts: EstimateOptio
 
 interface Sample {
   dbKeys: number;
+  /** Every key was drawn once (no more keys than samples), rather than `samples` drawn at random. */
+  allKeys: boolean;
   /** MEMORY USAGE of each measured key, -1 when it does not exist. */
   usages: number[];
   draws: { key: string; usage: number }[];
@@ -159,31 +178,35 @@ interface Sample {
 async function sampleOne(redis: RedisClient, measured: readonly string[], samples: number): Promise<Sample> {
   const reply = (await redis.eval(SAMPLE, measured.length, ...measured, samples, USAGE_SAMPLES)) as (string | number)[];
   const draws: Sample['draws'] = [];
-  for (let i = 1 + measured.length; i + 1 < reply.length; i += 2) draws.push({ key: String(reply[i]), usage: Number(reply[i + 1]) });
-  return { dbKeys: Number(reply[0] ?? 0), usages: measured.map((_, i) => Number(reply[1 + i])), draws };
+  for (let i = 2 + measured.length; i + 1 < reply.length; i += 2) draws.push({ key: String(reply[i]), usage: Number(reply[i + 1]) });
+  return { dbKeys: Number(reply[0] ?? 0), allKeys: Number(reply[1]) === 1, usages: measured.map((_, i) => Number(reply[2 + i])), draws };
 }
 
 /**
  * A cluster: the measured keys one pipeline per slot; DBSIZE and random draws per master, each master drawn
  * in proportion to its keys, so one scale over all draws stays unbiased. A few round trips per master, in
- * parallel, still none growing with the number of keys.
+ * parallel, still none growing with the number of keys. With no more keys than samples in all, every
+ * master lists its keys instead (KEYS *), as on one Redis.
  */
 async function sampleCluster(redis: RedisClient, measured: readonly string[], samples: number): Promise<Sample> {
   const masters = await keyNodes(redis);
   const sizes = await Promise.all(masters.map((m) => m.dbsize()));
   const dbKeys = sizes.reduce((a, b) => a + b, 0);
+  const allKeys = dbKeys <= samples;
   const usageOf = (key: string): SlotCommand => ['memory', 'USAGE', key, 'SAMPLES', USAGE_SAMPLES];
   const usages = (await pipelineBySlot(redis, measured.map(usageOf), (c) => String(c[2]))).map(([err, v]) => (err || v === null ? -1 : Number(v)));
   const perMaster = await Promise.all(
     masters.map(async (master, i) => {
       const n = dbKeys === 0 ? 0 : Math.round((samples * (sizes[i] ?? 0)) / dbKeys);
-      if (n === 0) return [];
-      const keys = ((await master.pipeline(Array.from({ length: n }, () => ['randomkey'])).exec()) ?? []).flatMap(([, k]) => (typeof k === 'string' ? [k] : []));
+      if (n === 0 && !allKeys) return [];
+      const keys = allKeys
+        ? await master.keys('*')
+        : ((await master.pipeline(Array.from({ length: n }, () => ['randomkey'])).exec()) ?? []).flatMap(([, k]) => (typeof k === 'string' ? [k] : []));
       const replies = (await master.pipeline(keys.map((k) => ['memory', 'USAGE', k, 'SAMPLES', USAGE_SAMPLES])).exec()) ?? [];
       return keys.map((key, j) => ({ key, usage: replies[j]?.[0] || replies[j]?.[1] === null ? -1 : Number(replies[j]?.[1]) }));
     }),
   );
-  return { dbKeys, usages, draws: perMaster.flat() };
+  return { dbKeys, allKeys, usages, draws: perMaster.flat() };
 }
 
 /** Whether each job hash has finished (has a `finishedOn`): one script call on one Redis, one pipeline per slot on a cluster. */

@@ -30,7 +30,12 @@ export function formatAge(seconds: number): string {
   return parts.join(' ');
 }
 
-/** The sentence that says how the per-component numbers were obtained; every view shows it. */
-export function estimateNote(e: { dbKeys: number; sampledKeys: number; measuredKeys: number }): string {
+/**
+ * The sentence that says how the per-component numbers were obtained; every view shows it ("By component
+ * (...)", "Shares are ..."). With no more keys than samples every key was measured, and it says so rather
+ * than "2000 randomly sampled keys of 83".
+ */
+export function estimateNote(e: { dbKeys: number; sampledKeys: number; measuredKeys: number; allKeys: boolean }): string {
+  if (e.allKeys) return `measured on all ${e.dbKeys} keys, not sampled`;
   return `estimates from ${e.sampledKeys} randomly sampled keys of ${e.dbKeys} (sizes extrapolated), plus ${e.measuredKeys} known large keys measured one by one`;
 }

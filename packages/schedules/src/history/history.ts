@@ -14,7 +14,7 @@ export const HISTORY_RETRY_MS = 30_000;
 
 /**
  * - `completed` / `failed`: an on-time run finished (failed = its final attempt failed);
- * - `caught-up`: a catch-up run completed; `manual`: an on-demand run of a scheduled job completed;
+ * - `caught-up`: a catch-up run completed; `manual`: a run now of the schedule (or a re-drive of its run) completed;
  * - `missed`: never run, by the missed-run policy; `skipped-overlap`: not run because a previous run was active;
  * - `skipped-paused`: due while its schedule was paused; `skipped-removed` / `skipped-changed`: enqueued
  *   before its schedule was removed or changed, and not run;
@@ -123,7 +123,11 @@ export interface RunRecorder {
 }
 
 /**
- * A recorder for runs of scheduled jobs (on time, catch-up or manual); undefined for unscheduled jobs.
+ * A recorder for the runs of a schedule: the occurrences its scheduler enqueued (on time or catch-up), its
+ * manual runs (runNow: the dashboard's "run now", `tickwork schedules run`) and a re-drive of a catalog
+ * schedule's run from the dead-letter queue (recorded as manual). Undefined for every other run, an ad-hoc
+ * enqueue of a scheduled job included: such a run is not the schedule's, and must not move its history or
+ * health (one failing ad-hoc run would otherwise make the schedule `failing` and page someone).
  *
  * Redis Cluster: a schedule's history stays in its schedule shard (`{sched:<k>}`), not under its queue's
  * tag, because the start gate (START_RUN) reads the definition and writes the history in one script, and
@@ -134,7 +138,7 @@ export interface RunRecorder {
  */
 export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, delivery: Delivery, log: Logger): RunRecorder | undefined {
   const scheduled = delivery.scheduled;
-  if (!job.schedule && !scheduled) return undefined;
+  if (!scheduled && !(job.schedule && delivery.redrive?.scheduleId === job.name)) return undefined;
   const schedule = scheduled?.schedule ?? job.name;
   const nominalMs = scheduled?.nominal ?? Date.now();
   const manual = !scheduled || scheduled.m !== undefined;

@@ -34,8 +34,8 @@ export function validate(run: JobRun): void {
 }
 
 /**
- * identify: the run's idempotency key, where its ledger record lives, its nominal time, and (jobs with a
- * schedule only) its history recorder.
+ * identify: the run's idempotency key, where its ledger record lives, its nominal time, and (runs of a
+ * schedule only: runRecorder decides, an ad-hoc enqueue of a scheduled job is not one) its history recorder.
  */
 export function identify(run: JobRun): void {
   const { def, delivery, deps } = run;
