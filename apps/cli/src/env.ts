@@ -4,7 +4,7 @@ import { z } from 'zod';
 const schema = z.object({
   ...redisEnv,
   QUEUE_PREFIX: queuePrefix,
-  LOG_LEVEL: logLevel.default('warn'),
+  LOG_LEVEL: logLevel('warn'),
   JOBS_MODULE: z.string().optional(),
   /** Only read by `tickwork db`: the PostgreSQL to migrate (`--url` overrides it). */
   DATABASE_URL: z.string().optional(),

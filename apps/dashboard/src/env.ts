@@ -1,10 +1,7 @@
-import { logLevel, parseEnv, port, queuePrefix, redisStartupTimeoutMs, redisEnv } from '@tickwork/core';
+import { blankAsUnset, logLevel, parseEnv, port, queuePrefix, redisStartupTimeoutMs, redisEnv } from '@tickwork/core';
 import { z } from 'zod';
 import { parseTrustedProxies, TrustedProxiesError } from './client-address.js';
 import { parseUsers, plainAdmin, UsersConfigError, type DashboardUser } from './users.js';
-
-/** Set but blank counts as unset: compose passes `${DASHBOARD_USERS:-}` through as ''. */
-const blankAsUnset = (v: unknown) => (typeof v === 'string' && v.trim() === '' ? undefined : v);
 
 const schema = z
   .object({
@@ -12,7 +9,7 @@ const schema = z
     REDIS_STARTUP_TIMEOUT_MS: redisStartupTimeoutMs,
     QUEUE_PREFIX: queuePrefix,
     PORT: port(3000),
-    LOG_LEVEL: logLevel,
+    LOG_LEVEL: logLevel(),
     DASHBOARD_USER: z.string().regex(/^[A-Za-z0-9._@-]{1,64}$/, 'must be 1 to 64 letters, digits or . _ @ -').default('admin'),
     DASHBOARD_PASSWORD: z
       .string()
@@ -20,7 +17,7 @@ const schema = z
       // Eight spaces are eight characters and no password.
       .refine((v) => v.trim().length >= 8, 'DASHBOARD_PASSWORD must have at least 8 characters besides leading and trailing spaces')
       .optional(),
-    /** `name:role:password-hash` entries (users.ts); the hash is never echoed in an error. */
+    /** `name:role:password-hash` entries (users.ts); the hash is never echoed in an error. Blank counts as unset (compose passes `${DASHBOARD_USERS:-}`). */
     DASHBOARD_USERS: z.preprocess(
       blankAsUnset,
       z

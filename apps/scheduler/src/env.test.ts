@@ -66,3 +66,14 @@ describe('SCHEDULER_HEARTBEAT_MS and SCHEDULER_DEAD_AFTER_MS', () => {
     expect(() => loadSchedulerEnv({ SCHEDULER_HEARTBEAT_MS: '0' })).toThrow(/SCHEDULER_HEARTBEAT_MS is invalid/);
   });
 });
+
+describe('every number and choice of the scheduler', () => {
+  it('set blank (empty or spaces) is its default, never 0', () => {
+    const defaults = loadSchedulerEnv({});
+    const blankable = Object.keys(defaults).filter((k) => typeof defaults[k as keyof typeof defaults] === 'number' || k === 'LOG_LEVEL');
+    expect(blankable).toEqual(expect.arrayContaining(['SCHEDULE_LOOKAHEAD_MS', 'SCHEDULE_HEAD_START_MS', 'REDIS_MEMORY_ALERT_RATIO', 'PORT', 'LOG_LEVEL']));
+    for (const key of blankable) for (const blank of ['', '  ']) expect(loadSchedulerEnv({ [key]: blank }), `${key}=${JSON.stringify(blank)}`).toEqual(defaults);
+    expect(loadSchedulerEnv({ SCHEDULE_LOOKAHEAD_MS: '0' }).SCHEDULE_LOOKAHEAD_MS).toBe(0);
+    expect(() => loadSchedulerEnv({ SCHEDULE_LOOKAHEAD_MS: '-5' })).toThrow(/SCHEDULE_LOOKAHEAD_MS is invalid: must be a whole number of ms, 0 or more/);
+  });
+});

@@ -1,4 +1,4 @@
-import { alertWebhookUrl, logLevel, metricsToken, nodeEnv, parseEnv, port, positiveInt, queuePrefix, redisStartupTimeoutMs, redisEnv } from '@tickwork/core';
+import { alertWebhookUrl, decimal, logLevel, metricsToken, nodeEnv, parseEnv, port, positiveInt, queuePrefix, redisStartupTimeoutMs, redisEnv, wholeNumber } from '@tickwork/core';
 import { DEFAULT_HEAD_START_MS, DEFAULT_SCHEDULER_DEAD_AFTER_MS, DEFAULT_SCHEDULER_HEARTBEAT_MS, MAX_HEAD_START_MS } from '@tickwork/schedules';
 import { z } from 'zod';
 import { parseSpeedup } from './speedup.js';
@@ -12,24 +12,24 @@ const schema = z
     QUEUE_PREFIX: queuePrefix,
     PORT: port(3001),
     METRICS_TOKEN: metricsToken,
-    LOG_LEVEL: logLevel,
+    LOG_LEVEL: logLevel(),
     NODE_ENV: nodeEnv,
     /** How often registrations are reconciled again after start (catches a deleted registration, say). */
     RECONCILE_INTERVAL_MS: positiveInt(60_000),
     /** How often the dispatcher claims due entries (O(due) per tick, so a short tick is cheap when idle). */
     SCHEDULE_TICK_MS: positiveInt(250),
     /** Occurrences due within this window are claimed ahead and added to their queue at their exact time. */
-    SCHEDULE_LOOKAHEAD_MS: z.coerce.number().int().min(0).default(1000),
+    SCHEDULE_LOOKAHEAD_MS: wholeNumber(1000, { min: 0, format: 'must be a whole number of ms, 0 or more' }),
     /**
      * How long before its time an on-time occurrence is added to its queue; the worker holds it until its time
      * (0: added at its time). Within the look-ahead: an occurrence is claimed at most that far ahead.
      */
-    SCHEDULE_HEAD_START_MS: z.coerce
-      .number({ error: `must be a whole number of ms from 0 to ${MAX_HEAD_START_MS}` })
-      .int(`must be a whole number of ms from 0 to ${MAX_HEAD_START_MS}`)
-      .min(0, `must be a whole number of ms from 0 to ${MAX_HEAD_START_MS}`)
-      .max(MAX_HEAD_START_MS, `must be at most ${MAX_HEAD_START_MS} ms: a worker holds an early occurrence at most that long`)
-      .default(DEFAULT_HEAD_START_MS),
+    SCHEDULE_HEAD_START_MS: wholeNumber(DEFAULT_HEAD_START_MS, {
+      min: 0,
+      max: MAX_HEAD_START_MS,
+      format: `must be a whole number of ms from 0 to ${MAX_HEAD_START_MS}`,
+      tooBig: `must be at most ${MAX_HEAD_START_MS} ms: a worker holds an early occurrence at most that long`,
+    }),
     /** How long a dispatcher's claim is held; a replica that dies mid-tick leaves its claims to another after this at the latest. */
     SCHEDULE_LEASE_MS: positiveInt(10_000),
     /**
@@ -60,7 +60,7 @@ const schema = z
     ALERT_WEBHOOK_URL: alertWebhookUrl,
     ALERT_WEBHOOK_TIMEOUT_MS: positiveInt(5000),
     /** Share of Redis's maxmemory above which one redis_memory_high alert is raised. */
-    REDIS_MEMORY_ALERT_RATIO: z.coerce.number({ error: RATIO }).min(0.1, RATIO).max(0.99, RATIO).default(0.8),
+    REDIS_MEMORY_ALERT_RATIO: decimal(0.8, { min: 0.1, max: 0.99, format: RATIO }),
     /** How often Redis memory is checked and the capacity gauges of /metrics are refreshed. */
     CAPACITY_CHECK_INTERVAL_MS: positiveInt(30_000),
   })

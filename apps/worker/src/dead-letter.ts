@@ -21,6 +21,11 @@ export interface DeadLetterRouting {
   watch(queue: string): void;
   /** Moves every job sitting in the failed set of the watched queues; returns how many were moved. */
   sweep(): Promise<number>;
+  /**
+   * Moves one failed job by id, read from its raw hash if BullMQ cannot read it (a raw entry); resolves
+   * whether it left the failed set. For a job failed without a worker's `failed` event (unreadable-jobs.ts).
+   */
+  moveById(queue: string, jobId: string): Promise<boolean>;
   /** Stops sweeping and waits for moves in progress. */
   close(): Promise<void>;
 }
@@ -155,6 +160,9 @@ export function createDeadLetterRouting(opts: DeadLetterRoutingOptions): DeadLet
     }
   };
 
+  const moveById = (queue: string, jobId: string): Promise<boolean> =>
+    track(moveFailedJob({ queue, jobId, queues: opts.queues, redis: opts.redis, catalog: opts.catalog }).then(reported));
+
   return {
     attach(worker) {
       worker.on('failed', onFailed);
@@ -163,6 +171,7 @@ export function createDeadLetterRouting(opts: DeadLetterRoutingOptions): DeadLet
     },
     watch,
     sweep,
+    moveById,
     async close() {
       closed = true;
       clearTimeout(timer);

@@ -1,4 +1,4 @@
-import { alertWebhookUrl, databaseUrl, EnvError, logLevel, metricsToken, parseEnv, port, positiveInt, queuePrefix, redisStartupTimeoutMs, redisEnv, type Catalog } from '@tickwork/core';
+import { alertWebhookUrl, choice, databaseUrl, EnvError, logLevel, metricsToken, parseEnv, port, positiveInt, queuePrefix, redisStartupTimeoutMs, redisEnv, wholeNumber, type Catalog } from '@tickwork/core';
 import { z } from 'zod';
 
 const schema = z.object({
@@ -7,7 +7,7 @@ const schema = z.object({
   QUEUE_PREFIX: queuePrefix,
   PORT: port(3002),
   METRICS_TOKEN: metricsToken,
-  LOG_LEVEL: logLevel,
+  LOG_LEVEL: logLevel(),
   /** Jobs run at once per queue; at most 1000 (each holds memory and a share of the event loop). */
   WORKER_CONCURRENCY: positiveInt(10, 1000),
   /** How long SIGTERM waits for active jobs before aborting them. Keep below the orchestrator's grace period. */
@@ -28,7 +28,7 @@ const schema = z.object({
   /** Also the idempotency-ledger lease. Both are BullMQ's fallback: a crashed worker's jobs come back through the heartbeat below first. */
   WORKER_LOCK_DURATION_MS: positiveInt(30_000),
   WORKER_STALLED_INTERVAL_MS: positiveInt(30_000),
-  WORKER_MAX_STALLED_COUNT: z.coerce.number().int().min(0).default(2),
+  WORKER_MAX_STALLED_COUNT: wholeNumber(2, { min: 0, format: 'must be a whole number, 0 or more' }),
   /**
    * Recovery after a crash: every process beats this often, and one silent for WORKER_DEAD_AFTER_MS counts
    * as dead: its jobs go back to the queue and its runs' leases are taken over (README, Recovery after a crash).
@@ -44,7 +44,7 @@ const schema = z.object({
    * `auto`: tickwork's fast paths into BullMQ when the installed BullMQ matches the engine's contract (else its
    * public paths, with a warning); `off`: BullMQ's public paths only (docs/upgrading-bullmq.md).
    */
-  WORKER_BULLMQ_FAST_PATH: z.enum(['auto', 'off']).default('auto'),
+  WORKER_BULLMQ_FAST_PATH: choice(['auto', 'off'], 'auto'),
   /** How long a completed run with an explicit key (idempotencyKey, occurrence, re-drive) suppresses duplicates. */
   IDEMPOTENCY_RETENTION_HOURS: positiveInt(24),
   /**

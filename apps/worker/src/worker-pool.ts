@@ -10,7 +10,8 @@ import { createRecovery } from './recovery/recovery.js';
 import { RunningJobs } from './running-jobs.js';
 import { soleDeliveryCheck } from './recovery/sole-delivery.js';
 import { bullmqStallProgress, ownStallProgress, PUBLIC_PATH_MAX_STALLED } from './stall-progress.js';
-import { createEngine, type Engine } from '@tickwork/bullmq-engine';
+import { createEngine, isJobDecodeError, type Engine } from '@tickwork/bullmq-engine';
+import { createUnreadableJobs, type UnreadableJobs } from './unreadable-jobs.js';
 import { BatchRunner } from './batch/batch-runner.js';
 import { openBatchStore } from './batch/open-batch-store.js';
 
@@ -128,12 +129,21 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     stallProgress: engine.stalls ? bullmqStallProgress(opts.redis, engine.stalls) : ownStallProgress(opts.redis, opts.prefix, maxStalled),
     maxStalledCount: maxStalled,
   });
+  // Jobs whose stored data or options are not JSON: failed for good when first delivered, to the DLQ (unreadable-jobs.ts).
+  const unreadable = createUnreadableJobs({
+    redis: opts.redis,
+    prefix: opts.prefix,
+    log: opts.log,
+    deadLetter: opts.deadLetter,
+    isRunning: (queue, jobId) => running.has(queue, jobId),
+    stalls: engine.stalls,
+  });
   // A batch job's queue is run by a BatchRunner of its own (batch/), every other queue by a BullMQ Worker.
   const batchRunners: ReturnType<typeof startBatchRunner>[] = [];
   const queues: string[] = [];
   for (const queue of opts.queues ?? opts.catalog.queues) {
     const def = opts.catalog.batchJobOf(queue);
-    if (def) batchRunners.push(startBatchRunner(opts, engine, queue, def, cancels));
+    if (def) batchRunners.push(startBatchRunner(opts, engine, queue, def, cancels, unreadable));
     else queues.push(queue);
   }
   const workers = queues.map((queue) => {
@@ -156,7 +166,10 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     opts.deadLetter?.attach(worker);
     // Connection errors during an outage are the outage log's (once, then a summary), not one line each.
     worker.on('error', (err) => {
-      if (!opts.outage?.note(err)) opts.log.error({ err, queue }, 'worker error');
+      // Maybe BullMQ could not decode a job it delivered: the check fails such jobs for good and logs each.
+      if (isJobDecodeError(err)) unreadable.check(queue, worker);
+      if (err instanceof SyntaxError) opts.log.warn({ queue, err: { message: err.message } }, 'a job delivered to this worker could not be decoded; failing the jobs that cannot be read');
+      else if (!opts.outage?.note(err)) opts.log.error({ err, queue }, 'worker error');
     });
     worker.on('failed', (job, err) => {
       // A cancellation is logged by the processor (who, why) and is not a failure to look into.
@@ -201,11 +214,13 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
         await Promise.all([...workers.map((w) => w.close(true)), ...batchRunners.map((r) => r.close(true))]);
         // Jobs left locked by the forced close are taken back once this process counts as dead.
         await recovery.stop(false);
+        await unreadable.close();
         await opts.deadLetter?.close();
         ledgerRedis.disconnect();
         return { timedOut: true };
       }
       await recovery.stop(true);
+      await unreadable.close();
       await opts.deadLetter?.close();
       ledgerRedis.disconnect();
       return { timedOut: false };
@@ -224,6 +239,7 @@ function startBatchRunner(
   queue: string,
   def: AnyJob,
   cancels: CancelListener,
+  unreadable: UnreadableJobs,
 ): { queue: string; runner: BatchRunner; close(force?: boolean): Promise<void> } {
   opts.deadLetter?.watch(queue);
   const store = openBatchStore({
@@ -237,6 +253,7 @@ function startBatchRunner(
     ...(opts.stalledIntervalMs !== undefined && { stalledIntervalMs: opts.stalledIntervalMs }),
     log: opts.log,
     ...(opts.outage && { outage: opts.outage }),
+    onUnreadable: (jobs) => unreadable.failed(queue, jobs),
   });
   const runner = new BatchRunner({
     store,

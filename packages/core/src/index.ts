@@ -1,6 +1,6 @@
 export { openAppContext } from './app-context.js';
 export { boundedCache } from './bounded-cache.js';
-export { alertWebhookUrl, databaseUrl, logLevel, metricsToken, nodeEnv, parseEnv, port, positiveInt, queuePrefix, redisClusterNodes, redisEnv, redisStartupTimeoutMs, redisTargetOf, redisUrl } from './env.js';
+export { alertWebhookUrl, blankAsUnset, choice, databaseUrl, decimal, LOG_LEVELS, logLevel, metricsToken, nodeEnv, parseEnv, port, positiveInt, queuePrefix, redisClusterNodes, redisEnv, redisStartupTimeoutMs, redisTargetOf, redisUrl, wholeNumber } from './env.js';
 export { EnvError, InvalidJobOptionError, JobDefinitionError, PayloadTooLargeError, PayloadValidationError, TickworkError, UnknownJobError, UnrecoverableError, describeIssues, fieldIssues } from './errors.js';
 export { LIVE_BODY, allReady, listen, readiness, redisPingCheck, startHealthServer } from './health-server.js';
 export type { HealthCheck } from './health-server.js';
@@ -34,7 +34,7 @@ export { EVENTS_MAX_LEN, QueueSet, dlqName, jobOptions } from './queue/queues.js
 export { knownQueues, queueRegistryKey, registerQueues } from './queue/registry.js';
 export { groupBySlot, keyOutsideSlot, pipelineBySlot, readBySlot, slotOf } from './redis/by-slot.js';
 export type { SlotCommand } from './redis/by-slot.js';
-export { DEFAULT_CLUSTER_FAILOVER_MS, createRedis } from './redis/connection.js';
+export { DEFAULT_CLUSTER_FAILOVER_MS, createRedis, isRedisDatabaseError, redisDatabaseOf } from './redis/connection.js';
 export type { ClusterTarget, ConnectionRole, RedisClient, RedisTarget } from './redis/connection.js';
 export { jobKeyOf, keyspaceOn, queueKeyspace, queueStructureKey } from './redis/keyspace.js';
 export type { QueueKeyspace } from './redis/keyspace.js';

@@ -44,10 +44,10 @@ describe('start-up errors', () => {
     expect(output).toContain('job "fixture.bad-cron": schedule.pattern "0 25 * * *" is not a valid cron expression');
   });
 
-  it.each(['scheduler', 'worker', 'dashboard'] as const)('%s refuses PORT set but empty (not a random port)', async (app) => {
-    const { code, output } = await failedStart(app, { PORT: '', DASHBOARD_PASSWORD: 'long-enough' });
+  it.each(['scheduler', 'worker', 'dashboard'] as const)('%s refuses PORT set to anything but a port number', async (app) => {
+    const { code, output } = await failedStart(app, { PORT: '30 00', DASHBOARD_PASSWORD: 'long-enough' });
     expect(code).not.toBe(0);
-    expect(output).toContain('PORT is set but empty');
+    expect(output).toContain('PORT is invalid: must be a port number from 0 to 65535');
   });
 
   it('the worker refuses WORKER_CONCURRENCY=1e9 and anything over 1000', async () => {

@@ -1,4 +1,4 @@
-import type { BatchStore, Engine } from '@tickwork/bullmq-engine';
+import type { BatchStore, Engine, UnreadableJob } from '@tickwork/bullmq-engine';
 import { createRedis, EVENTS_MAX_LEN, keyspaceOn, type AnyJob, type Logger, type RedisOutageLog, type RedisTarget } from '@tickwork/core';
 
 export interface OpenBatchStoreOptions {
@@ -14,6 +14,8 @@ export interface OpenBatchStoreOptions {
   stalledIntervalMs?: number;
   log: Logger;
   outage?: RedisOutageLog;
+  /** Jobs the store failed for good because they cannot be read (the public store), to dead-letter. */
+  onUnreadable?: (jobs: readonly UnreadableJob[]) => void;
 }
 
 /**
@@ -37,6 +39,7 @@ export function openBatchStore(o: OpenBatchStoreOptions): BatchStore {
     leaseMs: o.leaseMs,
     maxStalledCount: o.maxStalledCount,
     log: o.log,
+    ...(o.onUnreadable && { onUnreadable: o.onUnreadable }),
   };
   return o.engine.createBatchStore({ ...base, ...(o.stalledIntervalMs !== undefined && { stalledIntervalMs: o.stalledIntervalMs }) });
 }

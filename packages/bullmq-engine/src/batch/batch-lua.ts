@@ -20,8 +20,8 @@ export { FAIL_BATCH, RECLAIM_BATCHES, RENEW_BATCHES } from './batch-lua-leases.j
  * prioritized. Each job's hash is stamped (processedOn, attemptsStarted) and read; a job whose hash is gone
  * is dropped. A job a public store committed (its done record in batch-done: batch-lua-mixed.ts) is
  * completed here, not taken, and more are taken in its place. A batch taken holds BullMQ's stalled check
- * off the queue for `hold` ms (batch-lua-shared.ts). Returns {'jobs', JSON [[id, name, data, attemptsMade],
- * ...]}, or {'paused'}, or {'empty', next delayed time in ms or ''}.
+ * off the queue for `hold` ms (batch-lua-shared.ts). Returns {'jobs', JSON [[id, name, data, attemptsMade
+ * (, options as stored when they are not JSON)], ...]}, or {'paused'}, or {'empty', next delayed time in ms or ''}.
  */
 const FETCH_SOURCE = `
 local rcall = redis.call
@@ -52,7 +52,7 @@ repeat
   end
   for _, id in ipairs(ids) do
     local jk = prefix .. id
-    local f = rcall('HMGET', jk, 'name', 'data', 'atm', 'ats', 'timestamp')
+    local f = rcall('HMGET', jk, 'name', 'data', 'atm', 'ats', 'timestamp', 'opts')
     if f[1] then
       if records and f[5] and rcall('HGET', records, id) == f[5] then
         done.ids[#done.ids + 1] = id
@@ -60,7 +60,10 @@ repeat
       else
         rcall('HSET', jk, 'processedOn', now, 'ats', (tonumber(f[4]) or 0) + 1)
         taken[#taken + 1] = id
-        out[#out + 1] = {id, f[1], f[2] or '{}', tonumber(f[3]) or 0}
+        local job = {id, f[1], f[2] or '{}', tonumber(f[3]) or 0}
+        -- Options BullMQ could not decode go with it as stored, for the runner to fail it (batch-admit.ts).
+        if f[6] and not pcall(cjson.decode, f[6]) then job[5] = f[6] end
+        out[#out + 1] = job
       end
     end
   end

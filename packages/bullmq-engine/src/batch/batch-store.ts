@@ -1,4 +1,5 @@
 import type { AnyJob, Logger, QueueKeyspace, RedisClient, RedisTx } from '@tickwork/core';
+import type { UnreadableJob } from '../unreadable.js';
 
 /**
  * Everything a batch job's runner (apps/worker batch/batch-runner.ts) does to Redis, behind one interface,
@@ -8,8 +9,11 @@ import type { AnyJob, Logger, QueueKeyspace, RedisClient, RedisTx } from '@tickw
  * docs/batch-jobs.md: a batch's `ctx.tx` writes are committed once per job, fenced by the batch's lease.
  */
 
-/** A fetched job: [id, name, data as stored (JSON), attempts made before this one]. */
-export type FetchedBatchJob = readonly [id: string, name: string, data: string, attemptsMade: number];
+/**
+ * A fetched job: [id, name, data as stored (JSON, unless a producer wrote something else), attempts made before
+ * this one, and its options as stored only when they are not JSON (such a job cannot run: batch-admit.ts)].
+ */
+export type FetchedBatchJob = readonly [id: string, name: string, data: string, attemptsMade: number, unreadableOptions?: string];
 
 /** What a fetch found: a batch (its jobs hold the batch's lease), a paused queue, or none (and when the next delayed job is due, if known). */
 export type BatchFetch = { kind: 'jobs'; jobs: FetchedBatchJob[] } | { kind: 'paused' } | { kind: 'empty'; nextDelayedAt?: number };
@@ -94,6 +98,11 @@ export interface BatchStoreOptions {
   maxStalledCount: number;
   /** Where the store reports what it cannot hand back to its caller (an acknowledgement BullMQ refused). */
   log?: Logger;
+  /**
+   * Jobs the store failed for good while fetching because BullMQ could not decode them (the public store:
+   * unreadable.ts), for the caller to dead-letter. The fast store hands such jobs to its caller instead.
+   */
+  onUnreadable?: (jobs: readonly UnreadableJob[]) => void;
 }
 
 /** The name a public store's BullMQ Worker goes by (`:w:<name>` in its connection's name), so no runner takes it for a foreign consumer. */

@@ -4,6 +4,7 @@ import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import { COMMIT_BATCH, DROP_RECORD, LEASE_CHECK, LEASE_CLOCK, LEASE_EXPIRE, LEASE_OPEN, LEASE_RENEW } from './public-batch-lua.js';
 import { foreignOf, TICKWORK_BATCH_WORKER, type BatchCommit, type BatchFetch, type BatchJobRef, type BatchStore, type BatchStoreOptions, type FailedAttempt, type FetchedBatchJob } from './batch-store.js';
 import { appendWrites, checkSlots } from './batch-writes.js';
+import { failUnreadableActive, isJobDecodeError } from '../unreadable.js';
 
 export interface PublicBatchStoreOptions extends BatchStoreOptions {
   /** How often BullMQ's stalled check runs (it takes back the jobs of a worker that died). Default: the lease. */
@@ -130,6 +131,16 @@ export function createPublicBatchStore(o: PublicBatchStoreOptions): BatchStore {
     await Promise.allSettled([...list].map((h) => h.job.moveToWait(h.lock)));
   }
 
+  /**
+   * BullMQ locked a job as `lock` and could not decode it (its data or options are not JSON): failed for good
+   * (fenced by `lock`), for the caller to dead-letter, so it is not delivered again and again (unreadable.ts).
+   */
+  async function failUnreadable(lock: string, held: ReadonlyMap<string, Held>): Promise<void> {
+    const inBatch = (id: string) => held.has(id) || [...batches.values()].some((b) => b.has(id));
+    const failed = await failUnreadableActive(bullQueue, redis, { skip: inBatch, tokenOf: () => lock });
+    if (failed.length > 0) o.onUnreadable?.(failed);
+  }
+
   /** Up to `max` jobs locked as `token`: those a blocking wait took first, then BullMQ's next ones. */
   async function take(token: string, max: number): Promise<Map<string, Held>> {
     const held = new Map<string, Held>();
@@ -140,9 +151,21 @@ export function createPublicBatchStore(o: PublicBatchStoreOptions): BatchStore {
     }
     try {
       while (held.size < max) {
-        const wave = await Promise.all(Array.from({ length: Math.min(FETCH_WAVE, max - held.size) }, () => worker.getNextJob(token, { block: false })));
-        for (const job of wave) if (job?.id !== undefined) held.set(job.id, { job, lock: token });
-        if (wave.some((job) => !job)) break;
+        const wave = await Promise.allSettled(Array.from({ length: Math.min(FETCH_WAVE, max - held.size) }, () => worker.getNextJob(token, { block: false })));
+        let drained = false;
+        let undecodable = false;
+        let error: unknown;
+        for (const r of wave) {
+          if (r.status === 'rejected') {
+            if (isJobDecodeError(r.reason)) undecodable = true;
+            else error ??= r.reason;
+          } else if (r.value?.id !== undefined) held.set(r.value.id, { job: r.value, lock: token });
+          else drained = true;
+        }
+        // The jobs of the wave that were taken are kept whatever else failed: they are locked as this batch's.
+        if (undecodable) await failUnreadable(token, held);
+        if (error !== undefined) throw error;
+        if (drained) break;
       }
     } catch (err) {
       // Jobs taken before the error run in this batch; none taken: the caller retries.
@@ -192,7 +215,7 @@ export function createPublicBatchStore(o: PublicBatchStoreOptions): BatchStore {
             if (woken) void job.moveToWait(lock).catch(() => undefined);
             else pending.push({ job, lock });
           },
-          () => undefined,
+          (err: unknown) => (isJobDecodeError(err) ? failUnreadable(lock, new Map()).catch(() => undefined) : undefined),
         )
         .finally(() => (waiting = undefined));
       await Promise.race([waiting, wokenUp]);

@@ -5,6 +5,7 @@ import { raw2NextJobData, UnrecoverableError, Worker, type Job, type JobJson } f
 import { completionArgs, type CompletionBackend } from './completion-args.js';
 import { DeliveredJob } from './delivered-job.js';
 import { reportMismatch } from '../guard.js';
+import { isJobDecodeError } from '../unreadable.js';
 
 /** BullMQ's backend's execCommand: a script by name, on a connection (ioredis-client.js's runCommand). */
 type ExecCommand = (client: unknown, name: string, args: unknown[]) => Promise<unknown>;
@@ -196,9 +197,17 @@ export class TickworkWorker<D = unknown, R = unknown, N extends string = string>
     job.attemptsMade += 1;
     this.emit('completed', job, result, 'active');
     if (raw === undefined) return undefined as unknown as Job<D, R, N>;
-    const [jobData, jobId, rateLimitDelay, delayUntil] = raw2NextJobData(raw as unknown[]) as [JobJson | undefined, string | undefined, number, number];
-    (this as unknown as WorkerInternals).updateDelays(rateLimitDelay, delayUntil);
-    return this.nextJob(jobData, jobId, token);
+    try {
+      const [jobData, jobId, rateLimitDelay, delayUntil] = raw2NextJobData(raw as unknown[]) as [JobJson | undefined, string | undefined, number, number];
+      (this as unknown as WorkerInternals).updateDelays(rateLimitDelay, delayUntil);
+      return this.nextJob(jobData, jobId, token);
+    } catch (err) {
+      // The next job's stored data or options do not decode (unreadable.ts): this job is done all the same,
+      // so the error is only reported (the worker then fails that job), not thrown into this job's completion.
+      if (!isJobDecodeError(err)) throw err;
+      this.emit('error', err as Error);
+      return undefined as unknown as Job<D, R, N>;
+    }
   }
 
   /** BullMQ's way to a job fetched by moveToActive (or by its own acknowledgements): nextJob's, as a promise. */

@@ -68,8 +68,44 @@ export function clusterOptions(role: ConnectionRole, target: ClusterTarget): Clu
 }
 
 export function createRedis(target: RedisTarget, role: ConnectionRole): RedisClient {
-  if (typeof target === 'string') return new Redis(target, redisOptions(role));
+  if (typeof target === 'string') return refuseUnselectedDatabase(new Redis(target, redisOptions(role)));
   return new Cluster(target.nodes, clusterOptions(role, target));
+}
+
+/**
+ * The database a redis:// URL names (its path, as ioredis reads it, or a `db` parameter), or why it names
+ * none that can be used. ioredis would take a path it cannot read as a number for database 0.
+ */
+export function redisDatabaseOf(url: string): number | string {
+  const u = new URL(url);
+  const path = u.pathname === '/' ? '' : u.pathname.slice(1);
+  const param = u.searchParams.get('db');
+  const raw = path !== '' ? path : (param ?? '0');
+  if (!/^\d{1,9}$/.test(raw)) return `the database (the URL's path) must be a whole number, 0 or more, e.g. redis://127.0.0.1:6379/0, not ${JSON.stringify(raw)}`;
+  if (path !== '' && param !== null && param !== path) return `names database ${path} in its path and ${JSON.stringify(param)} in ?db=; give it once, as the path`;
+  return Number(raw);
+}
+
+/** The error of a SELECT Redis refused (a database past its `databases`), as ioredis reports it. */
+export function isRedisDatabaseError(err: unknown): boolean {
+  return err instanceof Error && (err as { command?: { name?: unknown } }).command?.name === 'select';
+}
+
+/**
+ * ioredis selects the URL's database (its path, e.g. /2) each time it connects, but when Redis refuses the
+ * SELECT (a number past Redis's \`databases\`, 16 by default) it only emits the error and goes on, ready,
+ * on database 0: every command would read and write another database than REDIS_URL names, and PING would
+ * still answer. So such a connection is dropped before it is ready and tried again with the usual backoff:
+ * commands wait or fail as in an outage, and the error (isRedisDatabaseError) says why. The connections
+ * BullMQ duplicates from it do the same.
+ */
+function refuseUnselectedDatabase(redis: Redis): Redis {
+  redis.on('error', (err) => {
+    if (isRedisDatabaseError(err)) redis.disconnect(true);
+  });
+  const duplicate = redis.duplicate.bind(redis);
+  redis.duplicate = (override) => refuseUnselectedDatabase(duplicate(override));
+  return redis;
 }
 
 /** Whether `redis` is a Redis Cluster client (ioredis marks both classes). */

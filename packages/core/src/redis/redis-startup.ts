@@ -1,4 +1,4 @@
-import type { RedisClient, RedisTarget } from './connection.js';
+import { isRedisDatabaseError, type RedisClient, type RedisTarget } from './connection.js';
 import { TickworkError } from '../errors.js';
 import type { Logger } from '../logger.js';
 
@@ -26,11 +26,11 @@ export function isRedisAuthError(err: unknown): boolean {
 
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'EAI_AGAIN']);
 
-/** The error is about reaching Redis (network, closed connection, credentials), not about a command. */
+/** The error is about reaching Redis (network, closed connection, credentials, its database), not about a command. */
 export function isRedisConnectionError(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const code = (err as { code?: unknown }).code;
-  return (typeof code === 'string' && CONNECTION_CODES.has(code)) || isRedisAuthError(err) || /Connection is closed|max retries per request/i.test(err.message);
+  return (typeof code === 'string' && CONNECTION_CODES.has(code)) || isRedisAuthError(err) || isRedisDatabaseError(err) || /Connection is closed|max retries per request/i.test(err.message);
 }
 
 /** The variable naming where Redis is, for a log line or an error: REDIS_URL (redacted) or REDIS_CLUSTER_NODES. */
@@ -47,12 +47,17 @@ export function redisUnavailable(target: RedisTarget, tried: string, last: unkno
   if (isRedisAuthError(last)) {
     return new RedisUnavailableError(`${where} refused the credentials (${lastMessage}); check the password (and user) in REDIS_URL`);
   }
+  if (isRedisDatabaseError(last)) {
+    return new RedisUnavailableError(
+      `${where} has no such database (${lastMessage}): REDIS_URL's path is a database number below Redis's \`databases\` setting (16, numbered 0 to 15, unless configured otherwise); check REDIS_URL`,
+    );
+  }
   return new RedisUnavailableError(`cannot reach ${where}: ${tried}, last error: ${lastMessage}; check ${variable} and that Redis is running`);
 }
 
 /**
- * Resolves once `redis` is ready; rejects with RedisUnavailableError when it refuses the credentials
- * (at once: retrying will not fix a password) or has not answered within `timeoutMs`. A Redis that never
+ * Resolves once `redis` is ready; rejects with RedisUnavailableError when it refuses the credentials or
+ * the database REDIS_URL names (at once: retrying will not fix either) or has not answered within `timeoutMs`. A Redis that never
  * answered at start is a configuration error, reported as such, not retried forever.
  */
 export function waitForRedis(redis: RedisClient, url: RedisTarget, timeoutMs: number): Promise<void> {
@@ -71,7 +76,7 @@ export function waitForRedis(redis: RedisClient, url: RedisTarget, timeoutMs: nu
     const onError = (err: Error) => {
       attempts += 1;
       last = err;
-      if (isRedisAuthError(err)) finish(redisUnavailable(url, '', err));
+      if (isRedisAuthError(err) || isRedisDatabaseError(err)) finish(redisUnavailable(url, '', err));
     };
     const timer = setTimeout(() => finish(redisUnavailable(url, `tried ${attempts} time(s) in ${timeoutMs} ms (REDIS_STARTUP_TIMEOUT_MS)`, last)), timeoutMs);
     redis.on('ready', onReady);

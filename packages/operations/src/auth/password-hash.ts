@@ -35,16 +35,29 @@ function intField(raw: string | undefined, what: string, min: number, max: numbe
   return n;
 }
 
-/** Parses and range-checks a hash line (bounded cost, so a configured hash cannot stall every login). */
+/**
+ * The costs a hash may ask for. Every login check (and, for a user name nobody has, a decoy check) pays the
+ * hash's cost: 128 × N × r bytes of memory and time in proportion to N × r × p. Unbounded, one configured
+ * hash of N = 2^20 took 1 GiB and 7 s per login attempt. So N is a power of two from 2^10 to 2^17, r is 1
+ * to 16, p is 1 to 4, and N × r × p is at most 2^20: at most 8 times the default's work (N = 2^14, r = 8,
+ * p = 1, what `tickwork hash-password` makes) and 128 MiB. docs/dashboard.md, Users and roles.
+ */
+export const HASH_COST_LIMITS = { minN: 1 << 10, maxN: 1 << 17, maxR: 16, maxP: 4, maxWork: 1 << 20 } as const;
+
+/** Parses and range-checks a hash line (bounded cost, HASH_COST_LIMITS, so a configured hash cannot stall every login). */
 export function parsePasswordHash(line: string): ParsedPasswordHash {
   const parts = line.split('$');
   if (parts.length !== 6 || parts[0] !== PASSWORD_HASH_SCHEME) {
     throw new PasswordHashFormatError('the password hash is not of the form scrypt$N$r$p$salt$hash; make one with `tickwork hash-password`');
   }
-  const N = intField(parts[1], 'N', 1024, 1 << 20);
+  const limits = HASH_COST_LIMITS;
+  const N = intField(parts[1], 'N', limits.minN, limits.maxN);
   if ((N & (N - 1)) !== 0) throw new PasswordHashFormatError("the hash's N must be a power of two");
-  const r = intField(parts[2], 'r', 1, 32);
-  const p = intField(parts[3], 'p', 1, 16);
+  const r = intField(parts[2], 'r', 1, limits.maxR);
+  const p = intField(parts[3], 'p', 1, limits.maxP);
+  if (N * r * p > limits.maxWork) {
+    throw new PasswordHashFormatError(`the hash's cost N × r × p (${N} × ${r} × ${p}) is over ${limits.maxWork} (8 times the default N=16384, r=8, p=1); make one with \`tickwork hash-password\``);
+  }
   const [salt, hash] = [parts[4] ?? '', parts[5] ?? ''];
   if (!B64URL.test(salt) || !B64URL.test(hash)) throw new PasswordHashFormatError("the hash's salt and hash must be base64url");
   const saltBuf = Buffer.from(salt, 'base64url');
