@@ -5,6 +5,7 @@ import { dlqName, jobOptions, type QueueSet } from '@tickwork/core';
 import { REDRIVE_OPTION, type RedriveMeta } from '@tickwork/core';
 import type { DeadLetter, DeadLetterEntry, DlqItem } from './entry.js';
 import { redrivenJobId } from './ids.js';
+import { noteTrail } from './trail.js';
 import { dlqItemArrivedAt, dlqItemFromJob, dlqItemJobName } from './item.js';
 
 /** Nothing processes a DLQ, so its entries stay in the states of jobs not yet started. */
@@ -155,6 +156,7 @@ export async function redriveDeadLetters(opts: {
     const def = opts.catalog?.get(entry.jobName);
     const jobOpts = { ...(def ? jobOptions(def) : reusableOptions(entry)), jobId: newJobId, [REDRIVE_OPTION]: meta };
     await origin.add(entry.jobName, entry.payload, jobOpts as JobsOptions);
+    await noteTrail(queues, dlqName(queue), dlqJobId, { to: 'redrive', queue: entry.originQueue, id: newJobId, at: now().toISOString() });
     await removeStaleOrigin(queues, entry);
     await dlq.remove(dlqJobId);
     outcome.redriven = true;
