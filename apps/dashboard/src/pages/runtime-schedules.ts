@@ -104,6 +104,6 @@ ${scheduleActions(v, token)}
 </dl>
 <h2>Data</h2>
 <pre>${JSON.stringify(v.data, null, 2) ?? 'undefined'}</pre>
-${historySection(history, now, slowAfterMsOf(v.policies, v.everyMs ?? null))}`;
+${historySection(history, now, slowAfterMsOf(v.policies, v.everyMs ?? null), v.queue)}`;
   return layout({ title: v.id, section: 'schedules', flash, body });
 }
