@@ -42,7 +42,7 @@ function occurrenceLine(j: JobDetail): SafeHtml {
 function redriveSection(j: JobDetail): SafeHtml {
   const r = j.redrive;
   if (!r) return html``;
-  return html`<h2>Earlier runs (before its re-drives)</h2>
+  return html`<h2>Earlier trips through the DLQ</h2>
 <p class="muted">This job is re-drive ${r.redriveCount} of dead letter <code>${r.rootDlqJobId}</code>; it keeps the idempotency key <code>${r.idempotencyKey}</code>.</p>
 <table>
 <thead><tr><th>Job id</th><th>Reason</th><th>Attempts</th><th>Dead-lettered</th><th>Re-driven</th></tr></thead>

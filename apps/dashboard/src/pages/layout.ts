@@ -61,7 +61,7 @@ const STYLE = raw(`
 
 /** The search box of every page: a GET form, so a search is a link and changes nothing. */
 const FIND_FORM = raw(
-  '<form class="find" method="get" action="/find" role="search"><input type="search" name="id" placeholder="Find a job, dead letter or schedule by id" aria-label="Find by id" maxlength="512" required><button type="submit">Find</button></form>',
+  '<form class="find" method="get" action="/find" role="search"><input type="search" name="id" placeholder="Job, dead-letter or schedule id" aria-label="Find by id" maxlength="512" required><button type="submit">Find</button></form>',
 );
 
 /** The page frame: nav (Schedules, Dead letters, Capacity, Running, Processes, Audit, Queues = Bull Board) and the search box, an optional flash message, the body. */
