@@ -11,6 +11,8 @@ import { originQueues } from './data/dead-letters.js';
 import { capacityRouter } from './routes/capacity.js';
 import { auditRouter } from './routes/audit.js';
 import { deadLettersRouter } from './routes/dead-letters.js';
+import { findRouter } from './routes/find.js';
+import { processesRouter } from './routes/processes.js';
 import { jobsRouter } from './routes/jobs.js';
 import type { LoginThrottleOptions } from './login-throttle.js';
 import { scheduleActionsRouter } from './routes/schedule-actions.js';
@@ -88,6 +90,8 @@ export async function createDashboardApp(deps: DashboardDeps): Promise<Express> 
   app.use(jobsRouter(deps, csrf));
   app.use(auditRouter({ redis: deps.redis, prefix: deps.queues.prefix }));
   app.use(capacityRouter({ catalog: deps.catalog, redis: deps.redis, prefix: deps.queues.prefix }));
+  app.use(processesRouter({ redis: deps.redis, prefix: deps.queues.prefix }));
+  app.use(findRouter({ catalog: deps.catalog, queues: deps.queues, redis: deps.redis, api }));
   app.get('/', (_req, res) => res.redirect('/schedules'));
 
   app.use((_req, res) => res.status(404).json({ error: 'not found' }));
@@ -122,6 +126,8 @@ function bullBoard(deps: Pick<DashboardDeps, 'queues'>, names: readonly string[]
           { text: 'Running', url: '/jobs' },
           { text: 'Audit', url: '/audit' },
           { text: 'Capacity', url: '/capacity' },
+          { text: 'Processes', url: '/processes' },
+          { text: 'Find a job (tickwork)', url: '/find' },
         ],
       },
     },

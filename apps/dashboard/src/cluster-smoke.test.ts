@@ -24,17 +24,19 @@ afterAll(async () => {
   await fixture?.stop();
 });
 
-it('serves the jobs, dead-letter, schedule and capacity pages from a cluster', async () => {
-  await createEnqueue(catalog, queues)(emailSend, { to: 'a@example.com', subject: 'hi', body: 'x' });
+it('serves the jobs, dead-letter, schedule, capacity, processes and job pages and finds a job from a cluster', async () => {
+  const { id } = await createEnqueue(catalog, queues)(emailSend, { to: 'a@example.com', subject: 'hi', body: 'x' });
   const port = await freePort();
   dashboard = startApp(appEntry('dashboard'), { ...cluster.env, QUEUE_PREFIX: PREFIX, PORT: String(port), DASHBOARD_PASSWORD: PASSWORD, LOG_LEVEL: 'info' });
   await dashboard.waitForLog((l) => l.msg === 'dashboard ready', 'the dashboard on the cluster', 30_000);
   const base = `http://127.0.0.1:${port}`;
-  for (const path of ['/schedules', '/jobs?queue=email', '/dead-letters', '/capacity', '/api/capacity', '/api/schedules', '/api/dead-letters', '/readyz', '/queues/']) {
+  for (const path of ['/schedules', '/jobs?queue=email', '/dead-letters', '/capacity', '/api/capacity', '/api/schedules', '/api/dead-letters', '/readyz', '/queues/', '/processes', '/api/processes', `/jobs/email/${id}`, `/api/find?id=${id}`]) {
     const res = await fetch(`${base}${path}`, { headers: auth });
     expect({ path, status: res.status }).toEqual({ path, status: 200 });
   }
   const capacity = (await (await fetch(`${base}/api/capacity`, { headers: auth })).json()) as { queues: { queue: string; waiting: number }[] };
   expect(capacity.queues.find((q) => q.queue === 'email')?.waiting).toBe(1);
+  const found = await fetch(`${base}/find?id=${id}`, { headers: auth, redirect: 'manual' });
+  expect(found.headers.get('location')).toBe(`/jobs/email/${id}`);
   expect(dashboard.logs().filter((l) => Number(l.level) >= 50)).toEqual([]);
 }, 90_000);

@@ -1,4 +1,4 @@
-import { createAlerter } from '@tickwork/operations';
+import { createAlerter, packageVersion, startProcessInfo } from '@tickwork/operations';
 import { createHeadStart, createSchedulerRegistry, DEFAULT_STALE_AFTER_MS } from '@tickwork/schedules';
 import { createLogger, createRedis, exitOnStartupError, openAppContext, metricsRoute, onShutdown, allReady, redisPingCheck, startHealthServer } from '@tickwork/core';
 import { loadSchedulerEnv } from './env.js';
@@ -53,6 +53,19 @@ async function main(): Promise<void> {
     outage,
   });
   await registry.start();
+  // What the dashboard's Processes page and `tickwork processes` show of this process (host, pid, version).
+  const info = startProcessInfo({
+    redis,
+    prefix: env.QUEUE_PREFIX,
+    role: 'scheduler',
+    tag: ticker.replica,
+    version: packageVersion(new URL('../package.json', import.meta.url)),
+    queues: catalog.queues,
+    deadAfterMs: env.SCHEDULER_DEAD_AFTER_MS,
+    log,
+    outage,
+  });
+  await info.start();
   // The first tick right at start is the catch-up pass: overdue entries are the lowest due scores.
   // The tick in progress is awaited on shutdown: one stopped between its claim and its commit would leave
   // its claims to expire (SCHEDULE_LEASE_MS) before another replica re-plans them.
@@ -139,6 +152,7 @@ async function main(): Promise<void> {
     // Every claim is committed: nothing left to take over, so no live scheduler needs to judge this one dead.
     await registry.stop(true);
     registryRedis.disconnect();
+    await info.stop(true);
     await watching;
     await measuring;
     await alerter.settle(2000);

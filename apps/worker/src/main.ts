@@ -1,4 +1,4 @@
-import { createAlerter } from '@tickwork/operations';
+import { createAlerter, packageVersion, startProcessInfo } from '@tickwork/operations';
 import { createEnqueue, createLogger, exitOnStartupError, openAppContext, metricsRoute, onShutdown, allReady, redisPingCheck, redisAnswersWithin, safeUrl, startHealthServer } from '@tickwork/core';
 import { createPgPool, startOutboxRelay, startStepPruner } from '@tickwork/exactly-once';
 import { loadWorkerEnv, selectedQueues } from './env.js';
@@ -54,6 +54,21 @@ async function main(): Promise<void> {
   // The same database holds tickwork_steps (pgStep): its rows go once no run can be resumed from them, the
   // unfinished-run retention after they were recorded (pg/prune.ts).
   const pruner = outboxPool && startStepPruner({ pool: outboxPool, log, olderThanMs: env.IDEMPOTENCY_UNFINISHED_RETENTION_HOURS * 3600_000 });
+  // What the dashboard's Processes page and `tickwork processes` show of this process (host, pid, busy slots).
+  const info = startProcessInfo({
+    redis,
+    prefix: env.QUEUE_PREFIX,
+    role: 'worker',
+    tag: pool.processTag,
+    version: packageVersion(new URL('../package.json', import.meta.url)),
+    queues: selected,
+    concurrency: env.WORKER_CONCURRENCY,
+    busy: pool.busy,
+    deadAfterMs: env.WORKER_DEAD_AFTER_MS,
+    log,
+    outage,
+  });
+  await info.start();
   const health = await startHealthServer({ port: env.PORT, log, ready: allReady(redisPingCheck(redis), pool.readiness), routes: metricsRoute, routesToken: env.METRICS_TOKEN });
   log.info({ port: env.PORT, jobs: catalog.jobs.length }, 'worker ready');
 
@@ -64,6 +79,7 @@ async function main(): Promise<void> {
       // (Asked, not only read off the outage log: an error can be noted with no reconnect to end it.)
       log.warn('redis unreachable: stopping without draining');
       pool.abort('worker shutting down during a Redis outage');
+      await info.stop(false);
       return;
     }
     await relay?.stop();
@@ -71,6 +87,8 @@ async function main(): Promise<void> {
     await outboxPool?.end();
     const { timedOut } = await pool.drain(env.DRAIN_TIMEOUT_MS);
     log.info({ timedOut }, 'workers drained');
+    // A forced stop leaves jobs for others to take back once this process counts as dead: not a clean stop.
+    await info.stop(!timedOut);
     await alerter.settle(2000);
     health.close();
     await close();

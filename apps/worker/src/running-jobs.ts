@@ -28,6 +28,13 @@ export class RunningJobs {
     if (runs?.get(run.jobId) === run) runs.delete(run.jobId);
   }
 
+  /** How many jobs run now (for the process record, every few seconds: a walk of the queues, not of the jobs). */
+  get size(): number {
+    let n = 0;
+    for (const runs of this.byQueue.values()) n += runs.size;
+    return n;
+  }
+
   has(queue: string, jobId: string): boolean {
     return this.byQueue.get(queue)?.has(jobId) ?? false;
   }

@@ -64,6 +64,8 @@ export interface WorkerPool {
    * it holds names the holder `<tag>.<delivery>`, so a record read from Redis tells which process holds the run.
    */
   processTag: string;
+  /** Jobs running now (batch queues' batches not counted), for the process record (process-info.ts in @tickwork/operations). */
+  busy(): number;
 }
 
 /** One BullMQ Worker per queue, each with its own blocking connection (BullMQ requires that). */
@@ -185,6 +187,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   return {
     workers,
     processTag: recovery.registry.tag,
+    busy: () => running.size,
     async readiness() {
       if (stopping) return { ok: false, detail: { workers: 'draining' } };
       const stopped = [...queues.filter((_, i) => !workers[i]?.isRunning()), ...batchRunners.filter((r) => !r.runner.isRunning).map((r) => r.queue)];

@@ -33,3 +33,11 @@ export { DLQ_PAGE_MAX, DlqQueryError, InvalidDlqCursorError, readDlqPage } from 
 export type { DlqFilter, DlqPage } from './dlq/page.js';
 export { parseDlqListQuery } from './dlq/query.js';
 export type { DlqListQuery } from './dlq/query.js';
+export { FindInputError, MAX_FIND_ID_LENGTH, checkedFindId, findById } from './find/find.js';
+export type { FindHit, FindSource } from './find/find.js';
+export { TRAIL_TTL_S, followTrail, noteTrail, readTrail, trailKey } from './dlq/trail.js';
+export type { TrailStep, TrailStop } from './dlq/trail.js';
+export { PROCESS_INFO_EVERY_MS, PROCESS_MEMORY_MS, packageVersion, processIndexKey, processInfoKey, startProcessInfo } from './processes/process-info.js';
+export type { ProcessInfoOptions, ProcessInfoWriter, ProcessRole } from './processes/process-info.js';
+export { PROCESS_LIST_MAX, listProcesses } from './processes/process-list.js';
+export type { ProcessListing, ProcessRow, ProcessStatus } from './processes/process-list.js';

@@ -1,7 +1,8 @@
-import { DLQ_BATCH_SIZE, type DlqItem, type DlqListing, type DlqListQuery, type DlqSummary, type ForeignDlqJob } from '@tickwork/operations';
+import { DLQ_BATCH_SIZE, redrivenJobId, type DlqItem, type DlqListing, type DlqListQuery, type DlqSummary, type ForeignDlqJob } from '@tickwork/operations';
 import { html, type SafeHtml } from '../html.js';
 import { action } from './forms.js';
 import { layout, time, type Flash } from './layout.js';
+import { boardJobPath, jobPath, occurrencePath } from './links.js';
 
 export function deadLetterPath(queue: string, dlqJobId: string): string {
   return `/dead-letters/${encodeURIComponent(queue)}/${encodeURIComponent(dlqJobId)}`;
@@ -27,7 +28,7 @@ function entryRow(e: DlqSummary, token: Token): SafeHtml {
   return html`<tr>
 <td>${e.queue}</td>
 <td><a href="${deadLetterPath(e.queue, e.dlqJobId)}">${e.job || '(no name)'}</a>${!e.tickwork && html` ${FOREIGN}`}<br><code class="muted">${e.dlqJobId}</code></td>
-<td><code>${e.originalJobId}</code></td>
+<td><a href="${jobPath(e.queue, e.originalJobId)}"><code>${e.originalJobId}</code></a></td>
 <td class="err wrap">${e.reason}</td>
 <td class="num">${e.attempts}</td>
 <td>${time(e.lastFailedAt)}</td>
@@ -106,6 +107,12 @@ ${data.entries.map((e) => entryRow(e, token))}
   return layout({ title: 'Dead letters', section: 'dead-letters', flash, body });
 }
 
+/** The job a re-drive made, linked to its page. */
+function redrivenLink(queue: string, rootDlqJobId: string, redriveCount: number): SafeHtml {
+  const id = redrivenJobId(rootDlqJobId, redriveCount);
+  return html`<a href="${jobPath(queue, id)}"><code>${id}</code></a>`;
+}
+
 function json(value: unknown): string {
   return JSON.stringify(value, null, 2) ?? 'undefined';
 }
@@ -142,10 +149,11 @@ export function renderDeadLetterDetail(queue: string, d: DlqItem, token: Token):
   const body = html`<p><a href="/dead-letters">← Dead letters</a></p>
 <h1>${e.jobName} <span class="muted">in</span> <code>${d.dlqQueue}</code></h1>
 <p>${redriveOne(queue, d.dlqJobId, token)} ${purgeOne(queue, d.dlqJobId, token)}</p>
+<p><a href="${boardJobPath(d.dlqQueue, d.dlqJobId)}">On Bull Board</a></p>
 <dl>
 <dt>DLQ id</dt><dd><code>${d.dlqJobId}</code></dd>
 <dt>Origin queue</dt><dd>${e.originQueue}</dd>
-<dt>Original job id</dt><dd><code>${e.originalJobId}</code></dd>
+<dt>Original job id</dt><dd><a href="${jobPath(e.originQueue, e.originalJobId)}"><code>${e.originalJobId}</code></a></dd>
 <dt>Idempotency key</dt><dd><code>${e.idempotencyKey}</code></dd>
 <dt>Reason</dt><dd class="err">${e.failureReason}</dd>
 <dt>Attempts made</dt><dd>${e.attemptsMade}</dd>
@@ -153,7 +161,7 @@ export function renderDeadLetterDetail(queue: string, d: DlqItem, token: Token):
 <dt>Last failure</dt><dd>${time(e.lastFailedAt)}</dd>
 <dt>Dead-lettered</dt><dd>${time(e.deadLetteredAt)}</dd>
 <dt>Nominal time</dt><dd>${time(e.nominalTime)}</dd>
-<dt>Schedule</dt><dd>${e.scheduleId ?? html`<span class="muted">-</span>`}</dd>
+<dt>Schedule</dt><dd>${e.scheduleId === null ? html`<span class="muted">-</span>` : html`<a href="${occurrencePath(e.scheduleId, e.idempotencyKey)}">${e.idempotencyKey}</a>`}</dd>
 <dt>Re-driven before</dt><dd>${e.redriveCount} time(s)</dd>
 </dl>
 <h2>Payload</h2>
@@ -168,10 +176,11 @@ ${
   e.history.length === 0
     ? html`<p class="muted">None: this is its first dead-lettering.</p>`
     : html`<table>
-<thead><tr><th>Job id</th><th>Reason</th><th>Attempts</th><th>First failure</th><th>Last failure</th><th>Dead-lettered</th><th>Re-driven</th></tr></thead>
+<thead><tr><th>Job id</th><th>Reason</th><th>Attempts</th><th>First failure</th><th>Last failure</th><th>Dead-lettered</th><th>Re-driven</th><th>As job</th></tr></thead>
 <tbody>
 ${e.history.map(
-  (h) => html`<tr><td><code>${h.jobId}</code></td><td class="err">${h.failureReason}</td><td class="num">${h.attemptsMade}</td><td>${time(h.firstFailedAt)}</td><td>${time(h.lastFailedAt)}</td><td>${time(h.deadLetteredAt)}</td><td>${time(h.redrivenAt)}</td></tr>`,
+  // Re-drive i+1 of the entry's root: the job each trip was re-driven as (admin.ts redrivenJobId).
+  (h, i) => html`<tr><td><a href="${jobPath(e.originQueue, h.jobId)}"><code>${h.jobId}</code></a></td><td class="err">${h.failureReason}</td><td class="num">${h.attemptsMade}</td><td>${time(h.firstFailedAt)}</td><td>${time(h.lastFailedAt)}</td><td>${time(h.deadLetteredAt)}</td><td>${time(h.redrivenAt)}</td><td>${redrivenLink(e.originQueue, e.rootDlqJobId, i + 1)}</td></tr>`,
 )}
 </tbody>
 </table>`

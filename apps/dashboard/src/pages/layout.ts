@@ -1,6 +1,6 @@
 import { html, raw, type HtmlValue, type SafeHtml } from '../html.js';
 
-export type Section = 'schedules' | 'dead-letters' | 'capacity' | 'jobs' | 'audit';
+export type Section = 'schedules' | 'dead-letters' | 'capacity' | 'jobs' | 'audit' | 'processes' | 'find';
 
 export interface Flash {
   kind: 'ok' | 'error';
@@ -12,6 +12,7 @@ const NAV: { href: string; label: string; section?: Section }[] = [
   { href: '/dead-letters', label: 'Dead letters', section: 'dead-letters' },
   { href: '/capacity', label: 'Capacity', section: 'capacity' },
   { href: '/jobs', label: 'Running', section: 'jobs' },
+  { href: '/processes', label: 'Processes', section: 'processes' },
   { href: '/audit', label: 'Audit', section: 'audit' },
   { href: '/queues', label: 'Queues' },
 ];
@@ -53,9 +54,17 @@ const STYLE = raw(`
   dl { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; background: #fff; padding: 12px; border: 1px solid #e3e6eb; }
   dt { font-weight: 600; }
   dd { margin: 0; }
+  header form.find { margin-left: auto; display: flex; gap: 6px; }
+  header form.find input { font: inherit; padding: 3px 8px; width: 22em; max-width: 40vw; }
+  ol.trail { background: #fff; border: 1px solid #e3e6eb; padding: 8px 8px 8px 32px; }
 `);
 
-/** The page frame: nav (Schedules, Dead letters, Capacity, Running, Audit, Queues = Bull Board), an optional flash message, the body. */
+/** The search box of every page: a GET form, so a search is a link and changes nothing. */
+const FIND_FORM = raw(
+  '<form class="find" method="get" action="/find" role="search"><input type="search" name="id" placeholder="Job, dead-letter or schedule id" aria-label="Find by id" maxlength="512" required><button type="submit">Find</button></form>',
+);
+
+/** The page frame: nav (Schedules, Dead letters, Capacity, Running, Processes, Audit, Queues = Bull Board) and the search box, an optional flash message, the body. */
 export function layout(opts: { title: string; section?: Section; flash?: Flash | undefined; body: HtmlValue }): SafeHtml {
   return html`<!doctype html>
 <html lang="en">
@@ -69,6 +78,7 @@ export function layout(opts: { title: string; section?: Section; flash?: Flash |
 <header>
   <span class="brand">tickwork</span>
   ${NAV.map((n) => html`<a href="${n.href}" class="${n.section && n.section === opts.section ? 'active' : ''}">${n.label}</a>`)}
+  ${FIND_FORM}
 </header>
 <main>
 ${opts.flash && html`<div class="flash ${opts.flash.kind}" role="status">${opts.flash.text}</div>`}

@@ -104,7 +104,7 @@ ${scheduleActions(v, token)}
 </dl>
 <h2>Data</h2>
 <pre>${JSON.stringify(v.data, null, 2) ?? 'undefined'}</pre>
-${historySection(history, now, slowAfterMsOf(v.policies, v.everyMs ?? null), v.historyCap)}`;
+${historySection(history, now, slowAfterMsOf(v.policies, v.everyMs ?? null), v.historyCap, v.queue)}`;
   return layout({ title: v.id, section: 'schedules', flash, body });
 }
 
@@ -133,6 +133,6 @@ ${
 <pre>${JSON.stringify(v.data, null, 2) ?? 'undefined'}</pre>`
     : html`<p class="muted">Its definition was not recorded at removal; only its history is left.</p>`
 }
-${historySection(history, now, v ? slowAfterMsOf(v.policies, v.everyMs ?? null) : Number.POSITIVE_INFINITY, v?.historyCap ?? null)}`;
+${historySection(history, now, v ? slowAfterMsOf(v.policies, v.everyMs ?? null) : Number.POSITIVE_INFINITY, v?.historyCap ?? null, v?.queue)}`;
   return layout({ title: `${r.id} (removed)`, section: 'schedules', body });
 }

@@ -3,6 +3,7 @@ import type { SchedulePolicies } from '@tickwork/core';
 import { HISTORY_ROWS, type ScheduleRow } from '../data/schedules.js';
 import { html, type SafeHtml } from '../html.js';
 import { duration, layout, time, type Flash } from './layout.js';
+import { jobPath, occurrenceAnchor } from './links.js';
 import { pausedState, scheduleActions, schedulePath } from './schedule-actions.js';
 
 export { schedulePath };
@@ -115,7 +116,7 @@ ${state && html`<dt>State</dt><dd>${pausedState(state.view)}</dd>`}
 <dt>Last failure</dt><dd>${outcome(r.lastFailure, true, true)}</dd>
 <dt>Next fire times</dt><dd>${nextFires(r)}</dd>
 </dl>
-${historySection(history, now, slowAfterMs, state?.view.historyCap ?? HISTORY_CAP)}`;
+${historySection(history, now, slowAfterMs, state?.view.historyCap ?? HISTORY_CAP, r.queue)}`;
   return layout({ title: r.name, section: 'schedules', flash: state?.flash, body });
 }
 
@@ -125,19 +126,23 @@ function shownOfKept(kept: number | null): string {
   return kept <= HISTORY_ROWS ? `the last ${kept}: all it keeps` : `the last ${HISTORY_ROWS} of the ${kept} it keeps`;
 }
 
-/** The last HISTORY_ROWS occurrences of a schedule (fewer when it keeps fewer: `kept`), newest first. */
-export function historySection(history: OccurrenceRecord[], now: Date, slowAfterMs: number, kept: number | null): SafeHtml {
+/**
+ * The last HISTORY_ROWS occurrences of a schedule (fewer when it keeps fewer: `kept`), newest first; with
+ * `queue`, each links to its job.
+ */
+export function historySection(history: OccurrenceRecord[], now: Date, slowAfterMs: number, kept: number | null, queue?: string): SafeHtml {
   return html`<h2>Recent occurrences <span class="muted">(newest first, ${shownOfKept(kept)}; at ${time(now.toISOString())})</span></h2>
 ${
   history.length === 0
     ? html`<p class="muted">No occurrences recorded yet.</p>`
     : html`<table>
-<thead><tr><th>Nominal</th><th>Trigger</th><th>Enqueued</th><th>Started</th><th>Ended</th><th>Outcome</th><th>Attempts</th><th>Error</th></tr></thead>
+<thead><tr><th>Nominal</th><th>Trigger</th><th>Job</th><th>Enqueued</th><th>Started</th><th>Ended</th><th>Outcome</th><th>Attempts</th><th>Error</th></tr></thead>
 <tbody>
 ${history.map(
-  (h) => html`<tr>
+  (h) => html`<tr id="${occurrenceAnchor(h.id)}">
 <td>${time(h.nominal)}</td>
 <td>${h.trigger}</td>
+<td class="wrap">${h.jobId !== undefined && queue !== undefined ? html`<a href="${jobPath(queue, h.jobId)}"><code>${h.jobId}</code></a>` : html`<span class="muted">-</span>`}</td>
 <td>${time(h.enqueuedAt)}</td>
 <td>${time(h.startedAt)}</td>
 <td>${time(h.endedAt)}</td>

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
 /**
  * Launches the machine's Chromium (Debian's `chromium` package; `.ci/run` installs it) headless through
@@ -14,4 +14,19 @@ export async function launchChromium(): Promise<Browser> {
   }
   // No sandbox: CI runs as root, where Chromium refuses its sandbox; the pages are our own, on localhost.
   return chromium.launch({ executablePath, headless: true, args: ['--no-sandbox'] });
+}
+
+/** A page that records what went wrong in the browser: console errors (CSP violations among them), failed requests, 4xx and 5xx answers. */
+export async function watchedPage(context: BrowserContext): Promise<{ page: Page; problems: string[] }> {
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error') problems.push(`console: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText ?? ''}`));
+  page.on('response', (r) => {
+    if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`);
+  });
+  return { page, problems };
 }

@@ -7,6 +7,7 @@ import type { DeadLetter, DeadLetterEntry, DlqItem } from './entry.js';
 import { redrivenJobId } from './ids.js';
 import { dlqItemArrivedAt, dlqItemFromHash, dlqItemJobName } from './item.js';
 import { readOldestDlqItems } from './page.js';
+import { noteTrail } from './trail.js';
 
 /** Nothing processes a DLQ, so its entries stay in the states of jobs not yet started. */
 const DLQ_STATES: JobType[] = ['waiting', 'prioritized', 'delayed'];
@@ -165,6 +166,7 @@ export async function redriveDeadLetters(opts: {
     const def = opts.catalog?.get(entry.jobName);
     const jobOpts = { ...(def ? jobOptions(def) : reusableOptions(entry)), jobId: newJobId, [REDRIVE_OPTION]: meta };
     await origin.add(entry.jobName, entry.payload, jobOpts as JobsOptions);
+    await noteTrail(queues, dlqName(queue), dlqJobId, { to: 'redrive', queue: entry.originQueue, id: newJobId, at: now().toISOString() });
     await removeStaleOrigin(queues, entry);
     await dlq.remove(dlqJobId);
     outcome.redriven = true;

@@ -9,6 +9,7 @@ import { deliveryOf, idempotencyKeyOf, nominalTimeOf, scheduleIdOf, SCHEDULED_RU
 import { isCancellationReason } from '../cancel/cancel-requests.js';
 import { deadLetterJobId } from './ids.js';
 import { rawDeadLetterEntry } from './raw-entry.js';
+import { noteTrail } from './trail.js';
 import { REDRIVE_OPTION } from '@tickwork/core';
 import type { DeadLetter, DeadLetterEntry } from './entry.js';
 
@@ -125,6 +126,8 @@ async function commit(opts: MoveOptions, entry: DeadLetterEntry): Promise<MoveRe
   // No attempts/backoff/removeOn* options: nothing processes a DLQ and entries leave it only by re-drive or purge.
   await queues.get(dlqQueue).add(entry.jobName, entry, { jobId: dlqJobId });
   const claimed = (await redis.set(claimKey(queues.keyspace(dlqQueue).runPrefix, dlqQueue, dlqJobId), '1', 'EX', CLAIM_TTL_S, 'NX')) === 'OK';
+  // Before the origin goes, so a search for its id always finds the job or where it went (trail.ts).
+  await noteTrail(queues, entry.originQueue, entry.originalJobId, { to: 'dead-letter', queue: dlqQueue, id: dlqJobId, at: entry.deadLetteredAt });
   await queues.get(entry.originQueue).remove(entry.originalJobId);
   return { deadLetter: { dlqQueue, dlqJobId, entry }, claimed };
 }
