@@ -45,7 +45,7 @@ async function audit(): Promise<AuditEntry[]> {
   return (await readAudit(server.client(), PREFIX, { limit: 200 })).entries.reverse();
 }
 
-describe('the CLI in the audit log', { timeout: 120_000 }, () => {
+describe('the CLI in the audit log', { timeout: 300_000 }, () => {
   it('records enqueue and jobs cancel with the OS user and host, the job id and the reason, never the payload', async () => {
     const enqueued = await tickwork('enqueue', 'email.send', MAIL, '--id', 'mail-1', '--delay-ms', '60000');
     expect(enqueued.code).toBe(0);
