@@ -17,10 +17,11 @@
  * checked to have happened exactly once. Progress goes to stderr, the figures to stdout.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { createEnqueue, createLogger, createRedis, QueueSet } from '@tickwork/core';
+import { createEnqueue, createLogger, createRedis, LIVE_SINCE_MEMBER, QueueSet, workersKey } from '@tickwork/core';
 import { waitFor } from '@tickwork/testkit';
 import { cleanupAll, installSignalCleanup, msUntilOk, percentile, privateRedis, startChild, type Child } from './schedules/harness.js';
 import { catalog, RK_QUEUE, stepsJob } from './recovery-chaos/catalog.js';
@@ -61,6 +62,10 @@ interface PatternResult {
   doubled: string[];
   incomplete: string[];
   unfinishedRuns: number;
+  /** How many times the whole registry fell silent (every worker dead or starting for half the dead-after time), each a hold of the dead-after time. */
+  holds: number;
+  /** Spawn to /readyz of each restarted worker, ms (a loaded machine shows here first). */
+  restartMs: number[];
 }
 
 const progress = (s: string) => process.stderr.write(`[bench:recovery ${new Date().toISOString().slice(11, 19)}] ${s}\n`);
@@ -71,13 +76,14 @@ async function main(): Promise<void> {
   installSignalCleanup();
   if (!Number.isInteger(KILLS) || KILLS < 1) throw new Error(`BENCH_RECOVERY_KILLS must be a whole number ≥ 1, got ${process.env.BENCH_RECOVERY_KILLS}`);
   const started = performance.now();
+  const load0 = loadavg();
   const results: PatternResult[] = [];
   try {
     for (const p of PATTERNS.filter((p) => !ONLY || ONLY.includes(p.name))) results.push(await runPattern(p));
   } finally {
     await cleanupAll();
   }
-  report(results, (performance.now() - started) / 1000);
+  report(results, (performance.now() - started) / 1000, load0);
 }
 
 async function runPattern(p: Pattern): Promise<PatternResult> {
@@ -94,6 +100,15 @@ async function runPattern(p: Pattern): Promise<PatternResult> {
     ...(LOG_DIR && { LOG_LEVEL: 'info' }),
   };
   const all: Child[] = [];
+  const restartMs: number[] = [];
+  /** Times a restarted worker's start, polling its /readyz gently (every 100 ms) until it answers or dies. */
+  const timeRestart = (c: Child) =>
+    void waitFor(async () => (await fetch(`http://127.0.0.1:${c.port}/readyz`).catch(() => undefined))?.ok === true || c.app.proc.exitCode !== null || c.app.proc.signalCode !== null, {
+      timeoutMs: 300_000,
+      intervalMs: 100,
+    })
+      .then(() => c.app.proc.signalCode === null && restartMs.push(performance.now() - c.startedAt))
+      .catch(() => undefined);
   const slots: Child[] = [];
   let added = 0;
   let topping = true;
@@ -107,9 +122,12 @@ async function runPattern(p: Pattern): Promise<PatternResult> {
   // The watch: the lines the runs write, the runs kept topped up, and which waiting runs ended failed.
   let watching = true;
   let lastFailCheck = 0;
+  const holds = new Set<string>();
   const watch = (async () => {
     while (watching) {
       await book.poll();
+      const mark = await redis.client.zscore(workersKey('tickwork'), LIVE_SINCE_MEMBER);
+      if (mark !== null) holds.add(mark);
       await topUp();
       if (performance.now() - lastFailCheck > 500) {
         lastFailCheck = performance.now();
@@ -143,6 +161,7 @@ async function runPattern(p: Pattern): Promise<PatternResult> {
       const replacement = await startChild('worker', env);
       slots[slots.indexOf(victim)] = replacement;
       all.push(replacement);
+      timeRestart(replacement);
       if ((k + 1) % 10 === 0) progress(`  ${p.name}: ${k + 1}/${KILLS} kills, ${book.samples.length} runs hit, ${book.pending().length} waiting to resume`);
       await sleep(between(p.gapMs));
     }
@@ -164,6 +183,8 @@ async function runPattern(p: Pattern): Promise<PatternResult> {
       doubled: book.doubled(),
       incomplete: book.incomplete(STEPS),
       unfinishedRuns: await queues.get(RK_QUEUE).getJobCountByTypes('wait', 'active', 'delayed', 'prioritized'),
+      holds: holds.size,
+      restartMs: restartMs.sort((a, b) => a - b),
     };
   } finally {
     watching = false;
@@ -193,8 +214,9 @@ async function chooseVictim(p: Pattern, slots: Child[], book: RunBook): Promise<
   );
 }
 
-function report(results: PatternResult[], totalS: number): void {
+function report(results: PatternResult[], totalS: number, load0: number[]): void {
   const out = (s: string) => process.stdout.write(`${s}\n`);
+  const load = (l: number[]) => l.map((x) => x.toFixed(1)).join(' ');
   out(`\nrecovery after kill -9 under chaos (issue 37 §3): ${PROCESSES} stock workers, defaults (heartbeat 1 s, dead after 5 s), ${KILLS} kills a pattern, each killed worker restarted at once`);
   out(`time from a kill to the next effect (a step recorded elsewhere) of each run the killed worker held; target p95 <= ${TARGET_P95_MS / 1000} s`);
   let allMet = true;
@@ -210,11 +232,13 @@ function report(results: PatternResult[], totalS: number): void {
       `  ${r.pattern.name.padEnd(12)} runs hit ${String(samples.length).padStart(4)}, resumed ${String(resumed.length).padStart(4)}: ` +
         `median ${secs(percentile(resumed, 0.5))}, p95 ${secs(p95)}, max ${secs(resumed.at(-1) ?? NaN)}; ` +
         `dead-lettered as stalled ${dead}, never resumed ${never}; doubled effects ${r.doubled.length}, runs missing a step ${r.incomplete.length}, ` +
-        `unfinished at the end ${r.unfinishedRuns} (${r.seconds.toFixed(0)} s): ${met ? 'MET' : 'NOT MET'}`,
+        `unfinished at the end ${r.unfinishedRuns}; whole-registry silences ${r.holds} (${r.seconds.toFixed(0)} s): ${met ? 'MET' : 'NOT MET'}`,
     );
     if (r.doubled.length > 0) out(`    doubled: ${r.doubled.slice(0, 10).join(', ')}`);
+    out(`    a restarted worker's spawn to ready: median ${secs(percentile(r.restartMs, 0.5))}, max ${secs(r.restartMs.at(-1) ?? NaN)}`);
   }
   out(`p95 <= ${TARGET_P95_MS / 1000} s in every pattern, every step's effect once: ${allMet ? 'MET' : 'NOT MET'} (bench took ${totalS.toFixed(0)} s)`);
+  out(`load average (1, 5, 15 min) at the start: ${load(load0)}, at the end: ${load(loadavg())} on ${cpus().length} cores: a busy machine slows restarts, and every worker down at once holds judgements for the dead-after time`);
 }
 
 main().catch(async (err: unknown) => {
