@@ -83,6 +83,11 @@ describe('a run named by a job id BullMQ generated: remembered in the job itself
   it('a redelivery after kill -9 resumes the run from its steps: the effect is not repeated', async () => {
     const job = await add('rt.by-id', { name: 'killed', pauseMs: 60_000 });
     await waitFor(async () => (await redis.get(RT_KEYS.paused('killed'))) === String(job.id), { timeoutMs: 30_000, what: 'run paused after its step' });
+    // The pause marker is a plain ctx.redis write, which can reach Redis before the step's record on a sole
+    // delivery (docs/exactly-once.md, "When a run is claimed"); a kill between the two repeats the step, by
+    // design. What this test holds is that a *recorded* step is not repeated, so it kills after the record.
+    const stepsKey = ledger.stepsKeyOf(`rt.by-id#${job.id}`);
+    await waitFor(async () => (await redis.hexists(stepsKey, 'effect')) === 1, { timeoutMs: 30_000, what: 'the step recorded' });
     await Promise.all(apps.splice(0).map((a) => a.stop('SIGKILL')));
     await redis.del(RT_KEYS.paused('killed'));
     await job.updateData({ name: 'killed', pauseMs: 0 });
