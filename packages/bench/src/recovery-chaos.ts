@@ -16,6 +16,10 @@
  * recorded by another process). A run killed more than WORKER_MAX_STALLED_COUNT (2) times without a new
  * step is dead-lettered as stalled, by design: counted apart, not as a resume. Every step's effect is
  * checked to have happened exactly once. Progress goes to stderr, the figures to stdout.
+ *
+ * Env: BENCH_RECOVERY_KILLS (100 a pattern; about 8 minutes in all on an idle 2-core machine, far longer
+ * on a loaded one, where restarts are slow), BENCH_RECOVERY_PATTERNS (a comma-separated subset of the
+ * names above), BENCH_RECOVERY_LOG_DIR (each worker's log and the samples, written there per pattern).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
