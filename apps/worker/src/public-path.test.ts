@@ -191,7 +191,7 @@ describe("the worker on BullMQ's public paths only (WORKER_BULLMQ_FAST_PATH=off)
     // One worker at a time, so each kill lands on the delivery in progress.
     for (const atLeast of [2, 4, 6]) {
       const w = await startPublicWorker('ppprogress', short);
-      await waitFor(async () => (await stepsRecorded()) >= atLeast, { timeoutMs: 30_000, what: `${atLeast} steps recorded` });
+      await waitFor(async () => (await stepsRecorded()) >= atLeast, { timeoutMs: 90_000, what: `${atLeast} steps recorded` });
       await w.app.stop('SIGKILL');
     }
     await startPublicWorker('ppprogress', short);
@@ -205,7 +205,7 @@ describe("the worker on BullMQ's public paths only (WORKER_BULLMQ_FAST_PATH=off)
     // Every step ran once, across the four processes.
     const steps = (await events(PP_KEYS.events)).filter((e) => e.startsWith('step:s')).map((e) => e.split(':')[1]);
     expect(steps).toEqual(Array.from({ length: 12 }, (_, i) => `s${i}`));
-  }, 180_000);
+  }, 360_000);
 
   it('a run killed -9 three times without a new step is dead-lettered as stalled (WORKER_MAX_STALLED_COUNT 2)', async () => {
     // The other half of the rule: tickwork lifts BullMQ's own limit on these paths and holds it itself, so
