@@ -9,6 +9,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { createEnqueue, createLogger, dlqName, QueueSet } from '@tickwork/core';
+import { IdempotencyLedger } from '@tickwork/exactly-once';
 import { cancelRequestsKey, listDeadLetters, requestCancel } from '@tickwork/operations';
 import { createCatalogSource, createSchedules, readHistory } from '@tickwork/schedules';
 import { freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
@@ -187,7 +188,10 @@ describe("the worker on BullMQ's public paths only (WORKER_BULLMQ_FAST_PATH=off)
     // is left at its default (2): three stalls are one more than it allows, but each after progress.
     const short = { WORKER_LOCK_DURATION_MS: '1000', WORKER_STALLED_INTERVAL_MS: '500' };
     const { id } = await enqueue()(ppProgress, { steps: 12, pauseMs: 250 });
-    const stepsRecorded = async () => (await events(PP_KEYS.events)).filter((e) => e.startsWith('step:s')).length;
+    // Steps *recorded* (the ledger's steps hash), not effects seen: a kill between a ctx.step's effect and its
+    // record repeats that step by design (docs/exactly-once.md), and this test holds recorded steps to once.
+    const stepsKey = new IdempotencyLedger(redis, { prefix: 'tickwork' }).stepsKeyOf(`${ppProgress.name}#${id}`);
+    const stepsRecorded = () => redis.hlen(stepsKey);
     // One worker at a time, so each kill lands on the delivery in progress.
     for (const atLeast of [2, 4, 6]) {
       const w = await startPublicWorker('ppprogress', short);
@@ -202,9 +206,11 @@ describe("the worker on BullMQ's public paths only (WORKER_BULLMQ_FAST_PATH=off)
       return d && `dead-lettered: ${d.entry.failureReason}`;
     }, { timeoutMs: 60_000, what: 'the run to complete or be dead-lettered' });
     expect(outcome).toBe('completed');
-    // Every step ran once, across the four processes.
     const steps = (await events(PP_KEYS.events)).filter((e) => e.startsWith('step:s')).map((e) => e.split(':')[1]);
-    expect(steps).toEqual(Array.from({ length: 12 }, (_, i) => `s${i}`));
+    // Every step ran, in order; a step repeats only where a kill fell between its effect and its record (at
+    // most once per kill: ctx.step is at least once there, docs/exactly-once.md).
+    expect([...new Set(steps)]).toEqual(Array.from({ length: 12 }, (_, i) => `s${i}`));
+    expect(steps.length - 12).toBeLessThanOrEqual(3);
   }, 360_000);
 
   it('a run killed -9 three times without a new step is dead-lettered as stalled (WORKER_MAX_STALLED_COUNT 2)', async () => {
