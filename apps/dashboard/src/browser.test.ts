@@ -8,10 +8,10 @@ import { catalog } from '@tickwork/jobs';
 import { createSchedules } from '@tickwork/schedules';
 import { listDeadLetters, redrivenJobId } from '@tickwork/operations';
 import { createServer, type Server } from 'node:http';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { schedulePath } from './pages/schedule-actions.js';
-import { launchChromium } from './testing/browser.js';
+import { launchChromium, watchedPage } from './testing/browser.js';
 import { deadLetterEmail, PASSWORD, startDashboard, USER, VIEWER, VIEWER_PASSWORD, type TestDashboard } from './testing/dashboard-server.js';
 
 let d: TestDashboard;
@@ -32,20 +32,6 @@ afterAll(async () => {
   await d?.close();
 });
 
-/** A page that records what went wrong in the browser: console errors (CSP violations among them) and failed requests. */
-async function watchedPage(context: BrowserContext): Promise<{ page: Page; problems: string[] }> {
-  const page = await context.newPage();
-  const problems: string[] = [];
-  page.on('console', (m) => {
-    if (m.type() === 'error') problems.push(`console: ${m.text()}`);
-  });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText ?? ''}`));
-  page.on('response', (r) => {
-    if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`);
-  });
-  return { page, problems };
-}
 
 const deadLetter = (jobId: string) => deadLetterEmail(d, jobId);
 
