@@ -38,14 +38,15 @@ afterAll(async () => {
   await server?.stop();
 });
 
-/** A worker process with the default recovery settings. */
-const startWorker = async (): Promise<AppProcess> => {
+/** A worker process with the default recovery settings; `env` adds to them or overrides them. */
+const startWorker = async (env: Record<string, string> = {}): Promise<AppProcess> => {
   const app = startApp(appEntry('worker'), {
     REDIS_URL: server.url,
     JOBS_MODULE: FIXTURES,
     WORKER_QUEUES: RC_QUEUE,
     PORT: String(await freePort()),
     LOG_LEVEL: 'info',
+    ...env,
   });
   apps.push(app);
   await app.waitForLog((l) => l.msg === 'worker ready', 'worker ready');
@@ -53,6 +54,10 @@ const startWorker = async (): Promise<AppProcess> => {
 };
 
 const list = (key: string) => redis.lrange(key, 0, -1);
+const redisNowMs = async () => {
+  const [s, us] = await redis.time();
+  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+};
 /** The pid of the process that started delivery `n` (1-based) of the run gated by `gate`. */
 const starter = (gate: string, n: number, timeoutMs = 30_000) =>
   waitFor(async () => {
@@ -106,6 +111,42 @@ it('a worker killed -9 mid-run: another worker resumes the run within seconds, i
   expect(survivor.logs().find((l) => l.msg === 'took back a job whose worker stopped beating')).toMatchObject({ jobId: job.id, stalledCount: 1 });
   expect(survivor.logs().find((l) => l.msg === 'took over a run whose holder stopped renewing its lease')).toMatchObject({ holderDead: true, recordedSteps: 1 });
 }, 90_000);
+
+it('a worker started after the holder was killed takes the run over from its first beat, without waiting out the dead-after time itself', async () => {
+  // Dead after 20 s (heartbeat 1 s) for every process here, so that "at once" and "after its own
+  // dead-after time" are 20 s apart. The keeper is another worker process, of another catalog and queue:
+  // it keeps the registry beaten, as the rest of a cluster does, and cannot take the run back itself.
+  const slow = { WORKER_DEAD_AFTER_MS: '20000' };
+  const keeper = await startWorker({ ...slow, JOBS_MODULE: fixtureModule('fast-catalog'), WORKER_QUEUES: 'fixture' });
+  const holder = await startWorker(slow);
+  const job = await enqueue('late');
+  expect(await starter('late', 1)).toBe(holder.proc.pid);
+  await atGate('late');
+  await stepRecorded(job);
+  const holderTag = String((await holder.waitForLog((l) => l.msg === 'workers started', 'holder started')).processTag);
+
+  await holder.stop('SIGKILL');
+  await waitFor(async () => (await redisNowMs()) - Number(await redis.zscore(workersKey('tickwork'), `p:${holderTag}`)) > 20_000, {
+    timeoutMs: 60_000,
+    what: 'the holder silent for the dead-after time',
+  });
+  const late = await startWorker(slow);
+  const lateTag = String((await late.waitForLog((l) => l.msg === 'workers started', 'late worker started')).processTag);
+  const registeredAt = Number(await waitFor(() => redis.zscore(workersKey('tickwork'), `p:${lateTag}`), { what: 'the late worker registered' }));
+
+  expect(await starter('late', 2, 60_000)).toBe(late.proc.pid);
+  const tookBack = await late.waitForLog((l) => l.msg === 'took back a job whose worker stopped beating', 'the late worker taking the job back');
+  expect(tookBack).toMatchObject({ jobId: job.id, stalledCount: 1 });
+  expect(late.logs().find((l) => l.msg === 'took over a run whose holder stopped renewing its lease')).toMatchObject({ holderDead: true, recordedSteps: 1 });
+  expect(late.logs().filter((l) => l.msg === 'run held by another delivery; deferred')).toEqual([]);
+  // Judging from its own first beat on, not after 20 s of its own beats (half of that is room for a busy machine).
+  expect(Date.parse(String(tookBack.time)) - registeredAt).toBeLessThan(10_000);
+
+  await redis.set(RC_KEYS.gate('late'), '1');
+  await waitFor(async () => (await job.getState()) === 'completed', { what: 'the resumed run completed' });
+  expect(await list(RC_KEYS.effects('late'))).toEqual([String(late.proc.pid)]);
+  expect(keeper.logs().filter((l) => l.msg === 'took back a job whose worker stopped beating')).toEqual([]);
+}, 150_000);
 
 it('a worker frozen (SIGSTOP) past the dead-after time, then resumed: its run is taken over, its late writes refused, the effect once', async () => {
   const { job, holder: frozen, other } = await runAtGate('freeze');

@@ -25,7 +25,7 @@ export { createLogger, safeUrl } from './logger.js';
 export type { Logger } from './logger.js';
 export { jobTally, jobsCancelled, metricsRegistry, metricsRoute } from './metrics.js';
 export type { JobTally } from './metrics.js';
-export { Continuity, beatRegistry } from './processes/heartbeat.js';
+export { LIVE_SINCE_MEMBER, REDIS_NOW_LUA, REGISTRY_SILENCE_LUA, beatRegistry, freshReply, leaveRegistry, memberSilence } from './processes/heartbeat.js';
 export type { SilentMember } from './processes/heartbeat.js';
 export { HOLDS_EARLY_MEMBER, PROCESS_MEMBER, WorkerRegistry, ownerTagOf, workersKey } from './processes/worker-registry.js';
 export type { DeadWorker, OwnerLiveness } from './processes/worker-registry.js';

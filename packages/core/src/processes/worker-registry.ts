@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../redis/connection.js';
 import { TickworkError } from '../errors.js';
-import { defineScript, runScript } from '../redis/scripts.js';
 import type { Logger } from '../logger.js';
-import { beatRegistry, Continuity } from './heartbeat.js';
+import { beatRegistry, freshReply, leaveRegistry, memberSilence } from './heartbeat.js';
 
 /**
  * The worker registry: which worker processes are alive, at a cost per process, not per running job.
@@ -18,8 +17,10 @@ import { beatRegistry, Continuity } from './heartbeat.js';
  *   worker's onTime stage), so the scheduler may add occurrences ahead (schedules/head-start.ts).
  *
  * Every process beats all its members in one script call every `heartbeatMs` (heartbeat.ts); the same call
- * returns the members silent for `deadAfterMs` or more (usually none) and drops members silent for
- * `forgetAfterMs`. Everything is one key, so every script reads one slot (Redis Cluster).
+ * returns the members dead by the registry's rule (silent for `deadAfterMs`, counted from no earlier than
+ * the registry's return from an outage; usually none) and drops members silent for `forgetAfterMs`. A
+ * process judges from its first beat on. Everything is one key, so every script reads one slot (Redis
+ * Cluster).
  */
 
 export function workersKey(prefix: string): string {
@@ -41,6 +42,11 @@ export interface OwnerLiveness {
   readonly tag: string;
   /** True only when `owner` carries a process tag whose process is known to have stopped beating. */
   isDead(owner: string): Promise<boolean>;
+  /**
+   * 0 when isDead; else how long until `owner`'s process counts as dead if it stays silent (at most the
+   * dead-after time); undefined when the registry cannot tell (no tag, this process's own, not registered).
+   */
+  deadInMs(owner: string): Promise<number | undefined>;
 }
 
 /** A BullMQ Worker whose process stopped beating. */
@@ -65,13 +71,6 @@ export interface WorkerRegistryOptions {
   holdsEarlyOccurrences?: boolean;
 }
 
-/** KEYS[1] registry, ARGV[1] member: ms since its last beat (server clock), or -1 when it is not registered. */
-const SILENCE_LUA = `local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if not s then return -1 end
-local t = redis.call('TIME')
-return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - tonumber(s)`;
-const SILENCE_SCRIPT = defineScript(SILENCE_LUA);
-
 export class WorkerRegistry implements OwnerLiveness {
   readonly tag = newProcessTag();
   readonly key: string;
@@ -83,8 +82,6 @@ export class WorkerRegistry implements OwnerLiveness {
   /** The beat under way, if any: a clean stop waits for it, or its reply would put back the members it removes. */
   private beating: Promise<void> | undefined;
   private onDead: ((dead: DeadWorker[]) => void) | undefined;
-  /** Whether this process sees the registry continuously (heartbeat.ts). */
-  private readonly continuity: Continuity;
   /** performance.now() when the last successful beat was sent; Date.now() when the first of its unbroken run was (aliveThroughout). */
   private lastBeatSent: number | undefined;
   private unbrokenSince = Number.POSITIVE_INFINITY;
@@ -95,7 +92,6 @@ export class WorkerRegistry implements OwnerLiveness {
       throw new TickworkError(`dead-after ${opts.deadAfterMs} ms must be at least 3 heartbeats (${3 * opts.heartbeatMs} ms): a late beat must not look like a death`);
     }
     this.key = workersKey(opts.prefix);
-    this.continuity = new Continuity(opts.deadAfterMs);
     this.members = [PROCESS_MEMBER + this.tag, ...(opts.holdsEarlyOccurrences ? [HOLDS_EARLY_MEMBER + this.tag] : [])];
   }
 
@@ -104,7 +100,7 @@ export class WorkerRegistry implements OwnerLiveness {
     this.members.push(`w:${workerId}:${queue}`);
   }
 
-  /** Beats now, then every heartbeat; `onDead` gets the dead Workers found, only while this process sees continuously. */
+  /** Beats now, then every heartbeat; `onDead` gets the dead Workers each beat finds (from the first beat on). */
   start(onDead?: (dead: DeadWorker[]) => void): Promise<void> {
     this.onDead = onDead;
     return (this.beating = this.tick());
@@ -118,25 +114,17 @@ export class WorkerRegistry implements OwnerLiveness {
     this.stopped = true;
     clearTimeout(this.timer);
     await this.beating;
-    if (deregister) await this.redis.zrem(this.key, ...this.members).catch(() => 0);
-  }
-
-  /**
-   * Whether this process has beaten without a gap for `deadAfterMs`. Only then does it judge others dead:
-   * after its own freeze, or an outage of Redis or of its network, every other member looks silent until
-   * its own next beats, and a process that came back first must not take over everyone's runs.
-   */
-  seesContinuously(): boolean {
-    return this.continuity.sees();
+    if (deregister) await leaveRegistry(this.redis, this.key, this.members).catch(() => undefined);
   }
 
   /**
    * Whether every other process has certainly counted this one alive at every moment since `sinceMs`
    * (Date.now()), with a beat to spare: its beats since then came without a gap as long as the dead-after
    * time less a heartbeat, and its last one is younger than that. A beat's score is Redis's clock when it
-   * ran, no earlier than when it was sent, and a reaper takes back a Worker's jobs only once the score is
-   * the dead-after time old. A process frozen meanwhile beats again when it wakes, so the gap, not only the
-   * last beat, is what says whether it may have been judged dead.
+   * ran, no earlier than when it was sent, and the registry judges no member dead before its score is the
+   * dead-after time old (heartbeat.ts), so no reaper nor takeover can have acted on this one meanwhile. A
+   * process frozen meanwhile beats again when it wakes, so the gap, not only the last beat, is what says
+   * whether it may have been judged dead.
    */
   aliveThroughout(sinceMs: number): boolean {
     return this.lastBeatSent !== undefined && performance.now() - this.lastBeatSent < this.surelyAliveMs() && this.unbrokenSince <= sinceMs;
@@ -151,12 +139,16 @@ export class WorkerRegistry implements OwnerLiveness {
   }
 
   async isDead(owner: string): Promise<boolean> {
+    return (await this.deadInMs(owner)) === 0;
+  }
+
+  async deadInMs(owner: string): Promise<number | undefined> {
     const tag = ownerTagOf(owner);
-    if (!tag || tag === this.tag || !this.seesContinuously()) return false;
+    if (!tag || tag === this.tag) return undefined;
     this.sent.checks++;
-    const silentMs = await runScript(this.redis, SILENCE_SCRIPT, [this.key], [PROCESS_MEMBER + tag]);
+    const silentMs = await memberSilence(this.redis, this.key, PROCESS_MEMBER + tag, this.opts.deadAfterMs);
     // Not registered (-1): never was, or forgotten after its leases ran out; the lease decides then.
-    return typeof silentMs === 'number' && silentMs >= this.opts.deadAfterMs;
+    return silentMs < 0 ? undefined : Math.max(0, this.opts.deadAfterMs - silentMs);
   }
 
   private async tick(): Promise<void> {
@@ -164,7 +156,7 @@ export class WorkerRegistry implements OwnerLiveness {
       const dead = await this.beat();
       if (this.failing) this.opts.log.info('worker heartbeat restored');
       this.failing = false;
-      if (dead.length > 0 && this.onDead && this.seesContinuously()) this.onDead(dead);
+      if (dead.length > 0 && this.onDead && freshReply(this.lastBeatSent ?? 0, this.opts.deadAfterMs)) this.onDead(dead);
     } catch (err) {
       // Once per failing streak: during a Redis outage the connection's own log says the rest.
       if (!this.failing && !this.opts.outage?.down) this.opts.log.warn({ err: { message: (err as Error).message } }, 'worker heartbeat failed; retrying');
@@ -182,7 +174,6 @@ export class WorkerRegistry implements OwnerLiveness {
     const sentAt = performance.now();
     const sentWall = Date.now();
     const { silent } = await beatRegistry(this.redis, this.key, this.members, this.opts);
-    this.continuity.beat();
     if (this.lastBeatSent === undefined || sentAt - this.lastBeatSent >= this.surelyAliveMs()) this.unbrokenSince = sentWall;
     this.lastBeatSent = sentAt;
     const dead: DeadWorker[] = [];

@@ -17,8 +17,12 @@ export async function claimRun(
 ): Promise<ClaimOutcome | (ClaimOutcome & { holderDead: true })> {
   const claim = await eo.ledger.claim(opts.key, opts.place, owner);
   if (claim.kind !== 'busy' || !eo.liveness) return claim;
-  // A failed check changes nothing: the delivery is deferred as if the holder were alive.
-  if (!(await eo.liveness.isDead(claim.holder).catch(() => false))) return claim;
+  // A failed check changes nothing: the delivery is deferred as if the holder were alive. A holder not dead
+  // yet says when it would be (the registry's hold after an outage, or a silence just begun): the delivery
+  // comes back then rather than when the lease would run out.
+  const deadInMs = await eo.liveness.deadInMs(claim.holder).catch(() => undefined);
+  if (deadInMs === undefined) return claim;
+  if (deadInMs > 0) return { ...claim, holderDeadInMs: deadInMs };
   const again = await eo.ledger.claim(opts.key, opts.place, owner, claim.holder);
   return again.kind === 'claimed' ? { ...again, holderDead: true } : again;
 }

@@ -55,8 +55,8 @@ export type ClaimOutcome =
   | { kind: 'claimed'; run: LedgerRun; tookOver: boolean }
   /** `compacted`: the run's record had been compacted to a fingerprint, so its result is not known (undefined). */
   | { kind: 'done'; result: unknown; completedAt: Date | undefined; compacted?: true }
-  /** `holder`: the owner token holding the live lease. */
-  | { kind: 'busy'; leaseLeftMs: number; holder: string };
+  /** `holder`: the owner token holding the live lease; `holderDeadInMs`: when its process counts as dead if it stays silent (claim-run.ts). */
+  | { kind: 'busy'; leaseLeftMs: number; holder: string; holderDeadInMs?: number };
 
 export interface LedgerOptions {
   /** Key prefix (QUEUE_PREFIX); ledger keys are `<prefix>:ledger:<key>` (`<prefix>:{<queue>}:ledger:<key>` on a cluster). */

@@ -214,8 +214,9 @@ function notOurs(opts: RunExactlyOnceOptions, claim: Exclude<ClaimOutcome, { kin
     return claim.result;
   }
   duplicatesDeferred.inc(opts.labels);
-  // Come back around when the holder's lease would run out; jitter spreads a burst of duplicates.
-  const ms = Math.min(Math.max(claim.leaseLeftMs, 100), 5_000) + Math.floor(Math.random() * 100);
+  // Come back around when the holder's lease would run out, or its process would count as dead if it stays
+  // silent, whichever is sooner; jitter spreads a burst of duplicates.
+  const ms = Math.min(Math.max(Math.min(claim.leaseLeftMs, claim.holderDeadInMs ?? Infinity), 100), 5_000) + Math.floor(Math.random() * 100);
   logOf(opts).info({ idempotencyKey: opts.key, retryInMs: ms }, 'run held by another delivery; deferred');
   return opts.defer(ms);
 }

@@ -1,4 +1,4 @@
-import { beatRegistry, Continuity, defineScript, runScript, runScriptMany, TickworkError, type SilentMember } from '@tickwork/core';
+import { beatRegistry, defineScript, freshReply, leaveRegistry, REDIS_NOW_LUA, REGISTRY_SILENCE_LUA, runScript, runScriptMany, TickworkError, type SilentMember } from '@tickwork/core';
 import type { Logger, RedisClient } from '@tickwork/core';
 import { schedulerTakeovers } from '../health/health-metrics.js';
 import { RELEASE_CLAIMS } from '../store/lua.js';
@@ -12,11 +12,13 @@ import { SCHEDULE_SHARDS, shardKeys } from '../store/shard-keys.js';
  * reads), scored by the Redis server time of each member's last beat (heartbeat.ts in @tickwork/core). Its
  * members are dispatcher replica ids: every lease token a dispatcher claims with starts with its id
  * (`<replica>.<seq>`). Each scheduler beats every SCHEDULER_HEARTBEAT_MS; the beat answers the members
- * silent for SCHEDULER_DEAD_AFTER_MS. For each, a live scheduler that sees the registry continuously removes
- * the member, only while it is still silent (so exactly one does it, and a process that beat again meanwhile
- * is left alone), then releases its claims on every shard (RELEASE_CLAIMS: one script per shard, pipelined,
- * each on its shard's keys only): they expire at once and the next claim round of any live scheduler takes
- * them over, with the planner's takeover rule (catch-up.ts `supersede`).
+ * dead by the registry's rule (silent for SCHEDULER_DEAD_AFTER_MS, counted from no earlier than the
+ * registry's return from an outage: heartbeat.ts), from a scheduler's first beat on. For each, a live
+ * scheduler that found it removes the member, only while it is still dead by that rule (so exactly one does
+ * it, and a process that beat again meanwhile is left alone), then releases its claims on every shard
+ * (RELEASE_CLAIMS: one script per shard, pipelined, each on its shard's keys only): they expire at once and
+ * the next claim round of any live scheduler takes them over, with the planner's takeover rule
+ * (catch-up.ts `supersede`).
  *
  * Safety does not rest on the judgement: a scheduler judged dead that was only frozen (SIGSTOP, a long GC)
  * finds, when it resumes, its claims taken by others; its late commit is refused where another holds the
@@ -32,12 +34,9 @@ export function schedulersKey(prefix: string): string {
   return `${prefix}:meta:schedulers`;
 }
 
-/** KEYS[1] registry, ARGV[1] member, ARGV[2] dead-after ms: removes the member only while it is still that silent. */
-const ADOPT = defineScript(`local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if not s then return 0 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if now - tonumber(s) < tonumber(ARGV[2]) then return 0 end
+/** KEYS[1] registry, ARGV[1] member, ARGV[2] dead-after ms: removes the member only while it is still dead by the registry's rule. */
+const ADOPT = defineScript(`${REGISTRY_SILENCE_LUA}${REDIS_NOW_LUA}
+if registry_silence(KEYS[1], ARGV[1], now, tonumber(ARGV[2])) < tonumber(ARGV[2]) then return 0 end
 redis.call('ZREM', KEYS[1], ARGV[1])
 return 1`);
 
@@ -99,7 +98,6 @@ export function createSchedulerRegistry(opts: SchedulerRegistryOptions): Schedul
   }
   const key = schedulersKey(opts.prefix);
   const timing = { deadAfterMs: opts.deadAfterMs, forgetAfterMs: opts.leaseMs + opts.deadAfterMs };
-  const continuity = new Continuity(opts.deadAfterMs);
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
   let failing = false;
@@ -134,12 +132,12 @@ export function createSchedulerRegistry(opts: SchedulerRegistryOptions): Schedul
 
   async function beat(): Promise<void> {
     try {
+      const sentAt = performance.now();
       const { silent } = await beatRegistry(redis, key, [replica], timing);
-      continuity.beat();
       if (failing) log.info('scheduler heartbeat restored');
       failing = false;
       const dead = silent.filter((d) => d.member !== replica);
-      if (dead.length > 0 && !takingOver && continuity.sees()) {
+      if (dead.length > 0 && !takingOver && freshReply(sentAt, opts.deadAfterMs)) {
         takingOver = takeOver(dead)
           .catch((err: unknown) => log.warn({ err: { message: (err as Error).message } }, 'could not take over a dead scheduler; retrying on the next beat'))
           .finally(() => (takingOver = undefined));
@@ -159,7 +157,7 @@ export function createSchedulerRegistry(opts: SchedulerRegistryOptions): Schedul
       clearTimeout(timer);
       await beating;
       await takingOver;
-      if (deregister) await redis.zrem(key, replica).catch(() => 0);
+      if (deregister) await leaveRegistry(redis, key, [replica]).catch(() => undefined);
     },
   };
 }
