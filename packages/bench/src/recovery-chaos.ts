@@ -6,8 +6,9 @@
  * Per pattern: a private redis-server, three stock worker processes (apps/worker) on the bench catalog
  * (recovery-chaos/catalog.ts: a run records a step every 200 ms for about 3 s), kept topped up with runs,
  * and BENCH_RECOVERY_KILLS (100) kill -9s, each killed process restarted at once (as an orchestrator would):
- * - free slots: 4 runs at a time on 3 × 4 slots; a kill every 1.2–2 s of the longest-running process that
- *   holds runs and took over none still waiting to resume (the kills overlap, but are not a chain);
+ * - free slots: 4 runs at a time on 3 × 4 slots; a kill every 1.2–2 s, once every process is up (a restart
+ *   that takes longer delays the next kill), of the longest-running process that holds runs and took over
+ *   none still waiting to resume (the kills overlap, but are not a chain);
  * - full slots: 12 runs at a time on 3 × 2 slots (6 always waiting), killed the same way;
  * - rapid kills: 6 runs at a time on 3 × 4 slots; a kill every 0.3–1 s of any of the three processes, just
  *   restarted or not.
@@ -15,6 +16,10 @@
  * recorded by another process). A run killed more than WORKER_MAX_STALLED_COUNT (2) times without a new
  * step is dead-lettered as stalled, by design: counted apart, not as a resume. Every step's effect is
  * checked to have happened exactly once. Progress goes to stderr, the figures to stdout.
+ *
+ * Env: BENCH_RECOVERY_KILLS (100 a pattern; about 8 minutes in all on an idle 2-core machine, far longer
+ * on a loaded one, where restarts are slow), BENCH_RECOVERY_PATTERNS (a comma-separated subset of the
+ * names above), BENCH_RECOVERY_LOG_DIR (each worker's log and the samples, written there per pattern).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
@@ -45,7 +50,7 @@ interface Pattern {
   /** Runs kept enqueued and unfinished. */
   runs: number;
   gapMs: [number, number];
-  /** `isolated`: the longest-running process that holds runs and took over none still waiting to resume; `any`: any of them. */
+  /** `isolated`: once all are up, the longest-running process that holds runs and took over none still waiting to resume; `any`: any of them. */
   victims: 'isolated' | 'any';
 }
 
@@ -101,13 +106,14 @@ async function runPattern(p: Pattern): Promise<PatternResult> {
   };
   const all: Child[] = [];
   const restartMs: number[] = [];
+  const ready = new Set<Child>();
   /** Times a restarted worker's start, polling its /readyz gently (every 100 ms) until it answers or dies. */
   const timeRestart = (c: Child) =>
     void waitFor(async () => (await fetch(`http://127.0.0.1:${c.port}/readyz`).catch(() => undefined))?.ok === true || c.app.proc.exitCode !== null || c.app.proc.signalCode !== null, {
       timeoutMs: 300_000,
       intervalMs: 100,
     })
-      .then(() => c.app.proc.signalCode === null && restartMs.push(performance.now() - c.startedAt))
+      .then(() => c.app.proc.signalCode === null && (ready.add(c), restartMs.push(performance.now() - c.startedAt)))
       .catch(() => undefined);
   const slots: Child[] = [];
   let added = 0;
@@ -150,10 +156,11 @@ async function runPattern(p: Pattern): Promise<PatternResult> {
     for (let i = 0; i < PROCESSES; i++) slots.push(await startChild('worker', env));
     all.push(...slots);
     await Promise.all(slots.map((c) => msUntilOk(c, '/readyz', 120_000)));
+    for (const c of slots) ready.add(c);
     await waitFor(() => slots.some((c) => book.heldBy(c.pid).length > 0), { timeoutMs: 60_000, what: 'runs under way' });
     for (let k = 0; k < KILLS; k++) {
       await book.poll();
-      const victim = await chooseVictim(p, slots, book);
+      const victim = await chooseVictim(p, slots, book, ready);
       const held = book.heldBy(victim.pid);
       const killedAt = Date.now();
       victim.app.proc.kill('SIGKILL');
@@ -202,11 +209,14 @@ async function runPattern(p: Pattern): Promise<PatternResult> {
 }
 
 /** The process to kill next (see the file comment); waits, polling, while no process qualifies. */
-async function chooseVictim(p: Pattern, slots: Child[], book: RunBook): Promise<Child> {
+async function chooseVictim(p: Pattern, slots: Child[], book: RunBook, ready: ReadonlySet<Child>): Promise<Child> {
   if (p.victims === 'any') return slots[Math.floor(Math.random() * slots.length)] as Child;
   return waitFor(
     async () => {
       await book.poll();
+      // Every other process up: a kill here is one crash among live workers, not a whole-cluster outage
+      // (on a loaded machine a restart can take longer than the gap between kills).
+      if (slots.some((c) => !ready.has(c))) return undefined;
       // The one running longest: each process lives about three gaps, so a kill rarely meets another's aftermath.
       return slots.filter((c) => book.heldBy(c.pid).length > 0 && !book.holdsRecovering(c.pid)).sort((a, b) => a.startedAt - b.startedAt)[0];
     },
