@@ -38,4 +38,25 @@ describe.each(KINDS)('%s schedules', (kind) => {
     expect(await t.redis.zcard(k.claimed)).toBe(0);
     expect(await t.redis.hlen(k.inflight)).toBe(0);
   });
+
+  it('a claim taken over after an outage longer than the grace is planned as that outage is from the due index: once catches up one', async () => {
+    // Everything down from second 1 to 9.3 (grace 1.5 s, as in the scheduler's process test): whether the
+    // last scheduler died holding the claim of second 1 or between claims, the same plan, one catch-up.
+    const outage = async (diedHolding: boolean) => {
+      const s = await scheduleOf(t.redis, kind, { every: { seconds: 1 }, tz: 'UTC', missed: 'once' }, T0, { leaseMs: 60_000, graceMs: 1500 });
+      t.queueSets.push(s.queues);
+      if (diedHolding) {
+        const k = shardKeys(s.prefix, shardOf(s.id));
+        await runScript(t.redis, CLAIM, [k.due, k.claimed, k.inflight, k.defs], [T0 + 1000, T0 + 1000, 10, T0 + 61_000, 'dead0001.7']);
+        expect(await releaseClaims(t.redis, s.prefix, ['dead0001'])).toBe(1);
+      }
+      const result = await s.dispatcher().tick(T0 + 9300);
+      expect(result).toMatchObject({ takenOver: diedHolding ? 1 : 0, caughtUp: 1, missed: 6, enqueued: 2 });
+      const history = await readHistory(t.redis, s.prefix, s.id);
+      return history.map((h) => `${(Date.parse(h.nominal) - T0) / 1000}:${h.trigger}:${h.outcome ?? 'enqueued'}`).reverse();
+    };
+    const plan = [...[1, 2, 3, 4, 5, 6].map((n) => `${n}:schedule:missed`), '7:catch-up:enqueued', '8:schedule:enqueued', '9:schedule:enqueued'];
+    expect(await outage(false)).toEqual(plan);
+    expect(await outage(true)).toEqual(plan);
+  });
 });

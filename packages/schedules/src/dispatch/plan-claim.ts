@@ -31,7 +31,8 @@ export interface PlanContext {
  * Plans one claimed entry with the pure planner (missed/catch-up policies, grace) from its nominal time:
  * pushes its runs to add onto `runs`, counts what it decided into `result`, and returns what COMMIT writes.
  * A taken-over entry is planned with `supersede` (catch-up.ts): of the occurrences that came due while its
- * claimer was dead, only the latest runs on time; the earlier ones go by the schedule's missed policy.
+ * claimer was dead, only the latest runs on time; the earlier ones go by the schedule's missed policy. One
+ * taken over later than the grace is planned as any outage.
  */
 export function planClaim(ctx: PlanContext, entry: ClaimedEntry, now: number, runs: OccurrenceJob[], result: DispatchResult): Commit {
   const { id, nominal } = entry;

@@ -106,5 +106,27 @@ describe('planOccurrences of a claim taken over from a dead replica (supersede)'
   it('changes nothing for a claim taken over after an outage longer than the grace period', () => {
     const outage = { ...base, supersede: true, policies: { ...base.policies, missed: 'once' as const } };
     expect(summary(outage)).toEqual(summary({ ...outage, supersede: false }));
+    // An every-second schedule too, whose latest occurrences are within the grace whenever it is planned: the
+    // scheduler and worker killed together for several seconds with the grace at 1.5 s (the scheduler's
+    // process test), the claim of second 1 held by the dead scheduler or not, one outage, one catch-up.
+    const killed = { ...takeover, policies: { ...takeover.policies, missed: 'once' as const }, cursor: T0 + S - 1, now: T0 + 9 * S + 300, graceMs: 1500, lookaheadMs: 0 };
+    const restart = ['1:missed', '2:missed', '3:missed', '4:missed', '5:missed', '6:missed', '7:catch-up', '8:enqueue', '9:enqueue'];
+    expect(seconds({ ...killed, supersede: false })).toEqual(restart);
+    expect(seconds(killed)).toEqual(restart);
+  });
+});
+
+describe('planOccurrences, plan after plan', () => {
+  const S = 1000;
+  const once: PlanInput = { ...base, rule: ruleOf('t', { pattern: '* * * * * *', tz: 'UTC' }), policies: { ...base.policies, missed: 'once' }, graceMs: 1500 };
+  const plan = (cursor: number, now: number) => planOccurrences({ ...once, cursor, now }).items.map((i) => `${(i.at.getTime() - T0) / S}:${i.action}`);
+
+  it('catches an outage up once; a scheduler that falls behind by more than the grace again later has an outage of its own', () => {
+    // Back at 7.3 s after an outage from second 1: 5 caught up, 6 and 7 within the grace run as usual.
+    expect(plan(T0, T0 + 7300)).toEqual(['1:missed', '2:missed', '3:missed', '4:missed', '5:catch-up', '6:enqueue', '7:enqueue']);
+    // The next tick, on time: nothing of that outage is left to catch up.
+    expect(plan(T0 + 7 * S, T0 + 8100)).toEqual(['8:enqueue']);
+    // Stalled 2.6 s after that (a loaded machine, with a grace this short): 9 is late by more than the grace.
+    expect(plan(T0 + 8 * S, T0 + 10_700)).toEqual(['9:catch-up', '10:enqueue']);
   });
 });

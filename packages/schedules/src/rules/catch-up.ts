@@ -36,7 +36,10 @@ export interface PlanInput {
    * that soon, the latest one due (run now, if within the grace period). The others are judged by the missed
    * policy, as after an outage, rather than all added at once (a burst of one schedule's runs, which its
    * overlap policy would skip but for one). The resuming run counts as one of the policy's catch-up runs:
-   * 'once' runs only it.
+   * 'once' runs only it. This is for a claim taken over within the grace period, as the registry does in
+   * seconds: one whose first occurrence is already later than the grace (nobody took it over in time, as
+   * when every scheduler was down) is an outage like any other, planned as a due entry found late would be,
+   * so one outage is judged by one rule whether or not the last scheduler died holding the claim.
    */
   supersede?: boolean;
 }
@@ -72,14 +75,15 @@ export function planOccurrences(input: PlanInput): Plan {
   const { truncated } = found;
   const outside = truncated ? found.occurrences.filter((o) => o.at.getTime() < windowStart) : [];
   const occurrences = outside.length > 0 ? outside : found.occurrences;
-  let late = (o: Occurrence) => o.at.getTime() < lateBefore;
+  const pastGrace = (o: Occurrence) => o.at.getTime() < lateBefore;
+  let late = pastGrace;
   let resumes = false;
-  if (input.supersede) {
+  // The first occurrence is the oldest: when it is not late by the grace, none is (a claim taken over in time).
+  if (input.supersede && !(occurrences[0] && pastGrace(occurrences[0]))) {
     // A taken-over claim: what came due is late, but for the latest one when no later one is in the look-ahead.
     const due = occurrences.filter((o) => o.at.getTime() <= now);
     const keep = !truncated && due.length === occurrences.length ? due.at(-1) : undefined; // a truncated batch's last is not the latest
-    const graced = late;
-    late = (o) => graced(o) || (o.at.getTime() <= now && o !== keep);
+    late = (o) => o.at.getTime() <= now && o !== keep;
     resumes = due.length > 0 && occurrences.some((o) => !late(o));
   }
   const pastDue = occurrences.filter(late);
