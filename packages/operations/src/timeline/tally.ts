@@ -2,6 +2,11 @@ import { bucketOf } from './buckets.js';
 import type { TimelineLayout } from './layout.js';
 import type { TimelineRow } from './store.js';
 
+/** Adds one to counter `f` of `row`. */
+export function inc(row: Float64Array, f: number): void {
+  row[f] = (row[f] as number) + 1;
+}
+
 /**
  * A timeline's counts in memory, one row per period of its finest ring (a minute for a queue, an hour for a
  * schedule), until the writer flushes them (writer.ts). What a job's end costs: reading the clock, and a few
@@ -20,12 +25,11 @@ export class Tally {
     private readonly maxRows: number,
   ) {
     this.row = new Float64Array(layout.width);
+    this.periodMs = (layout.rings[0] as { slotMs: number }).slotMs;
   }
 
   /** The length of one row's period (the finest ring's slot). */
-  get periodMs(): number {
-    return (this.layout.rings[0] as { slotMs: number }).slotMs;
-  }
+  readonly periodMs: number;
 
   /** The row of now. */
   current(): Float64Array {
@@ -35,15 +39,12 @@ export class Tally {
 
   /** Adds one to field `f` now. */
   bump(f: number): void {
-    const row = this.current();
-    row[f] = (row[f] as number) + 1;
+    inc(this.current(), f);
   }
 
   /** Counts `ms` in the histogram whose buckets start at field `from`, now. */
   observe(from: number, ms: number): void {
-    const row = this.current();
-    const f = from + bucketOf(ms);
-    row[f] = (row[f] as number) + 1;
+    inc(this.current(), from + bucketOf(ms));
   }
 
   private turn(period: number): Float64Array {
