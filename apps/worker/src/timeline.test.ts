@@ -4,6 +4,7 @@
  * times), the last counts written on a graceful stop, nothing with CHART_HISTORY=off, and a catalog
  * schedule's timeline agreeing with its occurrence history run for run.
  */
+import { isDeepStrictEqual } from 'node:util';
 import { jobOptions } from '@tickwork/core';
 import { listDeadLetters, memoryTimelineKey, queueTimelineKey, readMemoryTimeline, readQueueTimeline, readScheduleTimeline, type QueueTimelineView } from '@tickwork/operations';
 import { readHistory } from '@tickwork/schedules';
@@ -31,7 +32,7 @@ describe('the worker writes the charts\' history', { timeout: 120_000 }, () => {
     const expected = { completed: 20, retried: 5, failed: 5, deadLettered: 5 };
     const v = await waitFor(async () => {
       const r = await read();
-      return JSON.stringify(r.totals) === JSON.stringify(expected) ? r : undefined;
+      return isDeepStrictEqual(r.totals, expected) ? r : undefined;
     }, { timeoutMs: 30_000, what: `the timeline's totals to be ${JSON.stringify(expected)}` });
     // Run times of all 30 attempts; waits of the 25 first attempts only (a retry's wait is not known).
     expect(v.run?.count).toBe(30);
