@@ -70,12 +70,12 @@ describe('chart pages', { timeout: 60_000 }, () => {
     expect(throughput).toContain('<title id="throughput-email-title">Queue email: jobs completed and failed per min, the last hour</title>');
     expect(throughput).toContain('12 completed, 2 failed for good, 3 attempts failed and retried, 2 dead-lettered in the last hour.');
     // 60 minutes; one of them (the current or, past a minute boundary, the one before) holds the 12: on a
-    // 0..20 axis 152 px high from y=12, 12 is at y=72.8 and 0 at y=164.
+    // 0..20 axis 152 px high from y=24, 12 is at y=84.8 and 0 at y=176.
     const completed = ysOf(throughput, 'completed');
     expect(completed).toHaveLength(60);
-    expect(completed.filter((y) => y === 72.8)).toHaveLength(1);
-    expect(completed.filter((y) => y !== 72.8).every((y) => y === 164)).toBe(true);
-    expect(ysOf(throughput, 'failed').filter((y) => y !== 164)).toEqual([148.8]);
+    expect(completed.filter((y) => y === 84.8)).toHaveLength(1);
+    expect(completed.filter((y) => y !== 84.8).every((y) => y === 176)).toBe(true);
+    expect(ysOf(throughput, 'failed').filter((y) => y !== 176)).toEqual([160.8]);
     expect([...throughput.matchAll(/class="x-tick"[^>]*>([^<]*)</g)].map((m) => m[1]).every((t) => /^\d\d:\d\d UTC$/.test(t ?? ''))).toBe(true);
     expect(figure(o.body, 'throughput-billing')).toContain('No jobs counted in the last hour');
     expect(figure(o.body, 'dlq-inflow')).toContain('2 jobs dead-lettered in the last hour; email: 2.');

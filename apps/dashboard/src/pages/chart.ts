@@ -34,10 +34,11 @@ export interface ChartSpec {
 }
 
 const W = 720;
-const H = 190;
+const H = 202;
 const LEFT = 64;
-const RIGHT = 12;
-const TOP = 12;
+const RIGHT = 32;
+/** The legend sits above the plot. */
+const TOP = 24;
 const BOTTOM = 26;
 const PLOT_W = W - LEFT - RIGHT;
 const PLOT_H = H - TOP - BOTTOM;
@@ -48,11 +49,11 @@ export function utcLabel(ms: number, days: boolean): string {
   return days ? `${iso.slice(5, 10)} UTC` : `${iso.slice(11, 16)} UTC`;
 }
 
-/** 1, 2 or 5 times a power of ten, at least `v` (at least 1). */
+/** The top of the y axis: 2, 4, 6, 8 or 10 times a power of ten, at least `v` (at least 2), so its half is a round number too. */
 export function niceCeil(v: number): number {
-  if (!(v > 0)) return 1;
+  if (!(v > 2)) return 2;
   const p = 10 ** Math.floor(Math.log10(v));
-  for (const m of [1, 2, 5, 10]) if (m * p >= v) return m * p;
+  for (const m of [1, 2, 4, 6, 8, 10]) if (m * p >= v) return m * p;
   return 10 * p;
 }
 
@@ -93,11 +94,11 @@ export function renderChart(c: ChartSpec): SafeHtml {
   const days = tick >= 86_400_000;
   const xTicks: number[] = [];
   for (let t = Math.ceil(c.startMs / tick) * tick; t <= endMs; t += tick) xTicks.push(t);
-  const yTicks = [0, max / 4, max / 2, (3 * max) / 4, max];
+  const yTicks = [0, max / 2, max];
   const ids = { title: `${c.id}-title`, desc: `${c.id}-desc` };
   const legend = c.series.map(
     (s, i) =>
-      html`<g transform="translate(${LEFT + 8 + i * 130} ${TOP + 4})"><line x1="0" y1="6" x2="16" y2="6" stroke="${s.color}" stroke-width="2"${s.dashed ? raw(' stroke-dasharray="5 3"') : ''}/><text x="20" y="10" font-size="11" fill="#1d2430">${s.name}</text></g>`,
+      html`<g transform="translate(${LEFT + i * 130} 4)"><line x1="0" y1="6" x2="16" y2="6" stroke="${s.color}" stroke-width="2"${s.dashed ? raw(' stroke-dasharray="5 3"') : ''}/><text x="20" y="10" font-size="11" fill="#1d2430">${s.name}</text></g>`,
   );
   return html`<figure class="chart" id="${c.id}">
 <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" width="100%" style="max-width:${W}px" role="img" aria-labelledby="${ids.title} ${ids.desc}" font-family="system-ui, sans-serif">

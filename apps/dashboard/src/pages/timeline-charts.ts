@@ -59,7 +59,7 @@ export function latencyChart(v: QueueTimelineView, which: 'wait' | 'run'): SafeH
     id: `${which}-${v.queue}`,
     title: `Queue ${v.queue}: ${what} p50 and p95 per ${perStep(v.stepMs)}, ${RANGE_WORDS[v.range]}`,
     summary: `Over ${RANGE_WORDS[v.range]}: ${percentileWords(overall)}.`,
-    unit: 'ms, s, min',
+    unit: 'duration',
     startMs: startOf(v.points),
     stepMs: v.stepMs,
     series: [
@@ -141,7 +141,7 @@ export function scheduleLatencyChart(v: ScheduleTimelineView, which: 'lag' | 'ru
     id: `${which}-${v.schedule}`,
     title: `Schedule ${v.schedule}: ${what} p50 and p95 per hour, ${RANGE_WORDS[v.range]}`,
     summary: `Over ${RANGE_WORDS[v.range]}: ${percentileWords(overall)}.`,
-    unit: 'ms, s, min',
+    unit: 'duration',
     startMs: startOf(v.points),
     stepMs: v.stepMs,
     series: [
