@@ -190,6 +190,22 @@ describe('timelines on Redis', () => {
     expect(sampled[0]?.maxBytes).toBe(Math.ceil(info.maxBytes / 1024) * 1024);
   });
 
+  it('keeps the counts of a write that failed and writes them with the next flush', async () => {
+    now = T0 + 5000;
+    const w = writer();
+    const key = queueTimelineKey(redis, 'tw', 'blocked');
+    await redis.hset(key, 'x', '1'); // a key of another type: the script fails (WRONGTYPE)
+    w.queue('blocked').attempt('completed', 1, 1);
+    await w.flush();
+    expect(await redis.type(key)).toBe('hash');
+    await redis.del(key);
+    now += MIN;
+    w.queue('blocked').attempt('completed', 1, 1);
+    await w.flush();
+    const v = await readQueueTimeline(redis, 'tw', 'blocked', '1h', { now });
+    expect(v.points.slice(-2).map((p) => p.completed)).toEqual([1, 1]);
+  });
+
   it('a writer with nothing counted sends nothing, and one TTL keeps a gone queue from holding its bytes', async () => {
     const w = writer();
     w.queue('quiet');
