@@ -13,6 +13,7 @@ import { auditRouter } from './routes/audit.js';
 import { deadLettersRouter } from './routes/dead-letters.js';
 import { findRouter } from './routes/find.js';
 import { processesRouter } from './routes/processes.js';
+import { overviewRouter } from './routes/overview.js';
 import { jobsRouter } from './routes/jobs.js';
 import type { LoginThrottleOptions } from './login-throttle.js';
 import { scheduleActionsRouter } from './routes/schedule-actions.js';
@@ -91,6 +92,7 @@ export async function createDashboardApp(deps: DashboardDeps): Promise<Express> 
   app.use(auditRouter({ redis: deps.redis, prefix: deps.queues.prefix }));
   app.use(capacityRouter({ catalog: deps.catalog, redis: deps.redis, prefix: deps.queues.prefix }));
   app.use(processesRouter({ redis: deps.redis, prefix: deps.queues.prefix }));
+  app.use(overviewRouter({ catalog: deps.catalog, queues: deps.queues, redis: deps.redis }));
   app.use(findRouter({ catalog: deps.catalog, queues: deps.queues, redis: deps.redis, api }));
   app.get('/', (_req, res) => res.redirect('/schedules'));
 
@@ -121,6 +123,7 @@ function bullBoard(deps: Pick<DashboardDeps, 'queues'>, names: readonly string[]
       uiConfig: {
         boardTitle: readOnlyMode ? 'tickwork (read only)' : 'tickwork',
         miscLinks: [
+          { text: 'Overview', url: '/overview' },
           { text: 'Schedules', url: '/schedules' },
           { text: 'Dead letters', url: '/dead-letters' },
           { text: 'Running', url: '/jobs' },

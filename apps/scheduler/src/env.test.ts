@@ -77,3 +77,11 @@ describe('every number and choice of the scheduler', () => {
     expect(() => loadSchedulerEnv({ SCHEDULE_LOOKAHEAD_MS: '-5' })).toThrow(/SCHEDULE_LOOKAHEAD_MS is invalid: must be a whole number of ms, 0 or more/);
   });
 });
+
+describe("the charts' Redis memory samples", () => {
+  it('are on by default, and only on or off', () => {
+    expect(loadSchedulerEnv({}).CHART_HISTORY).toBe('on');
+    expect(loadSchedulerEnv({ CHART_HISTORY: 'off' }).CHART_HISTORY).toBe('off');
+    expect(() => loadSchedulerEnv({ CHART_HISTORY: 'no' })).toThrow(/CHART_HISTORY is invalid: must be one of on, off/);
+  });
+});

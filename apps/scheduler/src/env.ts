@@ -1,4 +1,4 @@
-import { alertWebhookUrl, decimal, logLevel, metricsToken, nodeEnv, parseEnv, port, positiveInt, queuePrefix, redisStartupTimeoutMs, redisEnv, wholeNumber } from '@tickwork/core';
+import { alertWebhookUrl, choice, decimal, logLevel, metricsToken, nodeEnv, parseEnv, port, positiveInt, queuePrefix, redisStartupTimeoutMs, redisEnv, wholeNumber } from '@tickwork/core';
 import { DEFAULT_HEAD_START_MS, DEFAULT_SCHEDULER_DEAD_AFTER_MS, DEFAULT_SCHEDULER_HEARTBEAT_MS, MAX_HEAD_START_MS } from '@tickwork/schedules';
 import { z } from 'zod';
 import { parseSpeedup } from './speedup.js';
@@ -63,6 +63,8 @@ const schema = z
     REDIS_MEMORY_ALERT_RATIO: decimal(0.8, { min: 0.1, max: 0.99, format: RATIO }),
     /** How often Redis memory is checked and the capacity gauges of /metrics are refreshed. */
     CAPACITY_CHECK_INTERVAL_MS: positiveInt(30_000),
+    /** The dashboard's Redis memory chart: `on` samples INFO memory once a minute into its history; `off` does not. */
+    CHART_HISTORY: choice(['on', 'off'], 'on'),
   })
   .superRefine((env, ctx) => {
     if (env.SCHEDULE_LOOKAHEAD_MS * 2 > env.SCHEDULE_LEASE_MS) {

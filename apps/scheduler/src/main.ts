@@ -1,4 +1,4 @@
-import { createAlerter, packageVersion, startProcessInfo } from '@tickwork/operations';
+import { createAlerter, packageVersion, startMemorySampler, startProcessInfo } from '@tickwork/operations';
 import { createHeadStart, createSchedulerRegistry, DEFAULT_STALE_AFTER_MS } from '@tickwork/schedules';
 import { createLogger, createRedis, exitOnStartupError, openAppContext, metricsRoute, onShutdown, allReady, redisPingCheck, startHealthServer } from '@tickwork/core';
 import { loadSchedulerEnv } from './env.js';
@@ -132,6 +132,9 @@ async function main(): Promise<void> {
   };
   measure();
   const capacityTimer = setInterval(measure, env.CAPACITY_CHECK_INTERVAL_MS);
+  // The dashboard's Redis memory chart: the scheduler samples it, since it runs all the time (the dashboard
+  // may not) and there are few of it (workers may be many); replicas' samples of a minute agree (the larger is kept).
+  const memorySampler = env.CHART_HISTORY === 'on' ? startMemorySampler({ redis, prefix: env.QUEUE_PREFIX, log, outage }) : undefined;
 
 
   // Ready while Redis answers and the timers run; not once shutdown began (no tick starts after that).
@@ -146,6 +149,7 @@ async function main(): Promise<void> {
     clearInterval(reconcileTimer);
     clearInterval(watchdogTimer);
     clearInterval(capacityTimer);
+    memorySampler?.stop();
     headStart.stop();
     await ticking;
     await ticker.idle(); // occurrences held for their exact time (at most SCHEDULE_LOOKAHEAD_MS)

@@ -1,5 +1,5 @@
 import { deliveryOf, registerQueues, scheduleIdOf, type Catalog, type Logger, type QueueSet, type RedisClient } from '@tickwork/core';
-import { moveFailedJob, moveToDeadLetter, noteFailedAttempt, type Alerter, type MoveResult } from '@tickwork/operations';
+import { moveFailedJob, moveToDeadLetter, noteFailedAttempt, type Alerter, type MoveResult, type TimelineWriter } from '@tickwork/operations';
 import type { Job, Worker } from 'bullmq';
 
 export interface DeadLetterRoutingOptions {
@@ -12,6 +12,8 @@ export interface DeadLetterRoutingOptions {
   alerter: Alerter;
   /** How often the failed sets are swept for final failures whose move was lost (crash, Redis blip). */
   sweepIntervalMs: number;
+  /** The charts' history: each move counts once in its origin queue's dead-lettered (the move that claimed it). */
+  timeline?: TimelineWriter | undefined;
 }
 
 export interface DeadLetterRouting {
@@ -56,6 +58,7 @@ export function createDeadLetterRouting(opts: DeadLetterRoutingOptions): DeadLet
     if (!moved) return false;
     const { dlqQueue, dlqJobId, entry } = moved.deadLetter;
     if (moved.claimed) {
+      opts.timeline?.queue(moved.deadLetter.entry.originQueue).deadLettered();
       const fields = { queue: entry.originQueue, job: entry.jobName, jobId: entry.originalJobId, dlqQueue, dlqJobId, reason: entry.failureReason };
       if (entry.unparsedReason) opts.log.error({ ...fields, unparsedReason: entry.unparsedReason }, 'job dead-lettered as a raw entry');
       else opts.log.warn(fields, 'job dead-lettered');

@@ -19,3 +19,12 @@ describe('every number and choice of the worker', () => {
     expect(() => loadWorkerEnv({ WORKER_BULLMQ_FAST_PATH: 'on' })).toThrow(/WORKER_BULLMQ_FAST_PATH is invalid: must be one of auto, off/);
   });
 });
+
+describe("the charts' history", () => {
+  it('is on by default, flushed every 5 s, and only on or off', () => {
+    expect(loadWorkerEnv({})).toMatchObject({ CHART_HISTORY: 'on', CHART_HISTORY_FLUSH_MS: 5000 });
+    expect(loadWorkerEnv({ CHART_HISTORY: 'off', CHART_HISTORY_FLUSH_MS: '200' })).toMatchObject({ CHART_HISTORY: 'off', CHART_HISTORY_FLUSH_MS: 200 });
+    expect(() => loadWorkerEnv({ CHART_HISTORY: 'yes' })).toThrow(/CHART_HISTORY is invalid: must be one of on, off/);
+    expect(() => loadWorkerEnv({ CHART_HISTORY_FLUSH_MS: '0' })).toThrow(/CHART_HISTORY_FLUSH_MS is invalid/);
+  });
+});

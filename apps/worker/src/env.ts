@@ -63,6 +63,12 @@ const schema = z.object({
   OUTBOX_DATABASE_URL: databaseUrl.optional(),
   /** How often the outbox relay looks for rows when the last pass found none. */
   OUTBOX_RELAY_INTERVAL_MS: positiveInt(1000),
+  /**
+   * The dashboard's charts: `on` counts every attempt per queue (and catalog schedule) in memory and writes
+   * the counts every CHART_HISTORY_FLUSH_MS, one script call per queue (docs/dashboard.md, Charts); `off` counts nothing.
+   */
+  CHART_HISTORY: choice(['on', 'off'], 'on'),
+  CHART_HISTORY_FLUSH_MS: positiveInt(5000),
 }).refine((env) => env.WORKER_DEAD_AFTER_MS >= 3 * env.WORKER_HEARTBEAT_MS, {
   path: ['WORKER_DEAD_AFTER_MS'],
   message: 'must be at least 3 times WORKER_HEARTBEAT_MS: a late beat must not look like a death',

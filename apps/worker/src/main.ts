@@ -1,4 +1,4 @@
-import { createAlerter, packageVersion, startProcessInfo } from '@tickwork/operations';
+import { createAlerter, packageVersion, startProcessInfo, TimelineWriter } from '@tickwork/operations';
 import { createEnqueue, createLogger, exitOnStartupError, openAppContext, metricsRoute, onShutdown, allReady, redisPingCheck, redisAnswersWithin, safeUrl, startHealthServer } from '@tickwork/core';
 import { createPgPool, startOutboxRelay, startStepPruner } from '@tickwork/exactly-once';
 import { loadWorkerEnv, selectedQueues } from './env.js';
@@ -21,7 +21,10 @@ async function main(): Promise<void> {
     escalateAfter: env.ALERT_ESCALATE_AFTER,
     ...(env.ALERT_WEBHOOK_URL && { webhook: { url: env.ALERT_WEBHOOK_URL, timeoutMs: env.ALERT_WEBHOOK_TIMEOUT_MS } }),
   });
-  const deadLetter = createDeadLetterRouting({ queues, redis, catalog, log, outage, alerter, sweepIntervalMs: env.DLQ_SWEEP_INTERVAL_MS });
+  // The charts' history: counted in memory per queue and catalog schedule, written every few seconds.
+  const timeline = env.CHART_HISTORY === 'on' ? new TimelineWriter({ redis, prefix: env.QUEUE_PREFIX, log, flushMs: env.CHART_HISTORY_FLUSH_MS, outage }) : undefined;
+  timeline?.start();
+  const deadLetter = createDeadLetterRouting({ queues, redis, catalog, log, outage, alerter, sweepIntervalMs: env.DLQ_SWEEP_INTERVAL_MS, timeline });
   const pool = startWorkerPool({
     catalog,
     redis,
@@ -44,6 +47,7 @@ async function main(): Promise<void> {
     graceMs: env.SCHEDULE_GRACE_MS,
     queues: selected,
     outage,
+    ...(timeline && { timeline }),
   });
   // The transactional-enqueue relay: every worker given the database runs one; they share the rows.
   const outboxPool = env.OUTBOX_DATABASE_URL ? createPgPool(env.OUTBOX_DATABASE_URL, log) : undefined;
@@ -87,6 +91,8 @@ async function main(): Promise<void> {
     await outboxPool?.end();
     const { timedOut } = await pool.drain(env.DRAIN_TIMEOUT_MS);
     log.info({ timedOut }, 'workers drained');
+    // The counts since the last flush, the drained jobs' and dead letters' included.
+    await timeline?.stop();
     // A forced stop leaves jobs for others to take back once this process counts as dead: not a clean stop.
     await info.stop(!timedOut);
     await alerter.settle(2000);

@@ -260,6 +260,7 @@ function startBatchRunner(
   });
   const runner = new BatchRunner({
     store,
+    timeline: opts.timeline?.queue(queue),
     def,
     appRedis: opts.redis,
     enqueue: opts.enqueue,

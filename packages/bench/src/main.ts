@@ -5,8 +5,8 @@
  *   returns at once); floor (the same awaiting one PING per job: what any check made before running a job
  *   costs at least); ledger (runExactlyOnce with a key of its own per job: claim up front, result written
  *   ahead of the ack); tickwork (the worker's real processor, with its running jobs and cancel listener as
- *   the worker app has them: catalog lookup, payload validation, cancel gate, ledger, metrics; history for
- *   scheduled runs). Target 1: tickwork >= 0.90x bare. A fifth mode, batch,
+ *   the worker app has them: catalog lookup, payload validation, cancel gate, ledger, metrics, the charts'
+ *   counts (CHART_HISTORY on, its default); history for scheduled runs). Target 1: tickwork >= 0.90x bare. A fifth mode, batch,
  *   drains the same no-op job defined as a batch job (defineBatchJob) through the worker's BatchRunner; a
  *   sixth, pg-boss (the peer, if PostgreSQL is reachable: pgboss.ts), drains the same number of no-op jobs
  *   in each round, so target 5 (tickwork >= 2x pg-boss) is a paired ratio too, printed for batch jobs and
@@ -37,6 +37,7 @@ import type { RedisClient } from '@tickwork/core';
 import { startRedisServer } from '@tickwork/testkit';
 import { createProcessor, RunningJobs, soleDeliveryCheck, startCancelListener } from '@tickwork/worker';
 import { createEngine, type Engine } from '@tickwork/bullmq-engine';
+import { TimelineWriter } from '@tickwork/operations';
 import { ackConnectionOf } from '@tickwork/bullmq-engine/testing';
 import type { Job } from 'bullmq';
 import { pino } from 'pino';
@@ -105,9 +106,13 @@ async function main(): Promise<void> {
   const running = new RunningJobs();
   const cancels = startCancelListener({ redisTarget: url, redis: command, prefix: 'bench', log: silent, cancelRunning: (queue, jobId, reason) => running.cancel(queue, jobId, reason) });
   await cancels.ready;
-  const tickwork: ProcessorFor = (ack) => createProcessor({ catalog, redis: command, enqueue, log: silent, exactlyOnce, soleDelivery, running, cancels, ackConnectionOf: ack });
+  // The charts' history, on as the worker app has it by default (CHART_HISTORY=on): every attempt counted in
+  // memory, flushed every 5 s (one script call per queue).
+  const timeline = new TimelineWriter({ redis: command, prefix: 'bench', log: silent });
+  timeline.start();
+  const tickwork: ProcessorFor = (ack) => createProcessor({ catalog, redis: command, enqueue, log: silent, exactlyOnce, soleDelivery, running, cancels, ackConnectionOf: ack, timeline });
   // As the worker pool makes it on the public paths: no sole deliveries, results awaited, no stall resets.
-  const tickworkPublic: ProcessorFor = () => createProcessor({ catalog, redis: pubCommand, enqueue, log: silent, exactlyOnce: pubExactlyOnce, running, cancels });
+  const tickworkPublic: ProcessorFor = () => createProcessor({ catalog, redis: pubCommand, enqueue, log: silent, exactlyOnce: pubExactlyOnce, running, cancels, timeline });
   const fastMaker = engineMaker(fast);
   const pubMaker = engineMaker(pub);
   // The ledger alone writes its results ahead on the Worker's connection, held as the fast path holds it.
@@ -163,6 +168,7 @@ async function main(): Promise<void> {
     await pgboss.close();
   }
   cancels.close();
+  await timeline.stop();
   command.disconnect();
   pubCommand.disconnect();
   await own?.stop();

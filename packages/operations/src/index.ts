@@ -41,3 +41,13 @@ export { PROCESS_INFO_EVERY_MS, PROCESS_MEMORY_MS, packageVersion, processIndexK
 export type { ProcessInfoOptions, ProcessInfoWriter, ProcessRole } from './processes/process-info.js';
 export { PROCESS_LIST_MAX, listProcesses } from './processes/process-list.js';
 export type { ProcessListing, ProcessRow, ProcessStatus } from './processes/process-list.js';
+export { BUCKETS, bucketBounds, bucketOf, percentile } from './timeline/buckets.js';
+export { HOUR_SLOTS, MEMORY_LAYOUT, MINUTE_SLOTS, QUEUE_LAYOUT, SCHEDULE_LAYOUT, layoutBytes } from './timeline/layout.js';
+export type { TimelineLayout } from './timeline/layout.js';
+export { MEMORY_SAMPLE_MS, memoryTimelineKey, sampleMemory, startMemorySampler } from './timeline/memory.js';
+export type { MemorySampler } from './timeline/memory.js';
+export { TIMELINE_RANGES, isTimelineRange, readMemoryTimeline, readQueueTimeline, readScheduleTimeline } from './timeline/read.js';
+export type { MemoryPoint, MemoryTimelineView, Percentiles, QueuePoint, QueueTimelineView, ScheduleOutcomes, SchedulePoint, ScheduleTimelineView, TimelineRange } from './timeline/read.js';
+export { TIMELINE_TTL_MS } from './timeline/store.js';
+export { QueueTimeline, ScheduleTimeline, TIMELINE_FLUSH_MS, TimelineWriter, queueTimelineKey } from './timeline/writer.js';
+export type { AttemptOutcome, ScheduleOutcome, TimelineWriterOptions } from './timeline/writer.js';

@@ -25,6 +25,6 @@ export type { ListPage, ListQuery, RemovedScheduleView, ScheduleInput, ScheduleS
 export { createCatalogSource } from './store/catalog-source.js';
 export { encodeCore, encodeDef, parseDef, policiesOfCore, ruleOfCore } from './store/definition.js';
 export { CLAIM, RELEASE_CLAIMS, SET_DEF } from './store/lua.js';
-export { SCHEDULE_SHARDS, historyKeysOf, jobIndexKey, shardKeys, shardOf } from './store/shard-keys.js';
+export { SCHEDULE_SHARDS, historyKeysOf, jobIndexKey, shardKeys, shardOf, timelineKeyOf } from './store/shard-keys.js';
 export { createSchedules } from './store/store.js';
 export { removedKey } from './store/removed.js';

@@ -1,6 +1,6 @@
 import { html, raw, type HtmlValue, type SafeHtml } from '../html.js';
 
-export type Section = 'schedules' | 'dead-letters' | 'capacity' | 'jobs' | 'audit' | 'processes' | 'find';
+export type Section = 'overview' | 'schedules' | 'dead-letters' | 'capacity' | 'jobs' | 'audit' | 'processes' | 'find';
 
 export interface Flash {
   kind: 'ok' | 'error';
@@ -8,6 +8,7 @@ export interface Flash {
 }
 
 const NAV: { href: string; label: string; section?: Section }[] = [
+  { href: '/overview', label: 'Overview', section: 'overview' },
   { href: '/schedules', label: 'Schedules', section: 'schedules' },
   { href: '/dead-letters', label: 'Dead letters', section: 'dead-letters' },
   { href: '/capacity', label: 'Capacity', section: 'capacity' },
@@ -57,6 +58,8 @@ const STYLE = raw(`
   header form.find { margin-left: auto; display: flex; gap: 6px; }
   header form.find input { font: inherit; padding: 3px 8px; width: 22em; max-width: 40vw; }
   ol.trail { background: #fff; border: 1px solid #e3e6eb; padding: 8px 8px 8px 32px; }
+  figure.chart { margin: 0 0 16px; }
+  h3 { font-size: 14px; margin: 16px 0 4px; }
 `);
 
 /** The search box of every page: a GET form, so a search is a link and changes nothing. */
@@ -64,7 +67,7 @@ const FIND_FORM = raw(
   '<form class="find" method="get" action="/find" role="search"><input type="search" name="id" placeholder="Job, dead-letter or schedule id" aria-label="Find by id" maxlength="512" required><button type="submit">Find</button></form>',
 );
 
-/** The page frame: nav (Schedules, Dead letters, Capacity, Running, Processes, Audit, Queues = Bull Board) and the search box, an optional flash message, the body. */
+/** The page frame: nav (Overview, Schedules, Dead letters, Capacity, Running, Processes, Audit, Queues = Bull Board) and the search box, an optional flash message, the body. */
 export function layout(opts: { title: string; section?: Section; flash?: Flash | undefined; body: HtmlValue }): SafeHtml {
   return html`<!doctype html>
 <html lang="en">

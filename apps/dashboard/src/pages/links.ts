@@ -26,6 +26,11 @@ export function occurrencePath(schedule: string, occurrence: string): string {
   return `${schedulePath(schedule)}#${encodeURIComponent(occurrenceAnchor(occurrence))}`;
 }
 
+/** A queue's page: its charts over time (routes/overview.ts). */
+export function queuePath(queue: string): string {
+  return `/queue/${encodeURIComponent(queue)}`;
+}
+
 /** The search for an id across every queue, DLQ and schedule. */
 export function findPath(id: string): string {
   return `/find?id=${encodeURIComponent(id)}`;

@@ -100,7 +100,13 @@ ${runtime}`;
 }
 
 /** A catalog schedule's page; `state` is its record in the schedule store (paused or not) and the CSRF token for its buttons. */
-export function renderScheduleDetail(r: ScheduleRow, history: OccurrenceRecord[], now: Date, state?: { view: ScheduleView; token: string | undefined; flash?: Flash | undefined }): SafeHtml {
+export function renderScheduleDetail(
+  r: ScheduleRow,
+  history: OccurrenceRecord[],
+  now: Date,
+  state?: { view: ScheduleView; token: string | undefined; flash?: Flash | undefined },
+  charts?: SafeHtml,
+): SafeHtml {
   const slowAfterMs = slowAfterMsOf(r.policies, r.health.intervalMs);
   const body = html`<p><a href="/schedules">← Schedules</a></p>
 <h1>${r.name} ${healthBadge(r)}${state?.view.paused && html` <span class="badge stale">paused</span>`}</h1>
@@ -116,6 +122,7 @@ ${state && html`<dt>State</dt><dd>${pausedState(state.view)}</dd>`}
 <dt>Last failure</dt><dd>${outcome(r.lastFailure, true, true)}</dd>
 <dt>Next fire times</dt><dd>${nextFires(r)}</dd>
 </dl>
+${charts}
 ${historySection(history, now, slowAfterMs, state?.view.historyCap ?? HISTORY_CAP, r.queue)}`;
   return layout({ title: r.name, section: 'schedules', flash: state?.flash, body });
 }

@@ -1,3 +1,4 @@
+import { readScheduleTimeline } from '@tickwork/operations';
 import type { Schedules } from '@tickwork/schedules';
 import { Router, type Request, type Response } from 'express';
 import { signedIn } from '../basic-auth.js';
@@ -8,6 +9,8 @@ import { html } from '../html.js';
 import { layout } from '../pages/layout.js';
 import { renderRemovedDetail, renderRuntimeDetail, renderRuntimeSection } from '../pages/runtime-schedules.js';
 import { renderScheduleDetail, renderSchedules } from '../pages/schedules.js';
+import { renderScheduleCharts } from '../pages/schedule-charts.js';
+import { chartRange } from './overview.js';
 import { sendPage } from './respond.js';
 import { scheduleFlash } from './schedule-actions.js';
 
@@ -46,12 +49,15 @@ export function schedulesRouter(deps: SchedulesDeps, csrf: Csrf): Router {
   router.get('/schedules/:id', async (req, res) => {
     const now = new Date();
     const id = String(req.params.id);
+    const range = chartRange(req, res, '24h');
+    if (!range) return;
     const [row, state] = await Promise.all([loadSchedule(deps, id, now), loadScheduleState(deps.api, deps.redis, deps.prefix, id)]);
     const flash = scheduleFlash(req);
     if (row) {
       // A catalog schedule the scheduler has not stored yet has no record to pause: its page shows no buttons.
       const withState = state && { view: state.view, token: tokenFor(res), flash };
-      return sendPage(res, renderScheduleDetail(row, await loadHistory(deps, row.name), now, withState));
+      const [history, timeline] = await Promise.all([loadHistory(deps, row.name), readScheduleTimeline(deps.redis, deps.prefix, row.name, range, { now: now.getTime() })]);
+      return sendPage(res, renderScheduleDetail(row, history, now, withState, renderScheduleCharts(timeline)));
     }
     if (!state) {
       const removed = await loadRemovedSchedule(deps.api, deps.redis, deps.prefix, id);

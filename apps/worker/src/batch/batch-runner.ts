@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { BatchFormatError, type BatchStore, type FailedAttempt, type FetchedBatchJob } from '@tickwork/bullmq-engine';
-import { jobsCancelled, jobTally, RedisTx, type AnyJob, type BatchItem, type Enqueue, type Logger, type RedisClient, type RedisOutageLog } from '@tickwork/core';
+import { jobOptions, jobsCancelled, jobTally, RedisTx, type AnyJob, type BatchItem, type Enqueue, type Logger, type RedisClient, type RedisOutageLog } from '@tickwork/core';
 import { leasesLost, RedisStepSlotError } from '@tickwork/exactly-once';
+import type { QueueTimeline } from '@tickwork/operations';
 import type { CancelListener } from '../cancel-listener.js';
 import { admit } from './batch-admit.js';
 import { FIRST_FOREIGN_CHECK_MS, FOREIGN_CHECK_MS, ForeignConsumerWatch } from './foreign-consumers.js';
@@ -27,6 +28,8 @@ export interface BatchRunnerOptions {
   outage?: RedisOutageLog;
   /** How often the runner looks for consumers it does not own on its queue (default a minute). */
   foreignCheckMs?: number;
+  /** The queue's counts for the charts: each job of a batch counted, its run time the batch's. */
+  timeline?: QueueTimeline | undefined;
 }
 
 interface Fetched {
@@ -184,29 +187,34 @@ export class BatchRunner {
     let done = items;
     if (outcome.ok && outcome.failed.size > 0) {
       const failures = items.filter((i) => outcome.failed.has(i.jobId)).map((i) => attemptOf(i, outcome.failed.get(i.jobId) as string));
-      this.count('failed', failures.length, seconds);
+      this.count('failed', items.filter((i) => outcome.failed.has(i.jobId)), seconds);
       await this.settleFailures(token, failures, false);
       done = items.filter((i) => !outcome.failed.has(i.jobId));
     }
     const committed = outcome.ok ? await this.commit(token, done, outcome.tx) : outcome;
     if (committed === 'done') {
-      this.count('completed', done.length, seconds);
+      this.count('completed', done, seconds);
       if (done.length > 0) this.o.onCompleted?.(done.length);
       return;
     }
     if (committed === 'lost') return this.leaseLost(token, done.length);
     const reason = committed.error instanceof Error ? committed.error.message : String(committed.error);
     this.o.log.warn({ queue: this.queue, job: this.o.def.name, jobs: done.length, err: { message: reason } }, 'batch attempt failed');
-    this.count('failed', done.length, seconds);
+    this.count('failed', done, seconds);
     const failures = done.map((i) => attemptOf(i, reason));
     await this.settleFailures(token, failures, true, committed.error);
   }
 
-  /** The job metrics: each job of the batch counted, its duration the batch's handler time. */
-  private count(outcome: 'completed' | 'failed', jobs: number, seconds: number): void {
-    for (let i = 0; i < jobs; i++) {
+  /**
+   * The job metrics and the charts' counts: each job of the batch counted, its duration the batch's handler
+   * time. A failed job is retried in the charts while its job's retry policy has attempts left.
+   */
+  private count(outcome: 'completed' | 'failed', items: readonly BatchItem<unknown>[], seconds: number): void {
+    const attempts = this.o.timeline && outcome === 'failed' ? (jobOptions(this.o.def).attempts ?? 1) : 0;
+    for (const item of items) {
       this.tally[outcome]();
       this.tally.observe(seconds);
+      this.o.timeline?.attempt(outcome === 'completed' ? 'completed' : item.attempt >= attempts ? 'failed' : 'retried', seconds * 1000, -1);
     }
   }
 

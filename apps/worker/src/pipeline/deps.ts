@@ -1,5 +1,6 @@
 import type { Catalog, Enqueue, Logger, RedisClient } from '@tickwork/core';
 import type { ExactlyOnce } from '@tickwork/exactly-once';
+import type { TimelineWriter } from '@tickwork/operations';
 import type { Job } from 'bullmq';
 import type { CancelListener } from '../cancel-listener.js';
 import type { RunningJobs } from '../running-jobs.js';
@@ -39,6 +40,12 @@ export interface ProcessorDeps {
   stallProgress?: StallProgress;
   /** WORKER_MAX_STALLED_COUNT, for the reason a job stalled too often fails with (default 2). */
   maxStalledCount?: number;
+  /**
+   * The charts' history (CHART_HISTORY; @tickwork/operations timeline/): each attempt's end adds to its
+   * queue's counts in memory (and a catalog schedule's run to its schedule's), flushed every few seconds.
+   * Without it nothing is counted.
+   */
+  timeline?: TimelineWriter;
 }
 
 /** The result a late occurrence dropped by its missed-run policy completes with (also in the ledger). */

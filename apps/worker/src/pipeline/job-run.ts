@@ -1,5 +1,6 @@
 import { jobTally, type JobTally, type AnyJob, type Delivery, type Logger, type RedisClient } from '@tickwork/core';
 import type { AbortSource, ExactlyOnceRun, RunExactlyOnceOptions, RunRecordPlace } from '@tickwork/exactly-once';
+import type { QueueTimeline } from '@tickwork/operations';
 import type { RunRecorder } from '@tickwork/schedules';
 import { DelayedError, type Job } from 'bullmq';
 import type { ProcessorDeps } from './deps.js';
@@ -18,6 +19,8 @@ export class JobRun implements AbortSource, RunExactlyOnceOptions {
   /** Its job's metrics (completed, failed, duration), one tally per queue and job name, reused by every run. */
   readonly metrics: JobTally;
   readonly labels: Labels;
+  /** Its queue's counts for the charts (ProcessorDeps.timeline), or undefined (nothing counted). */
+  readonly timeline: QueueTimeline | undefined;
   /** Set by validate. */
   def!: AnyJob;
   data: unknown;
@@ -61,6 +64,18 @@ export class JobRun implements AbortSource, RunExactlyOnceOptions {
     this.attempt = job.attemptsMade + 1;
     this.metrics = jobTally(job.queueName, job.name);
     this.labels = this.metrics.labels;
+    this.timeline = deps.timeline?.queue(job.queueName);
+  }
+
+  /**
+   * How long the job waited before this attempt started (BullMQ's processedOn, from when it was added or its
+   * delay ended), for a job's first attempt only; -1 for every other (a retry's or a redelivery's wait is
+   * not known: BullMQ keeps no time it became ready again).
+   */
+  waitMs(): number {
+    const job = this.job;
+    if (job.attemptsMade !== 0 || job.attemptsStarted > 1 || job.processedOn === undefined) return -1;
+    return Math.max(0, job.processedOn - job.timestamp - (job.delay || 0));
   }
 
   get jobId(): string {

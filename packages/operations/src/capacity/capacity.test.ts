@@ -96,3 +96,14 @@ describe('formatting', () => {
     expect(formatAge(12 * 60 + 30)).toBe('12 min');
   });
 });
+
+describe("the charts' history in the capacity estimate", () => {
+  it('counts every timeline key as timeline, on one Redis and on a cluster', () => {
+    expect(component('tw:timeline:email')).toBe('timeline');
+    expect(component('tw:{email}:timeline:email')).toBe('timeline');
+    expect(component('tw:{sched:3}:h:reports.daily:timeline')).toBe('timeline');
+    expect(component('tw:meta:timeline:redis-memory')).toBe('timeline');
+    expect(component('tw:{sched:3}:h:reports.daily:history')).toBe('schedule-history');
+    expect(component('tw:meta:processes')).toBe('tickwork-other');
+  });
+});

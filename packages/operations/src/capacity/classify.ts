@@ -13,6 +13,7 @@ export const COMPONENTS = [
   'jobs-pending',
   'jobs-finished',
   'queue-events',
+  'timeline',
   'tickwork-other',
   'not-tickwork',
 ] as const;
@@ -28,6 +29,7 @@ export const COMPONENT_HELP: Record<Component, string> = {
   'jobs-pending': 'waiting, delayed and active jobs',
   'jobs-finished': 'completed and failed jobs kept by removeOnComplete/removeOnFail',
   'queue-events': 'BullMQ event streams',
+  timeline: "the charts' history: per-minute and per-hour counts of each queue and catalog schedule, and Redis memory (a fixed size each)",
   'tickwork-other': 'other keys under the prefix (queue metadata, locks, alert state)',
   'not-tickwork': 'keys outside the prefix',
 };
@@ -83,8 +85,11 @@ export function classifyKey(key: string, prefix: string): KeyClass {
     const end = rest.indexOf('}:');
     if (end > 0) return classifyKey(key, `${prefix}:${rest.slice(0, end + 1)}`);
   }
-  // The schedule store: `{sched:<k>}:<index>` and a schedule's history `{sched:<k>}:h:<id>:history|records|last-*`.
-  if (rest.startsWith('{sched:')) return { component: /^\{sched:\d+\}:h:.*:(history|records)$/.test(rest) ? 'schedule-history' : 'schedules' };
+  // The schedule store: `{sched:<k>}:<index>` and a schedule's history `{sched:<k>}:h:<id>:history|records|last-*|timeline`.
+  if (rest.startsWith('{sched:')) {
+    if (/^\{sched:\d+\}:h:.*:timeline$/.test(rest)) return { component: 'timeline' };
+    return { component: /^\{sched:\d+\}:h:.*:(history|records)$/.test(rest) ? 'schedule-history' : 'schedules' };
+  }
   const sep = rest.indexOf(':');
   const head = sep < 0 ? rest : rest.slice(0, sep);
   const tail = sep < 0 ? '' : rest.slice(sep + 1);
@@ -97,7 +102,11 @@ export function classifyKey(key: string, prefix: string): KeyClass {
       // A run's note of its stall count at its last progress (the worker on BullMQ's public paths).
       return { component: 'ledger' };
     case 'meta':
+      if (tail.startsWith('timeline:')) return { component: 'timeline' };
       return { component: tail.startsWith('schedule') ? 'schedules' : 'tickwork-other' };
+    case 'timeline':
+      // A queue's chart history, `<prefix>:timeline:<queue>` (timeline/writer.ts).
+      return { component: 'timeline' };
     case 'lock':
     case '':
       return { component: 'tickwork-other' };

@@ -71,6 +71,15 @@ export function historyKeysOf(prefix: string, id: string) {
 }
 
 /**
+ * A catalog schedule's timeline for the dashboard's charts (@tickwork/operations timeline/: fire lag, run
+ * time and outcomes per hour, a fixed size), under its shard's tag beside its history. It expires on its own
+ * a month after its last write, so it is not among historyKeysOf's keys.
+ */
+export function timelineKeyOf(prefix: string, id: string): string {
+  return `${shardBase(prefix, shardOf(id))}:h:${id}:timeline`;
+}
+
+/**
  * A schedule id as it may appear in a BullMQ job id: BullMQ forbids ':' in custom ids, so ':' becomes
  * `%3A` and '%' `%25` (reversible, so `a:b` and `ab` never collide). Catalog ids (job names) contain
  * neither and are unchanged.

@@ -8,8 +8,8 @@ import type { Stage } from '../stage.js';
 import { cancelled } from './cancel-gate.js';
 
 /**
- * execute: runs the handler under its timeout and counts the outcome (metrics, and the schedule's history
- * for runs of scheduled jobs). The last stage. The outcome is counted as the attempt settles (`ends`, in
+ * execute: runs the handler under its timeout and counts the outcome (metrics, the charts' counts of its
+ * queue when the worker keeps them, and the schedule's history for runs of scheduled jobs). The last stage. The outcome is counted as the attempt settles (`ends`, in
  * runHandler's own callback), so a job's way from its handler back to BullMQ waits in no promise of its own.
  */
 export const execute: Stage = (run) => {
@@ -20,14 +20,15 @@ export const execute: Stage = (run) => {
 
 const ends: AttemptEnds<JobRun> = {
   succeeded(run, result) {
-    countDuration(run);
+    const ms = countDuration(run);
     run.metrics.completed();
+    run.timeline?.attempt('completed', ms, run.waitMs());
     if (run.logs('info')) run.log.info('job completed');
     return run.history ? run.history.succeeded().then(() => result) : result;
   },
 
   failed(run, err) {
-    countDuration(run);
+    const ms = countDuration(run);
     // Not an outcome of this run: another delivery completed or holds it (claim ends the delivery).
     if (err instanceof RunClaimRefusedError) throw err;
     if (err instanceof WorkerShutdownError) {
@@ -37,14 +38,18 @@ const ends: AttemptEnds<JobRun> = {
     }
     if (err instanceof JobCancelledError) return cancelled(run, err, 'while running');
     run.metrics.failed();
+    const final = err instanceof UnrecoverableError || run.attempt >= (run.job.opts.attempts ?? 1);
+    run.timeline?.attempt(final ? 'failed' : 'retried', ms, run.waitMs());
     if (!run.history) throw err;
-    return run.history.failed(err, err instanceof UnrecoverableError || run.attempt >= (run.job.opts.attempts ?? 1)).then(() => {
+    return run.history.failed(err, final).then(() => {
       throw err;
     });
   },
 };
 
-/** The handler's time, from execute's start to the attempt's end, in its job's tally (every attempt, however it ends). */
-function countDuration(run: JobRun): void {
-  run.metrics.observe((performance.now() - run.startedAt) / 1000);
+/** The handler's time, from execute's start to the attempt's end, in its job's tally (every attempt, however it ends); in ms. */
+function countDuration(run: JobRun): number {
+  const ms = performance.now() - run.startedAt;
+  run.metrics.observe(ms / 1000);
+  return ms;
 }
