@@ -16,10 +16,20 @@ function when(r: ScheduleRow): SafeHtml {
   }`;
 }
 
-export function policies(r: { policies: SchedulePolicies }): SafeHtml {
+export function policies(r: { policies: SchedulePolicies; spreadOffsetMs: number }): SafeHtml {
   const p = r.policies;
   const missed = p.missed === 'skip' ? 'skip' : `${p.missed} (window ${duration(p.catchUpWindowMs)}${p.missed === 'all' ? `, max ${p.maxCatchUp}` : ''})`;
-  return html`<span class="nowrap">dst gap=${p.dst.gap} fold=${p.dst.fold}</span><br>missed ${missed}<br><span class="nowrap">overlap ${p.overlap}</span>`;
+  return html`<span class="nowrap">dst gap=${p.dst.gap} fold=${p.dst.fold}</span><br>missed ${missed}<br><span class="nowrap">overlap ${p.overlap}</span>${
+    p.spreadMs !== null && html`<br><span class="nowrap" title="fires this long after each pattern time, the same every time">spread ${duration(p.spreadMs)}: +${offsetText(r.spreadOffsetMs)}</span>`
+  }`;
+}
+
+/** A spread offset as minutes and seconds (`4m 12s`), exact: the preview's times include it. */
+export function offsetText(ms: number): string {
+  const s = Math.round(ms / 1000);
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  return [h > 0 && `${h}h`, m > 0 && `${m}m`, `${s % 60}s`].filter(Boolean).join(' ');
 }
 
 /** When it ended; in full (`detail`) also which occurrence it was a run of. */
