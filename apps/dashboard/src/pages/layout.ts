@@ -95,6 +95,24 @@ export function time(iso: string | null | undefined): SafeHtml {
   return html`<time datetime="${iso}">${iso.replace('T', ' ').replace(/\.\d{3}(?=Z|[+-]\d\d:\d\d$)/, '')}</time>`;
 }
 
+/** An elapsed time or offset to the second, in its two largest units: `45s`, `4m 12s`, `1h 4m`, `2d 3h`. */
+export function elapsed(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  const parts: [number, string][] = [
+    [Math.floor(s / 86_400), 'd'],
+    [Math.floor((s % 86_400) / 3600), 'h'],
+    [Math.floor((s % 3600) / 60), 'm'],
+    [s % 60, 's'],
+  ];
+  const first = parts.findIndex(([n]) => n > 0);
+  if (first < 0) return '0s';
+  return parts
+    .slice(first, first + 2)
+    .filter(([n], i) => i === 0 || n > 0)
+    .map(([n, u]) => `${n}${u}`)
+    .join(' ');
+}
+
 /** A duration in the largest unit that fits it exactly enough for an interval column. */
 export function duration(ms: number): string {
   const units: [number, string][] = [

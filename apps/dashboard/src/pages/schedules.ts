@@ -2,7 +2,7 @@ import { HISTORY_CAP, slowAfterMsOf, type OccurrenceRecord, type PreviewOccurren
 import type { SchedulePolicies } from '@tickwork/core';
 import { HISTORY_ROWS, type ScheduleRow } from '../data/schedules.js';
 import { html, type SafeHtml } from '../html.js';
-import { duration, layout, time, type Flash } from './layout.js';
+import { duration, elapsed, layout, time, type Flash } from './layout.js';
 import { jobPath, occurrenceAnchor } from './links.js';
 import { pausedState, scheduleActions, schedulePath } from './schedule-actions.js';
 
@@ -20,16 +20,8 @@ export function policies(r: { policies: SchedulePolicies; spreadOffsetMs: number
   const p = r.policies;
   const missed = p.missed === 'skip' ? 'skip' : `${p.missed} (window ${duration(p.catchUpWindowMs)}${p.missed === 'all' ? `, max ${p.maxCatchUp}` : ''})`;
   return html`<span class="nowrap">dst gap=${p.dst.gap} fold=${p.dst.fold}</span><br>missed ${missed}<br><span class="nowrap">overlap ${p.overlap}</span>${
-    p.spreadMs !== null && html`<br><span class="nowrap" title="fires this long after each pattern time, the same every time">spread ${duration(p.spreadMs)}: +${offsetText(r.spreadOffsetMs)}</span>`
+    p.spreadMs !== null && html`<br><span class="nowrap" title="fires this long after each pattern time, the same every time">spread ${duration(p.spreadMs)}: +${elapsed(r.spreadOffsetMs)}</span>`
   }`;
-}
-
-/** A spread offset as minutes and seconds (`4m 12s`), exact: the preview's times include it. */
-export function offsetText(ms: number): string {
-  const s = Math.round(ms / 1000);
-  const h = Math.floor(s / 3600);
-  const m = Math.floor((s % 3600) / 60);
-  return [h > 0 && `${h}h`, m > 0 && `${m}m`, `${s % 60}s`].filter(Boolean).join(' ');
 }
 
 /** When it ended; in full (`detail`) also which occurrence it was a run of. */
