@@ -41,7 +41,7 @@ describe('runtime schedules on /schedules', () => {
     expect(runtime).toContain('<p class="muted" id="runtime-count">3 runtime schedules.');
     expect(runtime).toContain(`href="${schedulePath('user:ann')}"`);
     expect(runtime).toContain('every 30 min');
-    expect(runtime).toMatch(/\d{4}-\d\d-\d\d 09:00:00 <span class="muted">GMT\+05:45<\/span>/); // Kathmandu's 09:00
+    expect(runtime).toMatch(/\d{4}-\d\d-\d\d 09:00:00 <span class="muted">UTC\+05:45<\/span>/); // Kathmandu's 09:00, its offset written as everywhere
     expect(runtime).toContain('user:&lt;script&gt;alert(1)&lt;/script&gt;');
     expect(page).not.toContain('<script');
   });

@@ -2,7 +2,7 @@ import { HISTORY_CAP, slowAfterMsOf, type OccurrenceRecord, type PreviewOccurren
 import type { SchedulePolicies } from '@tickwork/core';
 import { HISTORY_ROWS, type ScheduleRow } from '../data/schedules.js';
 import { html, type SafeHtml } from '../html.js';
-import { duration, elapsed, layout, time, type Flash } from './layout.js';
+import { duration, elapsed, layout, offsetLabel, time, type Flash } from './layout.js';
 import { jobPath, occurrenceAnchor } from './links.js';
 import { pausedState, scheduleActions, schedulePath } from './schedule-actions.js';
 
@@ -54,16 +54,16 @@ function fireNote(o: PreviewOccurrence): SafeHtml {
 
 /**
  * Local wall time with its offset, then the UTC time (its date only when it differs), e.g.
- * `2026-11-30 08:00 -05:00 = 13:00Z`: five of them must fit a table cell.
+ * `2026-11-30 08:00 UTC-05:00 = 13:00 UTC`: five of them must fit a table cell.
  */
 function fireTime(o: PreviewOccurrence): SafeHtml {
   const [localDate = '', localRest = ''] = o.local.split('T');
   const localClock = localRest.slice(0, 8).replace(/:00$/, '');
   const offset = localRest.slice(12) || 'Z';
   const [utcDate = '', utcRest = ''] = o.utc.split('T');
-  const utcClock = `${utcRest.slice(0, 8).replace(/:00$/, '')}Z`;
+  const utcClock = `${utcRest.slice(0, 8).replace(/:00$/, '')} UTC`;
   const utcLabel = utcDate === localDate ? utcClock : `${utcDate.slice(5)} ${utcClock}`;
-  return html`<time datetime="${o.local}">${localDate} ${localClock} <span class="muted">${offset === 'Z' ? 'UTC' : offset}</span></time>${
+  return html`<time datetime="${o.local}">${localDate} ${localClock} <span class="muted">${offsetLabel(offset)}</span></time>${
     offset !== 'Z' && offset !== '+00:00' && html` <span class="muted">=</span> <time datetime="${o.utc}">${utcLabel}</time>`
   }`;
 }
