@@ -143,7 +143,7 @@ ${
 ${history.map(
   (h) => html`<tr id="${occurrenceAnchor(h.id)}">
 <td>${time(h.nominal)}</td>
-<td>${h.trigger}</td>
+<td>${h.trigger}${h.by !== undefined && html` <span class="muted">by ${h.by}</span>`}</td>
 <td class="wrap">${h.jobId !== undefined && queue !== undefined ? html`<a href="${jobPath(queue, h.jobId)}"><code>${h.jobId}</code></a>` : html`<span class="muted">-</span>`}</td>
 <td>${time(h.enqueuedAt)}</td>
 <td>${time(h.startedAt)}</td>
@@ -169,5 +169,8 @@ function outcomeBadge(h: OccurrenceRecord, now: Date, slowAfterMs: number): Safe
   }
   if (!h.outcome) return html`<span class="badge neutral">${h.startedAt ? 'running' : 'scheduled'}</span>`;
   const cls = h.outcome === 'failed' ? 'failing' : h.outcome === 'completed' || h.outcome === 'caught-up' || h.outcome === 'manual' ? 'ok' : 'stale';
+  // A manual or catch-up run that completed is a success like any other: the Trigger column says how it
+  // came about, so the outcome says only how it ended (the stored outcome stays in the title).
+  if (h.outcome === 'manual' || h.outcome === 'caught-up') return html`<span class="badge ${cls}" title="recorded as ${h.outcome}">completed</span>`;
   return html`<span class="badge ${cls}">${h.outcome}</span>`;
 }
