@@ -23,7 +23,7 @@ afterAll(async () => {
 /** Adds a job to `queue` and takes it as a worker would: it is then active, with its start time set. */
 async function running(queue: string, name: string, id: string): Promise<Job> {
   await d.queues.get(queue).add(name, {}, { jobId: id });
-  const taker = new Worker(queue, null, { connection: d.redis.duplicate(), prefix: d.prefix });
+  const taker = new Worker(queue, null, { connection: d.target.client(), prefix: d.prefix });
   takers.push(taker);
   return waitFor(async () => (await taker.getNextJob(`token-${id}`, { block: false })) ?? undefined, { timeoutMs: 30_000, what: `${id} taken` });
 }

@@ -65,7 +65,7 @@ async function seed(): Promise<void> {
   dlqId = await deadLetterEmail(d, 'mail-42', { reason: 'smtp 421: too many connections' });
   await deadLetterEmail(d, 'mail-43', { reason: 'smtp 550: mailbox unavailable' });
   await d.queues.get('email').add('email.send', { to: 'a@example.com', subject: 'Welcome', body: 'Hello' }, { jobId: 'mail-running' });
-  const taker = new Worker('email', null, { connection: d.redis.duplicate(), prefix: d.prefix });
+  const taker = new Worker('email', null, { connection: d.target.client(), prefix: d.prefix });
   takers.push(taker);
   await waitFor(async () => (await taker.getNextJob('screens', { block: false })) ?? undefined, { timeoutMs: 30_000, what: 'a running job' });
 }
@@ -90,8 +90,8 @@ describe('every page in a browser', { timeout: 180_000 }, () => {
     const res = await page.goto(`${d.base}${path()}`);
     expect(res?.status()).toBe(200);
     await page.locator('h1').first().waitFor();
-    const file = join(DIR, `dashboard-${name}.jpg`);
-    await page.screenshot({ path: file, type: 'jpeg', quality: 70, fullPage: false });
+    const file = join(DIR, `dashboard-${name}.png`);
+    await page.screenshot({ path: file, type: 'png', fullPage: false });
     expect(statSync(file).size).toBeGreaterThan(5_000);
     expect(problems).toEqual([]);
     await page.close();

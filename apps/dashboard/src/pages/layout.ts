@@ -56,6 +56,7 @@ const STYLE = raw(`
   dt { font-weight: 600; }
   dd { margin: 0; }
   header form.find { margin-left: auto; display: flex; gap: 6px; }
+  div.bulk { display: flex; flex-wrap: wrap; gap: 6px 12px; align-items: baseline; margin-bottom: 8px; }
   header label.refresh { color: #c6cdd8; white-space: nowrap; }
   header form.find input { font: inherit; padding: 3px 8px; width: 22em; max-width: 40vw; }
   ol.trail { background: #fff; border: 1px solid #e3e6eb; padding: 8px 8px 8px 32px; }

@@ -27,7 +27,7 @@ function listingBack(value: unknown): string {
 }
 
 /** The body of a page of selected ids: up to 500 ids of up to ~600 bytes each. */
-export const bulkForm = express.urlencoded({ extended: false, limit: '512kb', parameterLimit: MAX_SELECTED + 10 });
+export const bulkForm: RequestHandler = express.urlencoded({ extended: false, limit: '512kb', parameterLimit: MAX_SELECTED + 10 });
 
 /**
  * `POST /dead-letters/selected`: re-drive or purge the entries ticked on the listing (or every entry
