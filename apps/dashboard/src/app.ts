@@ -109,6 +109,18 @@ export async function createDashboardApp(deps: DashboardDeps): Promise<Express> 
   return app;
 }
 
+const BOARD_TIME: Intl.DateTimeFormatOptions = {
+  year: 'numeric',
+  month: '2-digit',
+  day: '2-digit',
+  hour: '2-digit',
+  minute: '2-digit',
+  second: '2-digit',
+  hourCycle: 'h23',
+  timeZone: 'UTC',
+  timeZoneName: 'short',
+};
+
 /** A Bull Board for the queues, as an express router; read-only for viewers. */
 function bullBoard(deps: Pick<DashboardDeps, 'queues'>, names: readonly string[], readOnlyMode: boolean): Express {
   const serverAdapter = new ExpressAdapter().setBasePath('/queues');
@@ -122,6 +134,8 @@ function bullBoard(deps: Pick<DashboardDeps, 'queues'>, names: readonly string[]
     options: {
       uiConfig: {
         boardTitle: readOnlyMode ? 'tickwork (read only)' : 'tickwork',
+        // Times as tickwork's pages write them: UTC on a 24-hour clock, labelled (pages/layout.ts `time`).
+        dateFormats: { short: BOARD_TIME, common: BOARD_TIME, full: BOARD_TIME },
         miscLinks: [
           { text: 'Overview', url: '/overview' },
           { text: 'Schedules', url: '/schedules' },

@@ -11,7 +11,7 @@ import { createServer, type Server } from 'node:http';
 import type { Browser, BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { schedulePath } from './pages/schedule-actions.js';
-import { launchChromium, watchedPage } from './testing/browser.js';
+import { launchChromium, steadyContext, watchedPage } from './testing/browser.js';
 import { deadLetterEmail, PASSWORD, startDashboard, USER, VIEWER, VIEWER_PASSWORD, type TestDashboard } from './testing/dashboard-server.js';
 
 let d: TestDashboard;
@@ -21,7 +21,7 @@ let operator: BrowserContext;
 beforeAll(async () => {
   d = await startDashboard();
   browser = await launchChromium();
-  operator = await browser.newContext({ httpCredentials: { username: USER, password: PASSWORD } });
+  operator = await steadyContext(browser, { httpCredentials: { username: USER, password: PASSWORD } });
 });
 beforeEach(async () => {
   await d.redis.flushdb();
@@ -37,7 +37,7 @@ const deadLetter = (jobId: string) => deadLetterEmail(d, jobId);
 
 describe('the dashboard in a browser', () => {
   it('asks for credentials everywhere but /healthz', async () => {
-    const stranger = await browser.newContext();
+    const stranger = await steadyContext(browser);
     try {
       for (const path of ['/schedules', '/dead-letters', '/queues/', '/queues/api/queues']) {
         const page = await stranger.newPage();
@@ -188,7 +188,7 @@ describe('a viewer in a browser', () => {
   it('sees the pages without action buttons, and Bull Board in its read-only mode', async () => {
     await deadLetter('mail-viewer-1');
     await d.queues.get('email').add('email.send', { to: 'a@example.com', subject: 's', body: 'b' }, { jobId: 'mail-later', delay: 600_000 });
-    const viewer = await browser.newContext({ httpCredentials: { username: VIEWER, password: VIEWER_PASSWORD } });
+    const viewer = await steadyContext(browser, { httpCredentials: { username: VIEWER, password: VIEWER_PASSWORD } });
     try {
       const { page, problems } = await watchedPage(viewer);
       await page.goto(`${d.base}/dead-letters`);

@@ -9,7 +9,7 @@ import { createSchedules } from '@tickwork/schedules';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { occurrenceAnchor } from './pages/links.js';
-import { launchChromium, watchedPage } from './testing/browser.js';
+import { launchChromium, steadyContext, watchedPage } from './testing/browser.js';
 import { deadLetterEmail, PASSWORD, startDashboard, USER, VIEWER, VIEWER_PASSWORD, type TestDashboard } from './testing/dashboard-server.js';
 
 let d: TestDashboard;
@@ -20,8 +20,8 @@ let admin: BrowserContext;
 beforeAll(async () => {
   d = await startDashboard();
   browser = await launchChromium();
-  viewer = await browser.newContext({ httpCredentials: { username: VIEWER, password: VIEWER_PASSWORD } });
-  admin = await browser.newContext({ httpCredentials: { username: USER, password: PASSWORD } });
+  viewer = await steadyContext(browser, { httpCredentials: { username: VIEWER, password: VIEWER_PASSWORD } });
+  admin = await steadyContext(browser, { httpCredentials: { username: USER, password: PASSWORD } });
 });
 beforeEach(async () => {
   await d.flush();

@@ -1,6 +1,6 @@
 import { catalog } from '@tickwork/jobs';
 import { mergeOccurrence, previewSchedule, scheduleRegistryKey } from '@tickwork/schedules';
-import { occurrenceKey } from '@tickwork/core';
+import { manualOccurrenceKey, occurrenceKey } from '@tickwork/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSchedules } from './data/schedules.js';
 import { renderSchedules } from './pages/schedules.js';
@@ -115,4 +115,25 @@ describe('GET /schedules', () => {
   it.each(['/schedules', `/schedules/${REPORT}`, '/api/schedules'])('requires credentials for %s', async (path) => {
     expect((await fetch(`${d.base}${path}`)).status).toBe(401);
   });
+
+  it('shows a completed manual run as completed, with manual and who asked in the Trigger column, and times in UTC', async () => {
+    const enqueued = new Date(Date.now() - 60_000);
+    const id = manualOccurrenceKey(REPORT, 'tok-1');
+    await mergeOccurrence(
+      d.redis,
+      d.prefix,
+      REPORT,
+      id,
+      enqueued.getTime(),
+      { startedAt: new Date(enqueued.getTime() + 1000).toISOString(), endedAt: new Date(enqueued.getTime() + 2000).toISOString(), attempts: 1, outcome: 'manual' },
+      { id, schedule: REPORT, nominal: enqueued.toISOString(), trigger: 'manual', jobId: 'job-manual-1', enqueuedAt: enqueued.toISOString(), by: 'alice' },
+      'lastSuccess',
+    );
+    const html = await (await d.get(`/schedules/${REPORT}`)).text();
+    const row = html.slice(html.indexOf(`<tr id="occ-${id}">`), html.indexOf('</tr>', html.indexOf(`<tr id="occ-${id}">`)));
+    expect(row).toContain('<td>manual <span class="muted">by alice</span></td>');
+    expect(row).toContain('<span class="badge ok" title="recorded as manual">completed</span>');
+    expect(row).toMatch(/<time datetime="[^"]+">\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC<\/time>/);
+  });
 });
+

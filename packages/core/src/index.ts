@@ -20,6 +20,7 @@ export { SCHEDULED_RUN_OPTION, checkedDeliveryOf, deliveryOf, idempotencyKeyOf, 
 export type { Delivery, ScheduledRun } from './job/run-identity.js';
 export { DEFAULT_CATCH_UP_WINDOW_MS, DEFAULT_DST, DEFAULT_MAX_CATCH_UP, DEFAULT_MISSED, policiesOf } from './job/schedule-policy.js';
 export type { SchedulePolicies } from './job/schedule-policy.js';
+export { MAX_SPREAD_MS, spreadOffsetMs } from './job/spread.js';
 export { everyMs, validateSchedule } from './job/schedule-spec.js';
 export { createLogger, safeUrl } from './logger.js';
 export type { Logger } from './logger.js';

@@ -75,6 +75,16 @@ describe('tickwork schedules add', { timeout: 60_000 }, () => {
     expect(await api.get(`every:${every}`)).toMatchObject({ everyMs: ms, policies: { catchUpWindowMs: ms, slowAfterMs: ms } });
   });
 
+  it('takes --spread as the window, and show prints it with this schedule\'s offset', async () => {
+    const r = await cli(['schedules', 'add', 'spread:user-9', '--job', 'sessions.cleanup', '--pattern', '0 9 * * *', '--tz', 'UTC', '--spread', '10m']);
+    expect(r.code, r.stderr).toBe(0);
+    const view = await api.get('spread:user-9');
+    expect(view?.policies.spreadMs).toBe(600_000);
+    const shown = await cli(['schedules', 'show', 'spread:user-9']);
+    expect(shown.stdout).toContain(`spread=600s (+${(view?.spreadOffsetMs ?? -1) / 1000}s)`);
+    expect((await cli(['schedules', 'add', 'spread:bad', '--job', 'sessions.cleanup', '--pattern', '0 9 * * *', '--tz', 'UTC', '--spread', '2d'])).stderr).toMatch(/spread .* must be from 1 second to 24 hours/);
+  });
+
   it('reads --data from a file and from standard input', async () => {
     const file = join(dir, 'data.json');
     await writeFile(file, DATA);

@@ -72,6 +72,7 @@ function render(r: ScheduleOverview): string {
     `${r.name}  (queue ${r.queue})  ${r.spec}  tz ${r.tz}`,
     `  ${registration}  health ${r.health.status}: ${r.health.reason}`,
     `  dst gap=${p.dst.gap} fold=${p.dst.fold}  missed=${p.missed} window=${p.catchUpWindowMs / 1000}s maxCatchUp=${p.maxCatchUp}  overlap=${p.overlap}` +
+      `${p.spreadMs !== null ? `  spread=${p.spreadMs / 1000}s (+${r.spreadOffsetMs / 1000}s)` : ''}` +
       `  last success ${r.lastSuccess?.nominal ?? '-'}  last failure ${r.lastFailure?.nominal ?? '-'}`,
   ];
   const body = table(

@@ -33,6 +33,7 @@ export async function inputFromFlags(ctx: CommandContext): Promise<ScheduleInput
   const fold = stringFlag(ctx, 'dst-fold');
   const catchUpWindow = durationFlag(ctx.flags, 'catch-up-window');
   const slowAfter = durationFlag(ctx.flags, 'slow-after');
+  const spread = durationFlag(ctx.flags, 'spread');
   const maxCatchUp = integerFlag(ctx.flags, 'max-catch-up', { min: 1 });
   const history = integerFlag(ctx.flags, 'history', { min: 1 });
   const missed = stringFlag(ctx, 'missed');
@@ -50,6 +51,7 @@ export async function inputFromFlags(ctx: CommandContext): Promise<ScheduleInput
     ...(catchUpWindow !== undefined && { catchUpWindow }),
     ...(maxCatchUp !== undefined && { maxCatchUp }),
     ...(slowAfter !== undefined && { slowAfter }),
+    ...(spread !== undefined && { spread }),
     ...(history !== undefined && { history }),
     ...(ctx.flags.watch === true && { watch: true }),
   };
@@ -59,9 +61,9 @@ export const add: Subcommand = {
   usage:
     'tickwork schedules add <id> --job <job> (--pattern <cron> | --every <duration>) --tz <IANA tz> [--data <json>|@<file>|-] ' +
     '[--missed skip|once|all] [--catch-up-window <duration>] [--max-catch-up <n>] [--overlap skip|allow|buffer-one] ' +
-    '[--dst-gap shift|skip] [--dst-fold once|twice] [--slow-after <duration>] [--watch] [--history <n>] [--json]',
+    '[--dst-gap shift|skip] [--dst-fold once|twice] [--slow-after <duration>] [--spread <duration>] [--watch] [--history <n>] [--json]',
   summary: 'Create or change a runtime schedule (the same definition again changes nothing).',
-  valueFlags: ['job', 'pattern', 'every', 'tz', 'data', 'missed', 'catch-up-window', 'max-catch-up', 'overlap', 'dst-gap', 'dst-fold', 'slow-after', 'history'],
+  valueFlags: ['job', 'pattern', 'every', 'tz', 'data', 'missed', 'catch-up-window', 'max-catch-up', 'overlap', 'dst-gap', 'dst-fold', 'slow-after', 'spread', 'history'],
   booleanFlags: ['watch'],
   async run(ctx, args) {
     const id = idArg(args);

@@ -29,6 +29,7 @@ export function inputOf(view: ScheduleView): ScheduleInput {
     maxCatchUp: p.maxCatchUp,
     overlap: p.overlap,
     ...(p.slowAfterMs !== null && { slowAfter: { milliseconds: p.slowAfterMs } }),
+    ...(p.spreadMs !== null && { spread: { milliseconds: p.spreadMs } }),
     watch: view.watch,
     history: view.historyCap,
   };

@@ -43,7 +43,7 @@ export function showText(v: ScheduleView, history: readonly OccurrenceRecord[]):
     `  state ${pausedText(v)}`,
     `  next occurrence ${occurrenceText(v.next, v.tz)}`,
     `  dst gap=${p.dst.gap} fold=${p.dst.fold}  missed=${p.missed} window=${p.catchUpWindowMs / 1000}s maxCatchUp=${p.maxCatchUp}  overlap=${p.overlap}` +
-      `${p.slowAfterMs !== null ? `  slowAfter=${p.slowAfterMs / 1000}s` : ''}  watch=${v.watch ? 'on' : 'off'}  history=${v.historyCap}`,
+      `${p.slowAfterMs !== null ? `  slowAfter=${p.slowAfterMs / 1000}s` : ''}${p.spreadMs !== null ? `  spread=${p.spreadMs / 1000}s (+${v.spreadOffsetMs / 1000}s)` : ''}  watch=${v.watch ? 'on' : 'off'}  history=${v.historyCap}`,
     `  data ${JSON.stringify(v.data)}`,
     `  version ${v.version}  created ${v.createdAt}  updated ${v.updatedAt}`,
   ];

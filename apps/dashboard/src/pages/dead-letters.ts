@@ -1,11 +1,17 @@
 import { DLQ_BATCH_SIZE, redrivenJobId, type DlqItem, type DlqListing, type DlqListQuery, type DlqSummary, type ForeignDlqJob } from '@tickwork/operations';
 import { html, type SafeHtml } from '../html.js';
+import { CSRF_FIELD } from '../csrf.js';
 import { action } from './forms.js';
 import { layout, time, type Flash } from './layout.js';
 import { boardJobPath, jobPath, occurrencePath } from './links.js';
 
 export function deadLetterPath(queue: string, dlqJobId: string): string {
   return `/dead-letters/${encodeURIComponent(queue)}/${encodeURIComponent(dlqJobId)}`;
+}
+
+/** A selected entry as a checkbox sends it to `POST /dead-letters/selected`: `<queue>/<dlq job id>`, each URI-encoded. */
+export function selectedValue(queue: string, dlqJobId: string): string {
+  return `${encodeURIComponent(queue)}/${encodeURIComponent(dlqJobId)}`;
 }
 
 /** Pages get no token for a viewer (read-only role), and then render no buttons at all. */
@@ -26,6 +32,7 @@ const FOREIGN = html`<span class="badge stale" title="something other than tickw
 
 function entryRow(e: DlqSummary, token: Token): SafeHtml {
   return html`<tr>
+${token !== undefined && html`<td><input type="checkbox" name="ids" value="${selectedValue(e.queue, e.dlqJobId)}" form="bulk" aria-label="select ${e.dlqJobId}"></td>`}
 <td>${e.queue}</td>
 <td><a href="${deadLetterPath(e.queue, e.dlqJobId)}">${e.job || '(no name)'}</a>${!e.tickwork && html` ${FOREIGN}`}<br><code class="muted">${e.dlqJobId}</code></td>
 <td><a href="${jobPath(e.queue, e.originalJobId)}"><code>${e.originalJobId}</code></a></td>
@@ -35,6 +42,30 @@ function entryRow(e: DlqSummary, token: Token): SafeHtml {
 <td>${time(e.nominalTime)}</td>
 <td>${e.tickwork && redriveOne(e.queue, e.dlqJobId, token)} ${purgeOne(e.queue, e.dlqJobId, token)}</td>
 </tr>`;
+}
+
+/** The listing's first page with its filter: where a bulk action on it comes back to. */
+function listingPath(q: DlqListQuery): string {
+  const href = listingHref(q, '');
+  return href.replace(/[?&]cursor=$/, '');
+}
+
+/**
+ * Bulk actions for admins: the ticked entries (checkboxes in the rows belong to the `bulk` form), or every
+ * entry shown (the filtered set, a page at a time: done entries leave the DLQ, so pressing again on the
+ * page it comes back to continues with the next matches).
+ */
+function bulkActions(entries: DlqSummary[], query: DlqListQuery, token: Token): SafeHtml {
+  if (token === undefined || entries.length === 0) return html``;
+  const back = listingPath(query);
+  const common = html`<input type="hidden" name="${CSRF_FIELD}" value="${token}"><input type="hidden" name="back" value="${back}">`;
+  const redrivable = entries.filter((e) => e.tickwork);
+  const ids = (list: DlqSummary[]) => list.map((e) => html`<input type="hidden" name="ids" value="${selectedValue(e.queue, e.dlqJobId)}">`);
+  return html`<div class="bulk">
+<form id="bulk" class="inline" method="post" action="/dead-letters/selected">${common}<button type="submit" name="action" value="redrive">Re-drive selected</button> <details class="inline"><summary>Purge selected…</summary><button type="submit" name="action" value="purge" class="danger">Purge selected for good</button></details></form>
+${redrivable.length > 0 && html`<form class="inline" method="post" action="/dead-letters/selected">${common}${ids(redrivable)}<button type="submit" name="action" value="redrive">Re-drive the ${redrivable.length} shown</button></form>`}
+<details class="inline"><summary>Purge the ${entries.length} shown…</summary><form class="inline" method="post" action="/dead-letters/selected">${common}${ids(entries)}<button type="submit" name="action" value="purge" class="danger">Purge the ${entries.length} shown for good</button></form></details>
+</div>`;
 }
 
 /** The listing's parameters as a query string (the page's own links keep the filter). */
@@ -96,8 +127,8 @@ ${filterForm(query, data.counts.map((c) => c.queue))}
 ${
   shown === 0
     ? html`<p class="muted">${filtered || query.cursor ? 'No matching entries on this page.' : 'No dead letters.'}</p>`
-    : html`<table>
-<thead><tr><th>Queue</th><th>Job</th><th>Original id</th><th>Reason</th><th>Attempts</th><th>Last failure</th><th>Nominal time</th><th>Actions</th></tr></thead>
+    : html`${bulkActions(data.entries, query, token)}<table>
+<thead><tr>${token !== undefined && html`<th>Select</th>`}<th>Queue</th><th>Job</th><th>Original id</th><th>Reason</th><th>Attempts</th><th>Last failure</th><th>Nominal time</th><th>Actions</th></tr></thead>
 <tbody>
 ${data.entries.map((e) => entryRow(e, token))}
 </tbody>

@@ -1,4 +1,5 @@
 import { html, raw, type HtmlValue, type SafeHtml } from '../html.js';
+import { AUTO_REFRESH_SCRIPT, AUTO_REFRESH_TOGGLE } from './auto-refresh.js';
 
 export type Section = 'overview' | 'schedules' | 'dead-letters' | 'capacity' | 'jobs' | 'audit' | 'processes' | 'find';
 
@@ -56,6 +57,8 @@ const STYLE = raw(`
   dt { font-weight: 600; }
   dd { margin: 0; }
   header form.find { margin-left: auto; display: flex; gap: 6px; }
+  div.bulk { display: flex; flex-wrap: wrap; gap: 6px 12px; align-items: baseline; margin-bottom: 8px; }
+  header label.refresh { color: #c6cdd8; white-space: nowrap; }
   header form.find input { font: inherit; padding: 3px 8px; width: 22em; max-width: 40vw; }
   ol.trail { background: #fff; border: 1px solid #e3e6eb; padding: 8px 8px 8px 32px; }
   figure.chart { margin: 0 0 16px; }
@@ -82,20 +85,56 @@ export function layout(opts: { title: string; section?: Section; flash?: Flash |
   <span class="brand">tickwork</span>
   ${NAV.map((n) => html`<a href="${n.href}" class="${n.section && n.section === opts.section ? 'active' : ''}">${n.label}</a>`)}
   ${FIND_FORM}
+  ${AUTO_REFRESH_TOGGLE}
 </header>
 <main>
 ${opts.flash && html`<div class="flash ${opts.flash.kind}" role="status">${opts.flash.text}</div>`}
 ${opts.body}
 </main>
+${AUTO_REFRESH_SCRIPT}
 </body>
 </html>
 `;
 }
 
-/** ISO time without milliseconds, readable in a table cell; '-' when absent. */
+/**
+ * The one way a time is written on every page: `2026-12-06 06:28:02 UTC`, and a schedule's local time as
+ * `2026-03-08 03:30:00 UTC-04:00` (the offset from UTC, never a zone abbreviation or a 12-hour clock);
+ * Bull Board is configured to match (UTC, 24-hour: app.ts). '-' when absent.
+ */
 export function time(iso: string | null | undefined): SafeHtml {
   if (!iso) return html`<span class="muted">-</span>`;
-  return html`<time datetime="${iso}">${iso.replace('T', ' ').replace(/\.\d{3}(?=Z|[+-]\d\d:\d\d$)/, '')}</time>`;
+  return html`<time datetime="${iso}">${timeText(iso)}</time>`;
+}
+
+/** `timeText('2026-03-08T03:30:00.000-04:00')` is `2026-03-08 03:30:00 UTC-04:00`; a `Z` time ends in ` UTC`. */
+export function timeText(iso: string): string {
+  const m = /^(\d{4}-\d\d-\d\d)T(\d\d:\d\d(?::\d\d)?)(?:\.\d+)?(Z|[+-]\d\d:\d\d)?$/.exec(iso);
+  if (!m) return iso;
+  return `${m[1]} ${m[2]} ${offsetLabel(m[3] ?? 'Z')}`;
+}
+
+/** `Z` or `+00:00` is `UTC`; any other offset `UTC+05:45`. */
+export function offsetLabel(offset: string): string {
+  return offset === 'Z' || offset === '+00:00' || offset === '-00:00' ? 'UTC' : `UTC${offset}`;
+}
+
+/** An elapsed time or offset to the second, in its two largest units: `45s`, `4m 12s`, `1h 4m`, `2d 3h`. */
+export function elapsed(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  const parts: [number, string][] = [
+    [Math.floor(s / 86_400), 'd'],
+    [Math.floor((s % 86_400) / 3600), 'h'],
+    [Math.floor((s % 3600) / 60), 'm'],
+    [s % 60, 's'],
+  ];
+  const first = parts.findIndex(([n]) => n > 0);
+  if (first < 0) return '0s';
+  return parts
+    .slice(first, first + 2)
+    .filter(([n], i) => i === 0 || n > 0)
+    .map(([n, u]) => `${n}${u}`)
+    .join(' ');
 }
 
 /** A duration in the largest unit that fits it exactly enough for an interval column. */

@@ -1,7 +1,7 @@
 import { slowAfterMsOf, type OccurrenceRecord, type RemovedScheduleView, type ScheduleView } from '@tickwork/schedules';
 import { DEFAULT_PAGE, type RuntimePage, type RuntimeQuery } from '../data/runtime-schedules.js';
 import { html, type SafeHtml } from '../html.js';
-import { duration, layout, time, type Flash } from './layout.js';
+import { duration, layout, offsetLabel, time, type Flash } from './layout.js';
 import { pausedState, scheduleActions, schedulePath } from './schedule-actions.js';
 import { historySection, policies } from './schedules.js';
 
@@ -22,7 +22,9 @@ export function zoned(iso: string | null, tz: string): SafeHtml {
       .map((p) => [p.type, p.value]),
   );
   const local = `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second}`;
-  return html`<span class="nowrap">${local} <span class="muted">${parts.timeZoneName}</span></span> <span class="muted">=</span> ${time(iso)}`;
+  // Intl names the offset `GMT-08:00` (and plain `GMT` for zero): written as every other time is.
+  const offset = String(parts.timeZoneName ?? '').replace(/^GMT/, '');
+  return html`<span class="nowrap">${local} <span class="muted">${offsetLabel(offset === '' ? 'Z' : offset)}</span></span> <span class="muted">=</span> ${time(iso)}`;
 }
 
 /** The listing's parameters as a query string, so the page's links keep the filter; no cursor: the first page. */

@@ -2,7 +2,7 @@ import { HISTORY_CAP, slowAfterMsOf, type OccurrenceRecord, type PreviewOccurren
 import type { SchedulePolicies } from '@tickwork/core';
 import { HISTORY_ROWS, type ScheduleRow } from '../data/schedules.js';
 import { html, type SafeHtml } from '../html.js';
-import { duration, layout, time, type Flash } from './layout.js';
+import { duration, elapsed, layout, offsetLabel, time, type Flash } from './layout.js';
 import { jobPath, occurrenceAnchor } from './links.js';
 import { pausedState, scheduleActions, schedulePath } from './schedule-actions.js';
 
@@ -16,10 +16,12 @@ function when(r: ScheduleRow): SafeHtml {
   }`;
 }
 
-export function policies(r: { policies: SchedulePolicies }): SafeHtml {
+export function policies(r: { policies: SchedulePolicies; spreadOffsetMs: number }): SafeHtml {
   const p = r.policies;
   const missed = p.missed === 'skip' ? 'skip' : `${p.missed} (window ${duration(p.catchUpWindowMs)}${p.missed === 'all' ? `, max ${p.maxCatchUp}` : ''})`;
-  return html`<span class="nowrap">dst gap=${p.dst.gap} fold=${p.dst.fold}</span><br>missed ${missed}<br><span class="nowrap">overlap ${p.overlap}</span>`;
+  return html`<span class="nowrap">dst gap=${p.dst.gap} fold=${p.dst.fold}</span><br>missed ${missed}<br><span class="nowrap">overlap ${p.overlap}</span>${
+    p.spreadMs !== null && html`<br><span class="nowrap" title="fires this long after each pattern time, the same every time">spread ${duration(p.spreadMs)}: +${elapsed(r.spreadOffsetMs)}</span>`
+  }`;
 }
 
 /** When it ended; in full (`detail`) also which occurrence it was a run of. */
@@ -52,16 +54,16 @@ function fireNote(o: PreviewOccurrence): SafeHtml {
 
 /**
  * Local wall time with its offset, then the UTC time (its date only when it differs), e.g.
- * `2026-11-30 08:00 -05:00 = 13:00Z`: five of them must fit a table cell.
+ * `2026-11-30 08:00 UTC-05:00 = 13:00 UTC`: five of them must fit a table cell.
  */
 function fireTime(o: PreviewOccurrence): SafeHtml {
   const [localDate = '', localRest = ''] = o.local.split('T');
   const localClock = localRest.slice(0, 8).replace(/:00$/, '');
   const offset = localRest.slice(12) || 'Z';
   const [utcDate = '', utcRest = ''] = o.utc.split('T');
-  const utcClock = `${utcRest.slice(0, 8).replace(/:00$/, '')}Z`;
+  const utcClock = `${utcRest.slice(0, 8).replace(/:00$/, '')} UTC`;
   const utcLabel = utcDate === localDate ? utcClock : `${utcDate.slice(5)} ${utcClock}`;
-  return html`<time datetime="${o.local}">${localDate} ${localClock} <span class="muted">${offset === 'Z' ? 'UTC' : offset}</span></time>${
+  return html`<time datetime="${o.local}">${localDate} ${localClock} <span class="muted">${offsetLabel(offset)}</span></time>${
     offset !== 'Z' && offset !== '+00:00' && html` <span class="muted">=</span> <time datetime="${o.utc}">${utcLabel}</time>`
   }`;
 }
@@ -148,7 +150,7 @@ ${
 ${history.map(
   (h) => html`<tr id="${occurrenceAnchor(h.id)}">
 <td>${time(h.nominal)}</td>
-<td>${h.trigger}</td>
+<td>${h.trigger}${h.by !== undefined && html` <span class="muted">by ${h.by}</span>`}</td>
 <td class="wrap">${h.jobId !== undefined && queue !== undefined ? html`<a href="${jobPath(queue, h.jobId)}"><code>${h.jobId}</code></a>` : html`<span class="muted">-</span>`}</td>
 <td>${time(h.enqueuedAt)}</td>
 <td>${time(h.startedAt)}</td>
@@ -174,5 +176,8 @@ function outcomeBadge(h: OccurrenceRecord, now: Date, slowAfterMs: number): Safe
   }
   if (!h.outcome) return html`<span class="badge neutral">${h.startedAt ? 'running' : 'scheduled'}</span>`;
   const cls = h.outcome === 'failed' ? 'failing' : h.outcome === 'completed' || h.outcome === 'caught-up' || h.outcome === 'manual' ? 'ok' : 'stale';
+  // A manual or catch-up run that completed is a success like any other: the Trigger column says how it
+  // came about, so the outcome says only how it ended (the stored outcome stays in the title).
+  if (h.outcome === 'manual' || h.outcome === 'caught-up') return html`<span class="badge ${cls}" title="recorded as ${h.outcome}">completed</span>`;
   return html`<span class="badge ${cls}">${h.outcome}</span>`;
 }

@@ -8,6 +8,7 @@ import { loadDeadLetterPage, originQueues, type DeadLetterSource } from '../data
 import { html } from '../html.js';
 import { layout, type Flash } from '../pages/layout.js';
 import { renderDeadLetterDetail, renderDeadLetters } from '../pages/dead-letters.js';
+import { bulkForm, selectedAction } from './dead-letters-bulk.js';
 import { sendPage } from './respond.js';
 
 /**
@@ -21,11 +22,17 @@ function flashOf(req: Request): Flash | undefined {
   const l = Number(req.query.left);
   // After one batch of an "all" action: how many are left, and that pressing again continues.
   const left = Number.isInteger(l) && l > 0 ? ` ${l} ${l === 1 ? 'entry remains' : 'entries remain'} in that dead-letter queue: press the button again to continue with the next batch.` : '';
+  const g = Number(req.query.gone);
+  const gone = Number.isInteger(g) && g > 0 ? ` ${g} selected ${g === 1 ? 'entry was' : 'entries were'} no longer there (already re-driven or purged?) or could not be re-driven.` : '';
   switch (req.query.flash) {
     case 'redriven':
-      return { kind: 'ok', text: `Re-drove ${entries}: back on ${count === 1 ? 'its queue' : 'their queue'}.${left}` };
+      return { kind: 'ok', text: `Re-drove ${entries}: back on ${count === 1 ? 'its queue' : 'their queue'}.${left}${gone}` };
     case 'purged':
-      return { kind: 'ok', text: `Purged ${entries}.${left}` };
+      return { kind: 'ok', text: `Purged ${entries}.${left}${gone}` };
+    case 'none-selected':
+      return { kind: 'error', text: 'No entry was selected: tick the entries first. Nothing was changed.' };
+    case 'too-many':
+      return { kind: 'error', text: 'At most 500 entries at once (one page). Nothing was changed.' };
     case 'not-found':
       return { kind: 'error', text: 'That entry is no longer in the dead-letter queue (already re-driven or purged?).' };
     default:
@@ -146,6 +153,7 @@ export function deadLettersRouter(src: DeadLetterSource & { log: Logger }, csrf:
     }
   });
 
+  router.post('/dead-letters/selected', bulkForm, csrf.protect, selectedAction(src));
   router.post('/dead-letters/:queue/redrive-all', form, csrf.protect, (req, res) => actAll(req, res, 'redrive'));
   router.post('/dead-letters/:queue/purge-all', form, csrf.protect, (req, res) => actAll(req, res, 'purge'));
   router.post('/dead-letters/:queue/:id/redrive', form, csrf.protect, (req, res) => act(req, res, 'redrive', [String(req.params.id)]));

@@ -11,6 +11,11 @@ import { renderRunning, type RunningJob } from '../pages/jobs.js';
 import { sendPage } from './respond.js';
 
 const PAGE_SIZE = 50;
+/**
+ * The all-queues view merges each queue's oldest running jobs, so page N reads N pages from every queue:
+ * bounded here (1,000 jobs); past it, a queue's own view pages by range as far as it goes.
+ */
+const MAX_ALL_PAGE = 20;
 /** Far beyond any real page (50 x 1e6 running jobs), and small enough for Redis's range arithmetic. */
 const MAX_PAGE = 1_000_000;
 
@@ -50,8 +55,8 @@ function flashOf(req: Request): Flash | undefined {
 }
 
 /**
- * `GET /jobs` (the running jobs of one queue, a page at a time: BullMQ's active list is read by range,
- * never whole) and `POST /jobs/:queue/cancel` (admins; behind the Origin check and the form token).
+ * `GET /jobs` (the running jobs of every queue, oldest first, or of one queue, a page at a time: BullMQ's
+ * active lists are read by range, never whole) and `POST /jobs/:queue/cancel` (admins; behind the Origin check and the form token).
  */
 export function jobsRouter(src: { catalog: Catalog; queues: QueueSet; redis: RedisClient }, csrf: Csrf): Router {
   const router = Router();
@@ -62,22 +67,42 @@ export function jobsRouter(src: { catalog: Catalog; queues: QueueSet; redis: Red
     if (!query) return;
     const { asked, page } = query;
     const queues = await originQueues(src);
-    const queue = asked ?? queues[0] ?? '';
-    if (!queues.includes(queue)) return notFound(res, queue);
-    const q = src.queues.get(queue);
-    const start = (page - 1) * PAGE_SIZE;
-    const [active, list] = await Promise.all([q.getActiveCount(), q.getJobs(['active'], start, start + PAGE_SIZE - 1, true)]);
-    const cancels = await pendingCancels(src.redis, src.queues.prefix, queue, list.map((j) => String(j.id)));
-    const jobs: RunningJob[] = list.map((j) => ({
-      id: String(j.id),
-      name: j.name,
-      attempt: j.attemptsMade + 1,
-      startedAt: j.processedOn ? new Date(j.processedOn).toISOString() : null,
-      progress: j.progress,
-      cancel: cancels.get(String(j.id)),
-    }));
+    if (asked !== undefined && !queues.includes(asked)) return notFound(res, asked);
+    if (asked === undefined && page > MAX_ALL_PAGE) {
+      return badRequest(res, `every queue's running jobs are shown up to page ${MAX_ALL_PAGE}; choose a queue to page further`);
+    }
+    const shown = asked === undefined ? queues : [asked];
+    // One queue: its page by range. All queues: the first `page` pages of each, merged oldest first.
+    const start = asked === undefined ? 0 : (page - 1) * PAGE_SIZE;
+    const end = asked === undefined ? page * PAGE_SIZE - 1 : start + PAGE_SIZE - 1;
+    const perQueue = await Promise.all(
+      shown.map(async (queue) => {
+        const q = src.queues.get(queue);
+        const [active, list] = await Promise.all([q.getActiveCount(), q.getJobs(['active'], start, end, true)]);
+        const cancels = await pendingCancels(src.redis, src.queues.prefix, queue, list.map((j) => String(j.id)));
+        const jobs = list.map(
+          (j): RunningJob => ({
+            queue,
+            id: String(j.id),
+            name: j.name,
+            attempt: j.attemptsMade + 1,
+            startedAt: j.processedOn ? new Date(j.processedOn).toISOString() : null,
+            progress: j.progress,
+            cancel: cancels.get(String(j.id)),
+          }),
+        );
+        return { active, jobs };
+      }),
+    );
+    const active = perQueue.reduce((a, q) => a + q.active, 0);
+    let jobs = perQueue.flatMap((q) => q.jobs);
+    if (asked === undefined) {
+      jobs = jobs.sort((a, b) => (a.startedAt ?? '').localeCompare(b.startedAt ?? '')).slice((page - 1) * PAGE_SIZE, page * PAGE_SIZE);
+    }
     const token = signedIn(res).role === 'admin' ? csrf.token : undefined;
-    sendPage(res, renderRunning({ queue, queues, active, page, pageSize: PAGE_SIZE, jobs }, token, flashOf(req)));
+    const pages = Math.max(1, Math.ceil(active / PAGE_SIZE));
+    const lastPage = asked === undefined ? Math.min(pages, MAX_ALL_PAGE) : pages;
+    sendPage(res, renderRunning({ queue: asked ?? null, queues, active, page, lastPage, pageSize: PAGE_SIZE, jobs, now: Date.now() }, token, flashOf(req)));
   });
 
   router.post('/jobs/:queue/cancel', form, csrf.protect, async (req: Request, res: Response) => {
@@ -85,7 +110,9 @@ export function jobsRouter(src: { catalog: Catalog; queues: QueueSet; redis: Red
     const back = (flash: string) => {
       // A redirect's status does not say how it went: the flash does.
       noteAuditDetail(res, { outcome: flash });
-      res.redirect(303, `/jobs?queue=${encodeURIComponent(queue)}&flash=${flash}`);
+      // Back to the view the form was on: one queue's, or every queue's (the form says which).
+      const from = (req.body as Record<string, unknown> | undefined)?.view === 'all' ? '' : `queue=${encodeURIComponent(queue)}&`;
+      res.redirect(303, `/jobs?${from}flash=${flash}`);
     };
     const body = (req.body ?? {}) as Record<string, unknown>;
     const jobId = typeof body.jobId === 'string' ? body.jobId.trim() : '';

@@ -30,3 +30,15 @@ export async function watchedPage(context: BrowserContext): Promise<{ page: Page
   });
   return { page, problems };
 }
+
+/**
+ * A browser context whose pages start with auto-refresh switched off (as an operator can switch it), so a
+ * test reading one page for longer than the refresh interval on a busy machine never sees it reload under
+ * it. Auto-refresh itself is tested in auto-refresh-browser.test.ts with a plain context.
+ */
+export async function steadyContext(browser: Browser, options: Parameters<Browser['newContext']>[0] = {}): Promise<BrowserContext> {
+  const context = await browser.newContext(options);
+  // Injected by the browser driver before the page's own scripts; not subject to the page's CSP.
+  await context.addInitScript({ content: "try { window.localStorage.setItem('tickwork.autoRefresh', 'off'); } catch (e) {}" });
+  return context;
+}

@@ -24,7 +24,8 @@ const worker = new Worker(
   queue,
   async (job: Job) => {
     const nominal = nominalOf(job);
-    if (nominal !== undefined) recordLag(nominal);
+    const i = (job.data as { i?: unknown } | undefined)?.i;
+    if (nominal !== undefined) recordLag(nominal, typeof i === 'number' ? i : -1);
     return null;
   },
   {

@@ -14,7 +14,7 @@ export const benchTick = defineJob({
   // The same small payload BullMQ's job schedulers carry in the same run (bullmq-side.ts).
   schema: z.object({ i: z.number() }),
   handler: async (ctx) => {
-    if (ctx.nominalTime) recordLag(ctx.nominalTime.getTime());
+    if (ctx.nominalTime) recordLag(ctx.nominalTime.getTime(), ctx.data.i);
     return null;
   },
 });

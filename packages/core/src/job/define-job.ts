@@ -52,6 +52,14 @@ export interface ScheduleCommon {
    * outlasts its interval collides with the next occurrence).
    */
   slowAfter?: DurationLike;
+  /**
+   * Spread (jitter) the schedule's runs over this window, e.g. `{ minutes: 10 }`: every occurrence fires a
+   * fixed offset after its pattern time, the offset chosen from the schedule's id (whole seconds, from 0 up
+   * to the window). Many schedules due at the same instant (everyone's 09:00) then fire spread over the
+   * window, while each one fires at the same offset every time. Catch-up, missed runs, history and previews
+   * all use the shifted times. At most 24 hours. Default: no spread.
+   */
+  spread?: DurationLike;
 }
 
 export interface DstPolicy {

@@ -15,9 +15,10 @@ describe('schedule validation', () => {
       slowAfterMs: null,
       maxCatchUp: 10,
       overlap: 'skip',
+      spreadMs: null,
     });
     expect(policiesOf('j', { every: { minutes: 5 }, tz: 'UTC', dst: { fold: 'twice' }, missed: 'all', catchUpWindow: { hours: 2 }, maxCatchUp: 3, overlap: 'buffer-one', slowAfter: { minutes: 10 } }))
-      .toEqual({ dst: { gap: 'shift', fold: 'twice' }, missed: 'all', catchUpWindowMs: 7_200_000, maxCatchUp: 3, overlap: 'buffer-one', slowAfterMs: 600_000 });
+      .toEqual({ dst: { gap: 'shift', fold: 'twice' }, missed: 'all', catchUpWindowMs: 7_200_000, maxCatchUp: 3, overlap: 'buffer-one', slowAfterMs: 600_000, spreadMs: null });
   });
 
   it.each([
@@ -27,6 +28,9 @@ describe('schedule validation', () => {
     [{ tz: 'UTC' }, /needs a cron pattern or an every interval/],
     [{ pattern: '0 0 * * *', tz: 'UTC', dst: { gap: 'jump' } }, /schedule\.dst\.gap "jump" must be "shift" or "skip"/],
     [{ pattern: '0 0 * * *', tz: 'UTC', dst: { fold: 'both' } }, /schedule\.dst\.fold "both" must be "once" or "twice"/],
+    [{ pattern: '0 9 * * *', tz: 'UTC', spread: { hours: 25 } }, /schedule\.spread \{"hours":25\} must be from 1 second to 24 hours/],
+    [{ pattern: '0 9 * * *', tz: 'UTC', spread: { milliseconds: 500 } }, /schedule\.spread .* must be from 1 second to 24 hours/],
+    [{ pattern: '0 9 * * *', tz: 'UTC', spread: 'ten minutes' }, /schedule\.spread "ten minutes" is not a positive duration/],
     [{ every: { minutes: 1 }, tz: 'UTC', missed: 'some' }, /schedule\.missed "some" must be "skip", "once" or "all"/],
     [{ pattern: '0 0 * * *', tz: 'UTC', catchUpWindow: { hours: -1 } }, /schedule\.catchUpWindow .* is not a positive duration/],
     [{ pattern: '0 0 * * *', tz: 'UTC', slowAfter: { minutes: 0 } }, /schedule\.slowAfter .* is not a positive duration; use e\.g\. \{ minutes: 10 \}/],

@@ -1,6 +1,7 @@
 import { Duration } from 'luxon';
 import type { DstPolicy, MissedPolicy, ScheduleSpec } from './define-job.js';
 import { JobDefinitionError } from '../errors.js';
+import { MAX_SPREAD_MS } from './spread.js';
 import { DEFAULT_OVERLAP_POLICY, validateOverlapPolicy, type OverlapPolicy } from './overlap-policy.js';
 
 /** A daily job should run exactly once per local day: shift a nonexistent time, run an ambiguous one once. */
@@ -19,6 +20,8 @@ export interface SchedulePolicies {
   overlap: OverlapPolicy;
   /** Set when the schedule gives `slowAfter`; otherwise the watchdog uses the interval (at least a minute). */
   slowAfterMs: number | null;
+  /** The `spread` window in ms (whole seconds), or null for none; the offset itself is `spreadOffsetMs`. */
+  spreadMs: number | null;
 }
 
 const GAPS = ['shift', 'skip'] as const;
@@ -41,6 +44,7 @@ export function policiesOf(jobName: string, spec: ScheduleSpec): SchedulePolicie
   const catchUpWindowMs =
     spec.catchUpWindow === undefined ? DEFAULT_CATCH_UP_WINDOW_MS : positiveDurationMs(jobName, 'schedule.catchUpWindow', spec.catchUpWindow, '{ hours: 6 }');
   const slowAfterMs = spec.slowAfter === undefined ? null : positiveDurationMs(jobName, 'schedule.slowAfter', spec.slowAfter, '{ minutes: 10 }');
+  const spreadMs = spreadMsOf(jobName, spec.spread);
   const maxCatchUp = spec.maxCatchUp ?? DEFAULT_MAX_CATCH_UP;
   if (!Number.isInteger(maxCatchUp) || maxCatchUp < 1 || maxCatchUp > MAX_CATCH_UP_LIMIT) {
     throw new JobDefinitionError(
@@ -50,7 +54,7 @@ export function policiesOf(jobName: string, spec: ScheduleSpec): SchedulePolicie
   }
   validateOverlapPolicy(jobName, spec.overlap);
   const overlap = spec.overlap ?? DEFAULT_OVERLAP_POLICY;
-  return { dst, missed, catchUpWindowMs, maxCatchUp, overlap, slowAfterMs };
+  return { dst, missed, catchUpWindowMs, maxCatchUp, overlap, slowAfterMs, spreadMs };
 }
 
 /** A job definition's duration field in ms; a JobDefinitionError naming the field unless it is a positive duration. */
@@ -65,4 +69,14 @@ export function positiveDurationMs(jobName: string, field: string, value: unknow
     throw new JobDefinitionError(jobName, `${field} ${JSON.stringify(value)} is not a positive duration; use e.g. ${example}`);
   }
   return ms;
+}
+
+/** A schedule's `spread` window in ms, or null; a JobDefinitionError unless 1 second to 24 hours. */
+function spreadMsOf(jobName: string, spread: unknown): number | null {
+  if (spread === undefined) return null;
+  const ms = positiveDurationMs(jobName, 'schedule.spread', spread, '{ minutes: 10 }');
+  if (ms < 1000 || ms > MAX_SPREAD_MS) {
+    throw new JobDefinitionError(jobName, `schedule.spread ${JSON.stringify(spread)} must be from 1 second to 24 hours; use e.g. { minutes: 10 }`);
+  }
+  return Math.floor(ms / 1000) * 1000;
 }

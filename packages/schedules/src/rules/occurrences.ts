@@ -4,7 +4,7 @@ import type { DstPolicy, ScheduleSpec } from '@tickwork/core';
 import { JobDefinitionError } from '@tickwork/core';
 import { boundedCache } from '@tickwork/core';
 import { DEFAULT_DST } from '@tickwork/core';
-import { everyMs } from '@tickwork/core';
+import { everyMs, policiesOf, spreadOffsetMs } from '@tickwork/core';
 import { dayMatcher, type DayMatcher } from './cron-days.js';
 import { localTimesAfter, type LocalDay, type LocalTimes, type Occurrence } from './local-times.js';
 import { DAY_MS } from './zone-days.js';
@@ -18,17 +18,26 @@ import { DAY_MS } from './zone-days.js';
  * gap/fold policy is ours and per schedule. `pnpm bench:zones` holds all of it to an Intl-only reference
  * over every zone and every offset change from 1969 to 2100.
  */
-export type OccurrenceRule =
+export type OccurrenceRule = (
   | { kind: 'cron'; pattern: string; tz: string; dst: DstPolicy }
   /** `dst` applies to whole-day intervals only (they fire at local midnight); absent: the default. */
-  | { kind: 'every'; everyMs: number; tz: string; dst?: DstPolicy };
+  | { kind: 'every'; everyMs: number; tz: string; dst?: DstPolicy }
+) & {
+  /**
+   * The schedule's `spread` offset (spreadOffsetMs): every occurrence fires this long after its pattern
+   * time. Applied here, so every caller (dispatch, catch-up, late runs, previews) sees the same instants.
+   */
+  offsetMs?: number;
+};
 
 export type { Occurrence, OccurrenceKind } from './local-times.js';
 
 export function ruleOf(jobName: string, spec: ScheduleSpec): OccurrenceRule {
   const dst = { ...DEFAULT_DST, ...spec.dst };
-  if (spec.pattern !== undefined) return { kind: 'cron', pattern: spec.pattern, tz: spec.tz, dst };
-  return { kind: 'every', everyMs: everyMs(jobName, spec), tz: spec.tz, dst };
+  const offsetMs = spec.spread === undefined ? 0 : spreadOffsetMs(jobName, policiesOf(jobName, spec).spreadMs);
+  const offset = offsetMs > 0 ? { offsetMs } : {};
+  if (spec.pattern !== undefined) return { kind: 'cron', pattern: spec.pattern, tz: spec.tz, dst, ...offset };
+  return { kind: 'every', everyMs: everyMs(jobName, spec), tz: spec.tz, dst, ...offset };
 }
 
 /**
@@ -36,6 +45,20 @@ export function ruleOf(jobName: string, spec: ScheduleSpec): OccurrenceRule {
  * only those up to it are promised (past it, some may be missing): a bounded caller's hint.
  */
 export function* occurrencesAfter(rule: OccurrenceRule, after: Date, until?: Date): Generator<Occurrence> {
+  const offset = rule.offsetMs ?? 0;
+  if (offset === 0) {
+    yield* patternTimesAfter(rule, after, until);
+    return;
+  }
+  // Spread: the pattern's times after (after - offset), each moved by the offset; order is kept.
+  const shiftedUntil = until === undefined ? undefined : new Date(until.getTime() - offset);
+  for (const o of patternTimesAfter(rule, new Date(after.getTime() - offset), shiftedUntil)) {
+    yield { ...o, at: new Date(o.at.getTime() + offset) };
+  }
+}
+
+/** The pattern's own times (no spread offset) strictly after `after`. */
+function* patternTimesAfter(rule: OccurrenceRule, after: Date, until?: Date): Generator<Occurrence> {
   const untilMs = until?.getTime();
   if (rule.kind === 'cron') {
     yield* localTimesAfter(compileCron(rule), after.getTime(), untilMs);

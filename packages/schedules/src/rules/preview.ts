@@ -22,6 +22,8 @@ export interface SchedulePreview {
   tz: string;
   spec: string;
   policies: SchedulePolicies;
+  /** With a `spread` window: how long after each pattern time it fires; the times in `next` include it. */
+  spreadOffsetMs: number;
   next: PreviewOccurrence[];
 }
 
@@ -53,6 +55,7 @@ export function previewSchedule(job: AnyJob, opts: { count?: number; from?: Date
     tz: spec.tz,
     spec: describeSchedule(job),
     policies: policiesOf(job.name, spec),
+    spreadOffsetMs: rule.offsetMs ?? 0,
     next,
   };
 }

@@ -35,6 +35,8 @@ export interface ScheduleView {
   tz: string;
   data: unknown;
   policies: SchedulePolicies;
+  /** With a `spread` window: how long after each pattern time this schedule fires (0 without one). */
+  spreadOffsetMs: number;
   watch: boolean;
   historyCap: number;
   paused: { reason: string; at: string } | null;

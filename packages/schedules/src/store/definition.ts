@@ -1,5 +1,5 @@
 import type { DstPolicy, MissedPolicy, ScheduleSpec } from '@tickwork/core';
-import { DEFAULT_OVERLAP_POLICY, type OverlapPolicy } from '@tickwork/core';
+import { DEFAULT_OVERLAP_POLICY, spreadOffsetMs, type OverlapPolicy } from '@tickwork/core';
 import { ruleOf, type OccurrenceRule } from '../rules/occurrences.js';
 import { DEFAULT_CATCH_UP_WINDOW_MS, DEFAULT_DST, DEFAULT_MAX_CATCH_UP, DEFAULT_MISSED, type SchedulePolicies } from '@tickwork/core';
 import type { ScheduleSource, ScheduleView } from './api.js';
@@ -37,6 +37,8 @@ export interface DefCore {
   S?: 1;
   /** Catalog schedules in staging speed-up: the interval they really fire on. */
   sp?: number;
+  /** The `spread` window in ms (the offset is derived from the id: spreadOffsetMs). */
+  r?: number;
 }
 
 export interface StoredDef {
@@ -57,7 +59,7 @@ export const CATALOG_HISTORY_CAP = 500;
 export const RUNTIME_HISTORY_CAP = 5;
 export const MAX_HISTORY_CAP = 1000;
 
-const CORE_ORDER: readonly (keyof DefCore)[] = ['j', 'p', 'e', 'z', 'd', 'g', 'f', 'm', 'w', 'x', 'o', 's', 'W', 'h', 'S', 'sp'];
+const CORE_ORDER: readonly (keyof DefCore)[] = ['j', 'p', 'e', 'z', 'd', 'g', 'f', 'm', 'w', 'x', 'o', 's', 'W', 'h', 'S', 'sp', 'r'];
 
 /** The canonical core string: fixed key order, undefined fields left out. */
 export function encodeCore(core: DefCore): string {
@@ -97,6 +99,7 @@ export function specOfCore(core: DefCore): ScheduleSpec {
     ...(core.x !== undefined && { maxCatchUp: core.x }),
     ...(core.o !== undefined && { overlap: core.o }),
     ...(core.s !== undefined && { slowAfter: { milliseconds: core.s } }),
+    ...(core.r !== undefined && { spread: { milliseconds: core.r } }),
   };
   return core.p !== undefined ? { pattern: core.p, ...common } : { every: { milliseconds: core.e ?? 0 }, ...common };
 }
@@ -116,6 +119,7 @@ export function policiesOfCore(core: DefCore): SchedulePolicies {
     maxCatchUp: core.x ?? DEFAULT_MAX_CATCH_UP,
     overlap: core.o ?? DEFAULT_OVERLAP_POLICY,
     slowAfterMs: core.s ?? null,
+    spreadMs: core.r ?? null,
   };
 }
 
@@ -129,6 +133,7 @@ export function policyFields(p: SchedulePolicies): Partial<DefCore> {
     ...(p.maxCatchUp !== DEFAULT_MAX_CATCH_UP && { x: p.maxCatchUp }),
     ...(p.overlap !== DEFAULT_OVERLAP_POLICY && { o: p.overlap }),
     ...(p.slowAfterMs !== null && { s: p.slowAfterMs }),
+    ...(p.spreadMs !== null && { r: p.spreadMs }),
   };
 }
 
@@ -156,6 +161,7 @@ export function viewOf(id: string, def: StoredDef, queue: string, due: number | 
     tz: core.z,
     data: core.d ?? {},
     policies: policiesOfCore(core),
+    spreadOffsetMs: core.sp !== undefined ? 0 : spreadOffsetMs(id, core.r),
     watch: isWatched(core),
     historyCap: historyCapOf(core),
     paused: def.paused ? { reason: def.paused.reason, at: new Date(def.paused.at).toISOString() } : null,
