@@ -29,7 +29,7 @@
  * Env: BENCH_REDIS_URL (else a private redis-server is started), BENCH_JOBS (default 10000), BENCH_JOBS_C1
  * (default 2000), BENCH_ROUNDS (default 9), BENCH_CONCURRENCY (default 50), BENCH_RECOVERY=0 (no recovery
  * section), BENCH_LANE=0 (no scheduled-lane section), BENCH_LANE_SECONDS (default 45), BENCH_CLUSTER=0 (no
- * cluster row; cluster.ts has its own settings).
+ * cluster row; cluster.ts has its own settings), BENCH_TRACES=0 (no traces mode: traces.ts).
  */
 import { createCatalog, createRedis, defineBatchJob, defineJob, scanKeys, type Enqueue } from '@tickwork/core';
 import { createExactlyOnce, parseLedgerRecord, runExactlyOnce, type ExactlyOnce } from '@tickwork/exactly-once';
@@ -48,6 +48,7 @@ import { openPgBossBench } from './pgboss.js';
 import { benchRecovery } from './recovery.js';
 import { laneSection } from './lane.js';
 import { clusterSection } from './cluster.js';
+import { startBenchTraces, tracesLine } from './traces.js';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 10_000);
 const JOBS_C1 = Number(process.env.BENCH_JOBS_C1 ?? 2_000);
@@ -106,6 +107,19 @@ async function main(): Promise<void> {
   const cancels = startCancelListener({ redisTarget: url, redis: command, prefix: 'bench', log: silent, cancelRunning: (queue, jobId, reason) => running.cancel(queue, jobId, reason) });
   await cancels.ready;
   const tickwork: ProcessorFor = (ack) => createProcessor({ catalog, redis: command, enqueue, log: silent, exactlyOnce, soleDelivery, running, cancels, ackConnectionOf: ack });
+  // BENCH_TRACES=0 leaves the traces mode out (traces.ts): the same processor with OpenTelemetry traces on.
+  const traces = process.env.BENCH_TRACES === '0' ? undefined : await startBenchTraces();
+  const tracesMode: Series['modes'] = traces
+    ? {
+        traced: {
+          job: noop.name,
+          // Made while traces are on: its stages run in spans; its Worker gets BullMQ's telemetry (BullMQ's own processJob then).
+          processor: (ack) => (traces.on(), tickwork(ack)),
+          after: async () => traces.off(),
+          maker: { create: (name, processor, opts) => fast.createWorker(name, processor, { ...opts, telemetry: traces.telemetry }), ackOf: (worker) => fast.ackConnectionOf?.(worker) },
+        },
+      }
+    : {};
   // As the worker pool makes it on the public paths: no sole deliveries, results awaited, no stall resets.
   const tickworkPublic: ProcessorFor = () => createProcessor({ catalog, redis: pubCommand, enqueue, log: silent, exactlyOnce: pubExactlyOnce, running, cancels });
   const fastMaker = engineMaker(fast);
@@ -133,7 +147,7 @@ async function main(): Promise<void> {
     'batch public': { drain: (jobs) => measureBatch(url, `bench-batch-${batchQueues++}`, batchNoop, jobs, pub) },
   };
   const series: Series[] = [
-    { title: `no-op jobs, concurrency ${CONCURRENCY}`, concurrency: CONCURRENCY, jobs: JOBS, modes: { ...noopModes(true), ...batchMode, ...peerMode } },
+    { title: `no-op jobs, concurrency ${CONCURRENCY}`, concurrency: CONCURRENCY, jobs: JOBS, modes: { ...noopModes(true), ...tracesMode, ...batchMode, ...peerMode } },
     { title: 'no-op jobs, concurrency 1', concurrency: 1, jobs: JOBS_C1, modes: noopModes(false) },
     {
       title: `one Redis write per job, concurrency ${CONCURRENCY}`,
@@ -157,6 +171,10 @@ async function main(): Promise<void> {
   }
   const [c50, c1, write] = results as [SeriesResult, SeriesResult, SeriesResult];
   process.stdout.write(targetsReport({ c50, c1, write, concurrency: CONCURRENCY, ledgerSent: exactlyOnce.ledger.batcher.sent }));
+  if (traces) {
+    process.stdout.write(tracesLine(c50, traces));
+    await traces.close();
+  }
   if (typeof pgboss === 'string') process.stdout.write(`  5. tickwork against pg-boss: skipped, ${pgboss}\n`);
   else {
     process.stdout.write(peerLine(c50, pgboss.settings, { size: BATCH_SIZE, concurrency: BATCH_CONCURRENCY }));
