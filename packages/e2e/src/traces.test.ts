@@ -88,6 +88,16 @@ describe('OpenTelemetry traces', { timeout: 180_000 }, () => {
     await redis?.stop();
   });
 
+  /** What the receiver has, for a failure's message: each span as service:name and its parent's name. */
+  const summary = () => {
+    const spans = byId();
+    const lines = receiver.spans.map((s) => `${s.service}:${s.name} <- ${spans.get(s.parentSpanId)?.name ?? (s.parentSpanId ? `(missing ${s.parentSpanId})` : 'root')}`);
+    return `${receiver.spans.length} spans; distinct: ${[...new Set(lines)].slice(0, 60).join(' | ')}`;
+  };
+  const waitSpan = (probe: () => Span | undefined, what: string) =>
+    waitFor(probe, { timeoutMs: 60_000, what }).catch((err: unknown) => {
+      throw new Error(`${(err as Error).message}; ${summary()}`);
+    });
   const byId = () => new Map(receiver.spans.map((s) => [s.spanId, s]));
   /** The span's ancestors' names, nearest first, as far as the receiver has them. */
   const ancestry = (span: Span) => {
@@ -98,9 +108,9 @@ describe('OpenTelemetry traces', { timeout: 180_000 }, () => {
   };
 
   it("joins a scheduled run's spans from the scheduler's occurrence through BullMQ's add and process to its stages and steps", async () => {
-    const step = await waitFor(
+    const step = await waitSpan(
       () => receiver.spans.find((s) => s.name === 'tickwork.step' && s.attributes['tickwork.step.id'] === 'second' && ancestry(s).some((a) => a.startsWith('tickwork-scheduler:'))),
-      { timeoutMs: 60_000, what: "a scheduled run's redisStep span, joined to the scheduler's" },
+      "a scheduled run's redisStep span, joined to the scheduler's",
     );
     const chain = ancestry(step);
     // Nearest first: the stages (each holding the ones after it), the run, BullMQ's process, its addBulk, the occurrences.
@@ -134,15 +144,15 @@ describe('OpenTelemetry traces', { timeout: 180_000 }, () => {
     expect(fail.status, fail.stderr).toBe(0);
     const failId = String((JSON.parse(fail.stdout) as { id: string }).id);
 
-    const workStep = await waitFor(
+    const workStep = await waitSpan(
       () => receiver.spans.find((s) => s.name === 'tickwork.step' && s.attributes['tickwork.step.id'] === 'only' && ancestry(s).includes('tickwork-cli:add traced.traced.work')),
-      { timeoutMs: 60_000, what: "the CLI's enqueue joined to its run's step" },
+      "the CLI's enqueue joined to its run's step",
     );
     expect(receiver.spans.find((s) => s.traceId === workStep.traceId && s.name === 'tickwork.run')?.attributes['tickwork.job.id']).toBe(workId);
 
-    const move = await waitFor(
+    const move = await waitSpan(
       () => receiver.spans.find((s) => s.name === 'tickwork.dead-letter' && s.attributes['tickwork.job.id'] === failId),
-      { timeoutMs: 60_000, what: 'the dead-letter move span' },
+      'the dead-letter move span',
     );
     expect(ancestry(move)).toContain('tickwork-cli:add traced.traced.fail');
     const failedRun = receiver.spans.find((s) => s.traceId === move.traceId && s.name === 'tickwork.run');
