@@ -1,4 +1,4 @@
-import { createEnqueue, createLogger, createRedis, redisTargetOf, isRedisConnectionError, loadCatalog, QueueSet, redisUnavailable, type Catalog, type Enqueue, type Logger, type RedisClient } from '@tickwork/core';
+import { createEnqueue, createLogger, createRedis, redisTargetOf, isRedisConnectionError, loadCatalog, QueueSet, redisUnavailable, startTelemetry, type Catalog, type Enqueue, type Logger, type RedisClient } from '@tickwork/core';
 import { createSchedules, type Schedules } from '@tickwork/schedules';
 import { cliActor, recordAction } from '@tickwork/operations';
 import type { CliEnv } from './env.js';
@@ -52,6 +52,8 @@ export function cliLogLevel(level: CliEnv['LOG_LEVEL']): CliEnv['LOG_LEVEL'] {
 
 export async function createContext(env: CliEnv, args: string[], flags: Flags): Promise<OpenContext> {
   const log = createLogger('tickwork', cliLogLevel(env.LOG_LEVEL), process.stderr);
+  // With the OTEL_* variables set, an enqueue is a producer span its run joins (telemetry/start.ts).
+  const telemetry = await startTelemetry('cli', log);
   const catalog = await loadCatalog(env.JOBS_MODULE, async () => (await import('@tickwork/jobs')).catalog);
   const target = redisTargetOf('tickwork', env);
   let redis: RedisClient | undefined;
@@ -107,6 +109,7 @@ export async function createContext(env: CliEnv, args: string[], flags: Flags): 
     async close() {
       await queues?.close();
       redis?.disconnect();
+      await telemetry.shutdown();
     },
   };
 }

@@ -2,7 +2,8 @@ import type { Job } from 'bullmq';
 import type { ProcessorDeps } from './pipeline/deps.js';
 import type { RunningJobs } from './running-jobs.js';
 import { JobRun } from './pipeline/job-run.js';
-import { compose } from './pipeline/stage.js';
+import { compose, type Stage } from './pipeline/stage.js';
+import { traced, tracesOn } from '@tickwork/core';
 import type { Next } from './pipeline/job-run.js';
 import { identify, validate } from './pipeline/stages/admit.js';
 import { cancelGate } from './pipeline/stages/cancel-gate.js';
@@ -21,8 +22,25 @@ import { judgeLate, onTime, overlapPolicy, scheduleGate } from './pipeline/stage
  * runs); every other job, an ad-hoc enqueue of a scheduled job included, skips them entirely. claim
  * frames the stages after it: it records their result (or gives the run back) when they end.
  */
-const onDemand = compose([cancelGate, claim, execute]);
-const scheduled = compose([cancelGate, judgeLate, overlapPolicy, onTime, claim, scheduleGate, execute]);
+const ON_DEMAND: Named[] = [['cancel-gate', cancelGate], ['claim', claim], ['execute', execute]];
+const SCHEDULED: Named[] = [
+  ['cancel-gate', cancelGate],
+  ['judge-late', judgeLate],
+  ['overlap-policy', overlapPolicy],
+  ['on-time', onTime],
+  ['claim', claim],
+  ['schedule-gate', scheduleGate],
+  ['execute', execute],
+];
+type Named = readonly [name: string, stage: Stage];
+
+/**
+ * The chain, built once per processor. With traces on, each stage runs in a span of its own (`tickwork.<stage>`,
+ * nested as the stages are: a stage's span holds the stages after it); off, the stages themselves.
+ */
+function chain(stages: readonly Named[], tracing: boolean): Next {
+  return compose(stages.map(([name, stage]): Stage => (tracing ? (run, next) => traced(`tickwork.${name}`, {}, () => stage(run, next)) : stage)));
+}
 
 /**
  * The BullMQ processor. It takes two parameters, not BullMQ's third (a signal): BullMQ makes an
@@ -32,13 +50,20 @@ const scheduled = compose([cancelGate, judgeLate, overlapPolicy, onTime, claim, 
  */
 export function createProcessor(deps: ProcessorDeps): (job: Job, token?: string) => Promise<unknown> {
   const running = deps.running;
-  return (job, token) => {
+  const tracing = tracesOn();
+  const onDemand = chain(ON_DEMAND, tracing);
+  const scheduled = chain(SCHEDULED, tracing);
+  const start = (job: Job, token: string | undefined): Promise<unknown> => {
     const run = new JobRun(deps, job, token);
     validate(run);
     identify(run);
     const stages = run.history ? scheduled : onDemand;
     return running ? whileRunning(running, run, stages) : stages(run);
   };
+  if (!tracing) return start;
+  // Traces on: the run is a span (a child of BullMQ's process span), its stages and steps its children.
+  return (job, token) =>
+    traced('tickwork.run', { 'tickwork.queue': job.queueName, 'tickwork.job.id': String(job.id), 'tickwork.job.name': job.name, 'tickwork.attempt': job.attemptsMade + 1 }, async () => start(job, token));
 }
 
 /**

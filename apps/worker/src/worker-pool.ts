@@ -1,5 +1,5 @@
 import { createExactlyOnce, startLedgerCompactor } from '@tickwork/exactly-once';
-import { createRedis, keyspaceOn, type AnyJob, type HealthCheck, type RedisOutageLog, type RedisClient, type RedisTarget } from '@tickwork/core';
+import { bullmqTelemetry, createRedis, keyspaceOn, type AnyJob, type HealthCheck, type RedisOutageLog, type RedisClient, type RedisTarget } from '@tickwork/core';
 import { isCancellationReason } from '@tickwork/operations';
 import type { Worker } from 'bullmq';
 import { startCancelListener, type CancelListener } from './cancel-listener.js';
@@ -148,6 +148,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     if (def) batchRunners.push(startBatchRunner(opts, engine, queue, def, cancels, unreadable));
     else queues.push(queue);
   }
+  const telemetry = bullmqTelemetry();
   const workers = queues.map((queue) => {
     const connection = createRedis(opts.redisTarget, 'blocking');
     opts.outage?.watch(connection);
@@ -162,6 +163,9 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
       ...(opts.lockDurationMs !== undefined && { lockDuration: opts.lockDurationMs }),
       ...(opts.stalledIntervalMs !== undefined && { stalledInterval: opts.stalledIntervalMs }),
       ...limiterOf(opts.catalog.rateLimitOf(queue)),
+      // Traces on: BullMQ's process span per job, the parent of tickwork's (processor.ts); BullMQ's own
+      // processJob and completion then run (the engine's short path has no telemetry wrapper).
+      ...(telemetry && { telemetry }),
     });
     byQueue.set(queue, worker);
     recovery.track(worker, queue, connection);

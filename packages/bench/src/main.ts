@@ -29,7 +29,8 @@
  * Env: BENCH_REDIS_URL (else a private redis-server is started), BENCH_JOBS (default 10000), BENCH_JOBS_C1
  * (default 2000), BENCH_ROUNDS (default 9), BENCH_CONCURRENCY (default 50), BENCH_RECOVERY=0 (no recovery
  * section), BENCH_LANE=0 (no scheduled-lane section), BENCH_LANE_SECONDS (default 45), BENCH_CLUSTER=0 (no
- * cluster row; cluster.ts has its own settings).
+ * cluster row; cluster.ts has its own settings), BENCH_SERIES (c50,c1,write: which series run; with some only,
+ * their no-op targets are printed and the run ends there), BENCH_TRACES=0 (no traces mode: traces.ts).
  */
 import { createCatalog, createRedis, defineBatchJob, defineJob, scanKeys, type Enqueue } from '@tickwork/core';
 import { createExactlyOnce, parseLedgerRecord, runExactlyOnce, type ExactlyOnce } from '@tickwork/exactly-once';
@@ -44,15 +45,19 @@ import { pino } from 'pino';
 import { z } from 'zod';
 import { measureBatch, stockWorker, type ProcessorFor, type WorkerMaker } from './measure.js';
 import { ROUNDS, runSeries, type Series, type SeriesResult } from './series.js';
-import { peerLine, targetsReport } from './targets.js';
+import { noopTargetLine, peerLine, targetsReport } from './targets.js';
 import { openPgBossBench } from './pgboss.js';
 import { benchRecovery } from './recovery.js';
 import { laneSection } from './lane.js';
 import { clusterSection } from './cluster.js';
+import { startBenchTraces, tracesLine } from './traces.js';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 10_000);
 const JOBS_C1 = Number(process.env.BENCH_JOBS_C1 ?? 2_000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
+/** The series, by key, in the order they run; BENCH_SERIES=c1 (say) runs that one alone and prints its target. */
+const SERIES_KEYS = ['c50', 'c1', 'write'];
+const SERIES = (process.env.BENCH_SERIES ?? SERIES_KEYS.join(',')).split(',').map((s) => s.trim()).filter((s) => SERIES_KEYS.includes(s));
 /** Issue 13's targets. */
 const silent = pino({ level: 'silent' });
 const written = (id: string | undefined) => `bench:w:${id}`;
@@ -111,6 +116,19 @@ async function main(): Promise<void> {
   const timeline = new TimelineWriter({ redis: command, prefix: 'bench', log: silent });
   timeline.start();
   const tickwork: ProcessorFor = (ack) => createProcessor({ catalog, redis: command, enqueue, log: silent, exactlyOnce, soleDelivery, running, cancels, ackConnectionOf: ack, timeline });
+  // BENCH_TRACES=0 leaves the traces mode out (traces.ts): the same processor with OpenTelemetry traces on.
+  const traces = process.env.BENCH_TRACES === '0' ? undefined : await startBenchTraces();
+  const tracesMode: Series['modes'] = traces
+    ? {
+        traced: {
+          job: noop.name,
+          // Made while traces are on: its stages run in spans; its Worker gets BullMQ's telemetry (BullMQ's own processJob then).
+          processor: (ack) => (traces.on(), tickwork(ack)),
+          after: async () => traces.off(),
+          maker: { create: (name, processor, opts) => fast.createWorker(name, processor, { ...opts, telemetry: traces.telemetry }), ackOf: (worker) => fast.ackConnectionOf?.(worker) },
+        },
+      }
+    : {};
   // As the worker pool makes it on the public paths: no sole deliveries, results awaited, no stall resets.
   const tickworkPublic: ProcessorFor = () => createProcessor({ catalog, redis: pubCommand, enqueue, log: silent, exactlyOnce: pubExactlyOnce, running, cancels, timeline });
   const fastMaker = engineMaker(fast);
@@ -138,7 +156,7 @@ async function main(): Promise<void> {
     'batch public': { drain: (jobs) => measureBatch(url, `bench-batch-${batchQueues++}`, batchNoop, jobs, pub) },
   };
   const series: Series[] = [
-    { title: `no-op jobs, concurrency ${CONCURRENCY}`, concurrency: CONCURRENCY, jobs: JOBS, modes: { ...noopModes(true), ...batchMode, ...peerMode } },
+    { title: `no-op jobs, concurrency ${CONCURRENCY}`, concurrency: CONCURRENCY, jobs: JOBS, modes: { ...noopModes(true), ...tracesMode, ...batchMode, ...peerMode } },
     { title: 'no-op jobs, concurrency 1', concurrency: 1, jobs: JOBS_C1, modes: noopModes(false) },
     {
       title: `one Redis write per job, concurrency ${CONCURRENCY}`,
@@ -155,13 +173,34 @@ async function main(): Promise<void> {
   ];
   process.stdout.write(`tickwork bench: ${ROUNDS} rounds + warm-up per series, redis ${own ? 'private' : 'BENCH_REDIS_URL'}\n`);
   let queueNo = 0;
-  const results: SeriesResult[] = [];
-  for (const s of series) {
+  const results: (SeriesResult | undefined)[] = [];
+  for (const [i, s] of series.entries()) {
+    if (!SERIES.includes(SERIES_KEYS[i] as string)) {
+      results.push(undefined);
+      continue;
+    }
     process.stdout.write(`\n${s.title}: ${s.jobs} jobs per mode and round\n`);
     results.push(await runSeries(url, s, () => `bench-${queueNo++}`, exactlyOnce.ledger.batcher.sent));
   }
-  const [c50, c1, write] = results as [SeriesResult, SeriesResult, SeriesResult];
+  const [c50, c1, write] = results;
+  if (!c50 || !c1 || !write) {
+    // BENCH_SERIES named some series only: their no-op targets, the rest not measured.
+    process.stdout.write(`\ntargets measured in this run (BENCH_SERIES=${SERIES.join(',')}; the others not measured):\n`);
+    if (c50) process.stdout.write(noopTargetLine(c50, CONCURRENCY));
+    if (c1) process.stdout.write(noopTargetLine(c1, 1));
+    await traces?.close();
+    if (typeof pgboss !== 'string') await pgboss.close();
+    cancels.close();
+    command.disconnect();
+    pubCommand.disconnect();
+    await own?.stop();
+    process.exit(0);
+  }
   process.stdout.write(targetsReport({ c50, c1, write, concurrency: CONCURRENCY, ledgerSent: exactlyOnce.ledger.batcher.sent }));
+  if (traces) {
+    process.stdout.write(tracesLine(c50, traces));
+    await traces.close();
+  }
   if (typeof pgboss === 'string') process.stdout.write(`  5. tickwork against pg-boss: skipped, ${pgboss}\n`);
   else {
     process.stdout.write(peerLine(c50, pgboss.settings, { size: BATCH_SIZE, concurrency: BATCH_CONCURRENCY }));

@@ -6,6 +6,7 @@ import { loadCatalog } from './job/load-catalog.js';
 import { createLogger, type Logger } from './logger.js';
 import { QueueSet } from './queue/queues.js';
 import { checkKeyLayout } from './redis/layout-check.js';
+import { startTelemetry } from './telemetry/start.js';
 import { createRedisOutageLog, waitForRedis, type RedisOutageLog } from './redis/redis-startup.js';
 
 /** The env fields every app shares (see env.ts). */
@@ -35,6 +36,7 @@ export interface AppContext {
  * outages are logged once each, and the queues. Data under QUEUE_PREFIX in a key layout this app cannot
  * use (one Redis's on a cluster, or the reverse) stops start-up too (redis/layout-check.ts). It also warns, without waiting,
  * when Redis's memory settings put the queues at risk (no maxmemory, or a policy that evicts keys).
+ * With the OpenTelemetry variables set it first starts traces (telemetry/start.ts); close flushes them.
  */
 export async function openAppContext(
   app: string,
@@ -42,6 +44,8 @@ export async function openAppContext(
   defaultCatalog: () => Promise<Catalog>,
 ): Promise<AppContext> {
   const log = createLogger(app, env.LOG_LEVEL);
+  // Before any queue or worker is made: they take BullMQ's telemetry option when traces are on.
+  const telemetry = await startTelemetry(app, log);
   const catalog = await loadCatalog(env.JOBS_MODULE, defaultCatalog);
   const target = redisTargetOf(app, env);
   const redis = createRedis(target, 'command');
@@ -50,6 +54,7 @@ export async function openAppContext(
     await checkKeyLayout(redis, env.QUEUE_PREFIX, catalog.queues);
   } catch (err) {
     redis.disconnect();
+    await telemetry.shutdown();
     throw err;
   }
   const outage = createRedisOutageLog(log, target);
@@ -68,6 +73,7 @@ export async function openAppContext(
       if (outage.down) redis.disconnect();
       await queues.close();
       redis.disconnect();
+      await telemetry.shutdown();
     },
   };
 }

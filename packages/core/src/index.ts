@@ -37,6 +37,9 @@ export { groupBySlot, keyOutsideSlot, pipelineBySlot, readBySlot, slotOf } from 
 export type { SlotCommand } from './redis/by-slot.js';
 export { DEFAULT_CLUSTER_FAILOVER_MS, createRedis, isRedisDatabaseError, redisDatabaseOf } from './redis/connection.js';
 export type { ClusterTarget, ConnectionRole, RedisClient, RedisTarget } from './redis/connection.js';
+export { startTelemetry, tracesConfigured } from './telemetry/start.js';
+export type { TelemetryHandle } from './telemetry/start.js';
+export { bullmqTelemetry, traced, tracedInJob, tracesOn, useBullmqTelemetry } from './telemetry/traces.js';
 export { jobKeyOf, keyspaceOn, queueKeyspace, queueStructureKey } from './redis/keyspace.js';
 export type { QueueKeyspace } from './redis/keyspace.js';
 export { KeyLayoutError, checkKeyLayout, layoutKey } from './redis/layout-check.js';

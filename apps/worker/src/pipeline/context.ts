@@ -1,4 +1,4 @@
-import { isCatchUpOf, type Enqueue, type JobContext, type LockFn, type Logger, type RedisStepFn, type StepFn, type RedisClient } from '@tickwork/core';
+import { isCatchUpOf, traced, tracesOn, type Enqueue, type JobContext, type LockFn, type Logger, type RedisStepFn, type StepFn, type RedisClient } from '@tickwork/core';
 import { lockFn, onStepRecordedFor } from '@tickwork/exactly-once';
 import type { JobRun } from './job-run.js';
 
@@ -61,11 +61,14 @@ class RunContext implements JobContext<unknown> {
   }
 
   get step(): StepFn {
-    return this.run.exactlyOnce.step;
+    const step = this.run.exactlyOnce.step;
+    // Traces on: a span per step (its id; replayed or run), a child of the run's (telemetry/traces.ts).
+    return tracesOn() ? (id, fn) => traced('tickwork.step', { 'tickwork.step.id': id, 'tickwork.step.kind': 'step' }, () => step(id, fn)) : step;
   }
 
   get redisStep(): RedisStepFn {
-    return this.run.exactlyOnce.redisStep;
+    const step = this.run.exactlyOnce.redisStep;
+    return tracesOn() ? (id, fn) => traced('tickwork.step', { 'tickwork.step.id': id, 'tickwork.step.kind': 'redis' }, () => step(id, fn)) : step;
   }
 
   get lock(): LockFn {

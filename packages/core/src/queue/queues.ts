@@ -2,6 +2,7 @@ import { Queue, type JobsOptions } from 'bullmq';
 import type { RedisClient } from '../redis/connection.js';
 import type { AnyJob } from '../job/define-job.js';
 import type { Logger } from '../logger.js';
+import { bullmqTelemetry } from '../telemetry/traces.js';
 import { DLQ_SUFFIX, keyspaceOn, type QueueKeyspace } from '../redis/keyspace.js';
 
 export const DEFAULT_ATTEMPTS = 3;
@@ -58,7 +59,14 @@ export class QueueSet {
   get(name: string): Queue {
     let queue = this.queues.get(name);
     if (!queue) {
-      queue = new Queue(name, { connection: this.connection, prefix: this.keyspace(name).bullPrefix, streams: { events: { maxLen: EVENTS_MAX_LEN } } });
+      const telemetry = bullmqTelemetry();
+      queue = new Queue(name, {
+        connection: this.connection,
+        prefix: this.keyspace(name).bullPrefix,
+        streams: { events: { maxLen: EVENTS_MAX_LEN } },
+        // Traces on (telemetry/start.ts): each add is a producer span whose context travels in the job.
+        ...(telemetry && { telemetry }),
+      });
       queue.on('error', (err) => {
         if (!this.connectionError(err)) this.log.error({ err, queue: name }, 'queue error');
       });

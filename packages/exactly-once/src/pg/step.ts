@@ -1,7 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
 import { LeaseLostError, StepError } from '../ledger/errors.js';
 import { assertStepId, stepKey, stepRecordedBy } from '../ledger/steps.js';
-import type { StepInfo } from '@tickwork/core';
+import { traced, tracesOn, type StepInfo } from '@tickwork/core';
 import { inTransaction } from './pool.js';
 
 /** What `pgStep` needs of the job's context (`ctx` fits). */
@@ -29,13 +29,13 @@ export interface PgStepRun {
  * lease says. The lease is a cheaper, earlier fence on top: `fn` is not started, and nothing is
  * committed, once `ctx.signal` is aborted (the run was taken over, timed out or is being stopped).
  */
-export async function pgStep<T>(
-  run: PgStepRun,
-  pool: Pool,
-  id: string,
-  fn: (client: PoolClient, step: StepInfo) => Promise<T>,
-): Promise<T> {
+export async function pgStep<T>(run: PgStepRun, pool: Pool, id: string, fn: (client: PoolClient, step: StepInfo) => Promise<T>): Promise<T> {
   assertStepId(id);
+  // Traces on: a span per step, as ctx.step's (telemetry/traces.ts); off, the step itself and nothing more.
+  return tracesOn() ? traced('tickwork.step', { 'tickwork.step.id': id, 'tickwork.step.kind': 'pg' }, () => runPgStep(run, pool, id, fn)) : runPgStep(run, pool, id, fn);
+}
+
+async function runPgStep<T>(run: PgStepRun, pool: Pool, id: string, fn: (client: PoolClient, step: StepInfo) => Promise<T>): Promise<T> {
   const recorded = await recordedStep(pool, run.idempotencyKey, id);
   if (recorded) return recorded.value as T;
   run.signal.throwIfAborted();

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { Catalog } from '@tickwork/core';
 import { defineJob, type AnyJob } from '@tickwork/core';
 import { validatePayload } from '@tickwork/core';
-import { dlqName, type QueueSet } from '@tickwork/core';
+import { dlqName, tracedInJob, type QueueSet } from '@tickwork/core';
 import { deliveryOf, idempotencyKeyOf, nominalTimeOf, scheduleIdOf, SCHEDULED_RUN_OPTION, type Delivery } from '@tickwork/core';
 import { isCancellationReason } from '../cancel/cancel-requests.js';
 import { deadLetterJobId } from './ids.js';
@@ -57,7 +57,14 @@ export interface MoveOptions {
  * A job that cannot be described normally (describing it throws) is moved as a raw entry (see
  * rawDeadLetterEntry) rather than left to jam the sweep. Redis errors propagate: the sweep retries them.
  */
-export async function moveToDeadLetter(opts: MoveOptions & { job: Job }): Promise<MoveResult | undefined> {
+export function moveToDeadLetter(opts: MoveOptions & { job: Job }): Promise<MoveResult | undefined> {
+  const { job } = opts;
+  // Traces on: the move is a span in the job's own trace (the context BullMQ carried in it).
+  const attributes = { 'tickwork.queue': job.queueName, 'tickwork.job.id': String(job.id), 'tickwork.job.name': job.name };
+  return tracedInJob('tickwork.dead-letter', attributes, job.opts.telemetry?.metadata, () => moveFailed(opts));
+}
+
+async function moveFailed(opts: MoveOptions & { job: Job }): Promise<MoveResult | undefined> {
   const { job } = opts;
   if ((await job.getState()) !== 'failed') return undefined;
   // An operator cancelled it: a decision, not a failure to re-drive; it stays in the failed set (an

@@ -1,6 +1,6 @@
 import type { JobsOptions } from 'bullmq';
 import type { Catalog } from '@tickwork/core';
-import { jobOptions, type QueueSet } from '@tickwork/core';
+import { jobOptions, traced, type QueueSet } from '@tickwork/core';
 import { SCHEDULED_RUN_OPTION, type ScheduledRun } from '@tickwork/core';
 import { slowAfterMsOf } from '../health/health.js';
 import { CATALOG_HISTORY_CAP } from '../store/definition.js';
@@ -60,6 +60,11 @@ export async function addOccurrenceJobs(queues: QueueSet, catalog: Catalog, runs
     if (!list) byQueue.set(job.queue, (list = []));
     list.push({ name: job.name, data: r.def.core.d ?? {}, opts });
   }
-  await Promise.all([...byQueue].map(([queue, jobs]) => queues.get(queue).addBulk(jobs)));
+  // Traces on: one span per queue's adds, the parent of BullMQ's addBulk span and so of each run's trace.
+  await Promise.all(
+    [...byQueue].map(([queue, jobs]) =>
+      traced('tickwork.schedule.occurrences', { 'tickwork.queue': queue, 'tickwork.occurrences': jobs.length }, () => queues.get(queue).addBulk(jobs)),
+    ),
+  );
   return unknown;
 }
