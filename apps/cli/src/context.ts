@@ -1,4 +1,4 @@
-import { createEnqueue, createLogger, createRedis, redisTargetOf, isRedisConnectionError, loadCatalog, QueueSet, redisUnavailable, type Catalog, type Enqueue, type Logger, type RedisClient } from '@tickwork/core';
+import { createEnqueue, createLogger, createRedis, DEFAULT_COMMAND_TIMEOUT_MS, isCommandTimeout, redisTargetOf, isRedisConnectionError, loadCatalog, QueueSet, redisUnavailable, setCommandTimeout, TickworkError, type Catalog, type Enqueue, type Logger, type RedisClient, type RedisTarget } from '@tickwork/core';
 import { createSchedules, type Schedules } from '@tickwork/schedules';
 import { cliActor, recordAction } from '@tickwork/operations';
 import type { CliEnv } from './env.js';
@@ -54,6 +54,9 @@ export async function createContext(env: CliEnv, args: string[], flags: Flags): 
   const log = createLogger('tickwork', cliLogLevel(env.LOG_LEVEL), process.stderr);
   const catalog = await loadCatalog(env.JOBS_MODULE, async () => (await import('@tickwork/jobs')).catalog);
   const target = redisTargetOf('tickwork', env);
+  const timeoutMs = env.REDIS_COMMAND_TIMEOUT_MS ?? DEFAULT_COMMAND_TIMEOUT_MS;
+  // Every command gets a deadline (redis/deadline.ts in @tickwork/core): a frozen node makes the command fail, never the CLI hang.
+  setCommandTimeout(timeoutMs);
   let redis: RedisClient | undefined;
   let queues: QueueSet | undefined;
   let lastRedisError: Error | undefined;
@@ -101,12 +104,29 @@ export async function createContext(env: CliEnv, args: string[], flags: Flags): 
       }
     },
     explain(err) {
+      if (isCommandTimeout(err)) return noAnswer(target, timeoutMs);
       if (!isRedisConnectionError(err) || !lastRedisError) return err;
       return redisUnavailable(target, `tried ${redisErrors} time(s)`, lastRedisError);
     },
     async close() {
-      await queues?.close();
+      // A graceful close waits on Redis; one frozen node must not hold the exit: at most one deadline.
+      const closing = queues?.close().catch(() => undefined);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([closing, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs || 1000)))]);
+      clearTimeout(timer);
       redis?.disconnect();
     },
   };
+}
+
+/** A command Redis did not answer within REDIS_COMMAND_TIMEOUT_MS (its node frozen, or the network gone). */
+export class RedisNoAnswerError extends TickworkError {
+  override name = 'RedisNoAnswerError';
+}
+
+function noAnswer(target: RedisTarget, timeoutMs: number): RedisNoAnswerError {
+  const where = typeof target === 'string' ? 'Redis' : 'a node of the Redis Cluster';
+  const variable = typeof target === 'string' ? 'REDIS_URL' : 'REDIS_CLUSTER_NODES';
+  const budget = typeof target === 'string' ? `${timeoutMs} ms (REDIS_COMMAND_TIMEOUT_MS)` : `${target.failoverMs + timeoutMs} ms (REDIS_CLUSTER_FAILOVER_MS + REDIS_COMMAND_TIMEOUT_MS)`;
+  return new RedisNoAnswerError(`${where} did not answer within ${budget}: it may be frozen or unreachable; check ${variable} and the Redis hosts. The command may or may not have been applied`);
 }

@@ -1,0 +1,66 @@
+/**
+ * Issue 37 §2: `tickwork` never hangs on a frozen Redis Cluster node. With the master of the queue's slot
+ * frozen (SIGSTOP, no promotion within the test: cluster-node-timeout 30 s), `tickwork enqueue` exits
+ * non-zero with an error saying Redis did not answer; with the other masters frozen, it enqueues the job
+ * and exits 0. Each within the command deadlines (REDIS_CLUSTER_FAILOVER_MS + REDIS_COMMAND_TIMEOUT_MS per
+ * command), waited for here with a generous bound, not timed.
+ */
+import { fileURLToPath } from 'node:url';
+import { startApp, startClusterQueues, waitFor, type ClusterQueues } from '@tickwork/testkit';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+
+vi.setConfig({ testTimeout: 120_000, hookTimeout: 90_000 });
+
+const CLI = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+const PREFIX = 'cf';
+const EMAIL_KEY = `${PREFIX}:{email}:email:meta`;
+let fixture: ClusterQueues;
+
+beforeAll(async () => {
+  fixture = await startClusterQueues(PREFIX, { nodeTimeoutMs: 30_000 });
+});
+afterAll(async () => {
+  await fixture?.stop();
+});
+
+async function enqueue(to: string): Promise<{ code: number | null; out: string }> {
+  const payload = JSON.stringify({ to, subject: 's', body: 'b' });
+  const app = startApp(CLI, { ...fixture.cluster.env, QUEUE_PREFIX: PREFIX, LOG_LEVEL: 'silent', REDIS_COMMAND_TIMEOUT_MS: '1000', REDIS_CLUSTER_FAILOVER_MS: '3000' }, ['enqueue', 'email.send', payload]);
+  try {
+    const code = await waitFor(async () => (app.proc.exitCode !== null || app.proc.signalCode !== null ? { code: app.proc.exitCode } : undefined), {
+      timeoutMs: 60_000,
+      what: '`tickwork enqueue` to exit',
+    });
+    return { code: code.code, out: app.lines.join('\n') };
+  } finally {
+    await app.stop('SIGKILL');
+  }
+}
+
+it("exits non-zero with a clear error when the queue's master is frozen", async () => {
+  const master = await fixture.cluster.masterOf(EMAIL_KEY);
+  master.pause();
+  try {
+    const { code, out } = await enqueue('frozen@example.com');
+    expect(code).toBe(1);
+    expect(out).toMatch(/did not answer within \d+ ms/);
+  } finally {
+    master.resume();
+  }
+});
+
+it('enqueues and exits 0 when the other masters are frozen', async () => {
+  const master = await fixture.cluster.masterOf(EMAIL_KEY);
+  const views = await Promise.all(fixture.cluster.nodes.map(async (n) => ({ n, role: (await n.client().role()) as unknown[] })));
+  const otherMasters = views.filter((v) => v.role[0] === 'master' && v.n.port !== master.port).map((v) => v.n);
+  expect(otherMasters).toHaveLength(2);
+  for (const n of otherMasters) n.pause();
+  try {
+    const { code, out } = await enqueue('live@example.com');
+    expect({ code, out: code === 0 ? '' : out }).toEqual({ code: 0, out: '' });
+  } finally {
+    for (const n of otherMasters) n.resume();
+  }
+  const waiting = await fixture.queues.get('email').getWaiting();
+  expect(waiting.map((j) => (j.data as { to: string }).to)).toContain('live@example.com');
+});
