@@ -44,8 +44,8 @@ interface QueueLook {
  * when a consumer with free slots has left such jobs untaken for `afterMs` (no job became active on it
  * meanwhile), it logs one warning, counts `tickwork_worker_watchdog_heals_total{queue}` and renews the
  * consumer's connections (its in-flight jobs go on: their commands are sent again on the new sockets). It
- * heals again only after another `afterMs` without a take. A queue whose look fails (Redis does not answer)
- * is judged again at the next tick, its clock kept.
+ * heals again only after another `afterMs` without a take. While a queue's look fails (Redis does not
+ * answer) nothing is judged: an outage is the outage log's; the clock starts once the look is answered.
  */
 export function startConsumerWatchdog(opts: ConsumerWatchdogOptions): ConsumerWatchdog {
   const tickMs = Math.max(200, Math.min(1000, Math.floor(opts.afterMs / 3)));
@@ -63,10 +63,9 @@ export function startConsumerWatchdog(opts: ConsumerWatchdogOptions): ConsumerWa
     const free = opts.running(c.queue) < opts.concurrency && c.worker.isRunning() && !c.worker.isPaused();
     if (!free) return void since.delete(c.queue);
     const look = await lookAt(opts.redis, opts.prefix, c.queue).catch(() => undefined);
-    // Not answered: judged again at the next tick, the clock kept (a wedge and an outage look alike here).
-    if (!look) return;
     const now = Date.now();
-    if (look.held || look.ready === 0) return void since.delete(c.queue);
+    // Not answered (an outage, a frozen master): nothing to judge by; the clock starts again once it is.
+    if (!look || look.held || look.ready === 0) return void since.delete(c.queue);
     const from = Math.max(since.get(c.queue) ?? now, takenAt.get(c.queue) ?? 0);
     since.set(c.queue, from);
     if (now - from < opts.afterMs) return;
