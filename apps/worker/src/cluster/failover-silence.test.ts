@@ -54,7 +54,7 @@ async function masterSeenBy(port: number): Promise<number | undefined> {
   try {
     await c.connect();
     const slot = (await c.cluster('KEYSLOT', ALPHA_KEY)) as number;
-    const shards = (await c.cluster('SLOTS')) as [number, number, [string, number]][];
+    const shards = await c.cluster('SLOTS');
     return shards.find(([from, to]) => slot >= from && slot <= to)?.[2]?.[1];
   } catch {
     return undefined;
