@@ -1,12 +1,13 @@
 /**
- * Issue 37 §2: `tickwork` never hangs on a frozen Redis Cluster node. With the master of the queue's slot
+ * Issue 37 §2: `tickwork` never hangs on a frozen Redis. On one Redis frozen (SIGSTOP), `tickwork enqueue`
+ * exits non-zero saying Redis did not answer. On a cluster, with the master of the queue's slot
  * frozen (SIGSTOP, no promotion within the test: cluster-node-timeout 30 s), `tickwork enqueue` exits
  * non-zero with an error saying Redis did not answer; with the other masters frozen, it enqueues the job
  * and exits 0. Each within the command deadlines (REDIS_CLUSTER_FAILOVER_MS, 30 s by default, plus
  * REDIS_COMMAND_TIMEOUT_MS per command), waited for here with a generous bound, not timed.
  */
 import { fileURLToPath } from 'node:url';
-import { startApp, startClusterQueues, waitFor, type ClusterQueues } from '@tickwork/testkit';
+import { startApp, startClusterQueues, startRedisServer, waitFor, type ClusterQueues } from '@tickwork/testkit';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 
 vi.setConfig({ testTimeout: 150_000, hookTimeout: 90_000 });
@@ -23,9 +24,9 @@ afterAll(async () => {
   await fixture?.stop();
 });
 
-async function enqueue(to: string): Promise<{ code: number | null; out: string }> {
+async function enqueue(to: string, where: Record<string, string> = fixture.cluster.env): Promise<{ code: number | null; out: string }> {
   const payload = JSON.stringify({ to, subject: 's', body: 'b' });
-  const app = startApp(CLI, { ...fixture.cluster.env, QUEUE_PREFIX: PREFIX, LOG_LEVEL: 'silent', REDIS_COMMAND_TIMEOUT_MS: '1000' }, ['enqueue', 'email.send', payload]);
+  const app = startApp(CLI, { ...where, QUEUE_PREFIX: PREFIX, LOG_LEVEL: 'silent', REDIS_COMMAND_TIMEOUT_MS: '1000' }, ['enqueue', 'email.send', payload]);
   try {
     const code = await waitFor(async () => (app.proc.exitCode !== null || app.proc.signalCode !== null ? { code: app.proc.exitCode } : undefined), {
       timeoutMs: 90_000,
@@ -63,4 +64,16 @@ it('enqueues and exits 0 when the other masters are frozen', async () => {
   }
   const waiting = await fixture.queues.get('email').getWaiting();
   expect(waiting.map((j) => (j.data as { to: string }).to)).toContain('live@example.com');
+});
+
+it('exits non-zero with a clear error when one Redis is frozen', async () => {
+  const server = await startRedisServer();
+  try {
+    server.pause();
+    const { code, out } = await enqueue('single@example.com', { REDIS_URL: server.url });
+    expect(code).toBe(1);
+    expect(out).toMatch(/Redis did not answer within 1000 ms \(REDIS_COMMAND_TIMEOUT_MS\)/);
+  } finally {
+    await server.stop();
+  }
 });
