@@ -24,6 +24,12 @@ export interface CommandContext {
 }
 
 export interface OpenContext extends CommandContext {
+  /**
+   * Rejects (RedisNoAnswerError) once the Redis connection has not been ready for a whole command deadline:
+   * a frozen Redis lets the socket connect and then answers nothing, and BullMQ waits for a ready connection
+   * with no deadline of its own. main.ts races the command against it.
+   */
+  stalled: Promise<never>;
   /** A command that failed because Redis could not be reached gets an error naming REDIS_URL (or REDIS_CLUSTER_NODES) instead. */
   explain(err: unknown): unknown;
   close(): Promise<void>;
@@ -61,9 +67,22 @@ export async function createContext(env: CliEnv, args: string[], flags: Flags): 
   let queues: QueueSet | undefined;
   let lastRedisError: Error | undefined;
   let redisErrors = 0;
+  let failStalled: (err: Error) => void = () => undefined;
+  const stalled = new Promise<never>((_, reject) => (failStalled = reject));
+  stalled.catch(() => undefined);
+  const budgetMs = typeof target === 'string' ? timeoutMs : target.failoverMs + timeoutMs;
+  let readiness: NodeJS.Timeout | undefined;
   const getRedis = () => {
     if (!redis) {
-      redis = createRedis(target, 'command');
+      const client = (redis = createRedis(target, 'command'));
+      if (timeoutMs > 0) {
+        let notReadySince = Date.now();
+        readiness = setInterval(() => {
+          if (client.status === 'ready') notReadySince = Date.now();
+          else if (Date.now() - notReadySince >= budgetMs) failStalled(noAnswer(target, timeoutMs));
+        }, 100);
+        readiness.unref();
+      }
       // Kept for the error message; without a listener ioredis prints every retry to stderr.
       redis.on('error', (err) => {
         lastRedisError = err;
@@ -103,12 +122,14 @@ export async function createContext(env: CliEnv, args: string[], flags: Flags): 
         process.stderr.write(`tickwork: done, but not recorded in the audit log: ${(err as Error).message}\n`);
       }
     },
+    stalled,
     explain(err) {
       if (isCommandTimeout(err)) return noAnswer(target, timeoutMs);
       if (!isRedisConnectionError(err) || !lastRedisError) return err;
       return redisUnavailable(target, `tried ${redisErrors} time(s)`, lastRedisError);
     },
     async close() {
+      clearInterval(readiness);
       // A graceful close waits on Redis; one frozen node must not hold the exit: at most one deadline.
       const closing = queues?.close().catch(() => undefined);
       let timer: NodeJS.Timeout | undefined;
