@@ -37,7 +37,7 @@ describe('a queue that never goes silent, on one Redis', { timeout: 120_000 }, (
     fx.server.pause();
     try {
       // The worker's heartbeat gets no reply within the deadline: its socket is dropped, which the outage log reports.
-      await worker.waitForLog((l) => l.msg === 'redis unreachable; reconnecting with backoff' && /REDIS_COMMAND_TIMEOUT_MS|Command timed out/.test(JSON.stringify(l.err)), 'a socket dropped on the deadline', 30_000);
+      await worker.waitForLog((l) => String(l.msg).startsWith('redis unreachable; reconnecting with backoff') && /REDIS_COMMAND_TIMEOUT_MS|Command timed out/.test(JSON.stringify(l.err)), 'a socket dropped on the deadline', 30_000);
     } finally {
       fx.server.resume();
     }
