@@ -82,7 +82,7 @@ async function enqueueAndTake(i: number, timeoutMs: number): Promise<{ enqueuedA
 
 it(`every job enqueued after a promotion is taken (${FAILOVERS} failovers, freezing and killing alpha's master in turn)`, async () => {
   for (let i = 0; i < 2; i++) {
-    workers.push(startApp(appEntry('worker'), { ...cluster.env, QUEUE_PREFIX: PREFIX, PORT: String(await freePort()), JOBS_MODULE, LOG_LEVEL: 'warn', WORKER_CONCURRENCY: '4' }));
+    workers.push(startApp(appEntry('worker'), { ...cluster.env, QUEUE_PREFIX: PREFIX, PORT: String(await freePort()), JOBS_MODULE, LOG_LEVEL: 'info', WORKER_CONCURRENCY: '4' }));
   }
   await Promise.all(workers.map((w, i) => w.waitForLog((l) => l.msg === 'worker ready', `worker ${i} ready`, 90_000)));
 
