@@ -14,14 +14,20 @@ const clients = new Set<Cluster>();
 let timer: NodeJS.Timeout | undefined;
 let lastMasters: string | undefined;
 let turn = 0;
+/**
+ * Polls left that refresh every client again after a change: ioredis asks a random node for the slots, and
+ * one that has not heard of the promotion yet (gossip takes a moment) would give the old map back.
+ */
+let refreshesLeft = 0;
+const REFRESHES_AFTER_CHANGE = 3;
 /** Nodes that did not answer a poll lately, and when: asked again only after SILENT_MS (a frozen node stays frozen). */
 const silentSince = new WeakMap<Redis, number>();
 const SILENT_MS = 10_000;
 
 /**
  * Watches which master serves each slot (CLUSTER SLOTS on a live node, once a second) and, when one
- * changes (a replica promoted), has every cluster client of the process refresh its slots at once
- * (`refreshSlotsCache`, ioredis's own), so commands go to the promoted master within about a second
+ * changes (a replica promoted), has every cluster client of the process refresh its slots at once and at
+ * the next two polls (`refreshSlotsCache`, ioredis's own), so commands go to the promoted master within about a second
  * instead of waiting for a command to be refused (a frozen master refuses nothing: it does not answer).
  * Refreshing drops the old master's connection, and the commands waiting on it are sent again to the new one.
  */
@@ -43,6 +49,7 @@ function stop(): void {
   if (timer) clearInterval(timer);
   timer = undefined;
   lastMasters = undefined;
+  refreshesLeft = 0;
 }
 
 let polling = false;
@@ -55,10 +62,12 @@ async function poll(): Promise<void> {
     if (!node) return;
     const masters = await slotMasters(node);
     if (masters === undefined) return void silentSince.set(node, Date.now());
-    if (lastMasters !== undefined && masters !== lastMasters) {
+    if (lastMasters !== undefined && masters !== lastMasters) refreshesLeft = REFRESHES_AFTER_CHANGE;
+    lastMasters = masters;
+    if (refreshesLeft > 0) {
+      refreshesLeft--;
       for (const c of clients) if (c.status === 'ready') c.refreshSlotsCache();
     }
-    lastMasters = masters;
   } finally {
     polling = false;
   }
