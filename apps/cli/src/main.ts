@@ -66,7 +66,7 @@ async function main(argv: string[]): Promise<number> {
     const ctx = await createContext(env, args, flags);
     close = ctx.close;
     explain = ctx.explain;
-    await command.run(ctx);
+    await Promise.race([command.run(ctx), ctx.stalled]);
     return 0;
   } catch (thrown) {
     const err = explain(thrown);

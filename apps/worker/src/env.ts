@@ -34,6 +34,11 @@ const schema = z.object({
    * as dead: its jobs go back to the queue and its runs' leases are taken over (README, Recovery after a crash).
    */
   WORKER_HEARTBEAT_MS: positiveInt(1000),
+  /**
+   * The consumer watchdog (consumer-watchdog.ts): a consumer with free slots that leaves its queue's waiting
+   * jobs untaken this long has its Redis connections renewed (logged, counted); 0 turns it off.
+   */
+  WORKER_WATCHDOG_MS: wholeNumber(3000, { min: 0, format: 'must be a whole number of milliseconds, 0 (off) or more, written as digits' }),
   WORKER_DEAD_AFTER_MS: positiveInt(5000),
   /**
    * A batch job's batch holds a lease this long, renewed every quarter of it while the batch runs; a batch

@@ -39,6 +39,7 @@ async function main(): Promise<void> {
     maxStalledCount: env.WORKER_MAX_STALLED_COUNT,
     heartbeatMs: env.WORKER_HEARTBEAT_MS,
     deadAfterMs: env.WORKER_DEAD_AFTER_MS,
+    watchdogMs: env.WORKER_WATCHDOG_MS,
     batchLeaseMs: env.WORKER_BATCH_LEASE_MS,
     fastPath: env.WORKER_BULLMQ_FAST_PATH,
     idempotencyWindowMs: env.IDEMPOTENCY_RETENTION_HOURS * 3600_000,

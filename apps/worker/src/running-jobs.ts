@@ -35,6 +35,11 @@ export class RunningJobs {
     return n;
   }
 
+  /** How many jobs of `queue` run now (the consumer watchdog's free slots). */
+  countOf(queue: string): number {
+    return this.byQueue.get(queue)?.size ?? 0;
+  }
+
   has(queue: string, jobId: string): boolean {
     return this.byQueue.get(queue)?.has(jobId) ?? false;
   }

@@ -10,7 +10,8 @@ import { createRecovery } from './recovery/recovery.js';
 import { RunningJobs } from './running-jobs.js';
 import { soleDeliveryCheck } from './recovery/sole-delivery.js';
 import { bullmqStallProgress, ownStallProgress, PUBLIC_PATH_MAX_STALLED } from './stall-progress.js';
-import { createEngine, isJobDecodeError, type Engine } from '@tickwork/bullmq-engine';
+import { createEngine, isJobDecodeError, renewWorkerConnections, type Engine } from '@tickwork/bullmq-engine';
+import { startConsumerWatchdog, type ConsumerWatchdog } from './consumer-watchdog.js';
 import { createUnreadableJobs, type UnreadableJobs } from './unreadable-jobs.js';
 import { BatchRunner } from './batch/batch-runner.js';
 import { openBatchStore } from './batch/open-batch-store.js';
@@ -46,6 +47,8 @@ export interface WorkerPoolOptions extends Omit<ProcessorDeps, 'redis' | 'exactl
   /** How BullMQ is run (@tickwork/bullmq-engine); made from `fastPath` (WORKER_BULLMQ_FAST_PATH) when not given. */
   engine?: Engine;
   fastPath?: 'auto' | 'off';
+  /** WORKER_WATCHDOG_MS (consumer-watchdog.ts): how long a consumer with free slots may leave jobs untaken; 0 or unset: no watchdog (the app passes its env's, 3 s by default). */
+  watchdogMs?: number;
 }
 
 export interface WorkerPool {
@@ -185,7 +188,9 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     return worker;
   });
   recovery.start();
-  opts.log.info({ queues, batchQueues: batchRunners.map((r) => r.queue), concurrency: opts.concurrency, processTag: recovery.registry.tag }, 'workers started');
+  const watchdogMs = opts.watchdogMs ?? 0;
+  const watchdog = watchdogMs > 0 ? watchConsumers(opts, queues, workers, running, watchdogMs) : undefined;
+  opts.log.info({ queues, batchQueues: batchRunners.map((r) => r.queue), concurrency: opts.concurrency, processTag: recovery.registry.tag, watchdogMs }, 'workers started');
 
   let stopping = false;
   return {
@@ -199,6 +204,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     },
     abort(reason) {
       stopping = true;
+      watchdog?.stop();
       cancels.close();
       void compactor.stop();
       running.cancelAll(reason);
@@ -206,6 +212,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     },
     async drain(deadlineMs) {
       stopping = true;
+      watchdog?.stop();
       cancels.close();
       await compactor.stop();
       let timer: NodeJS.Timeout | undefined;
@@ -276,6 +283,23 @@ function startBatchRunner(
   runner.start();
   // The runner closes its store (and the store its connections).
   return { queue, runner, close: (force) => runner.close(force) };
+}
+
+/** The consumer watchdog (consumer-watchdog.ts) over the pool's BullMQ Workers, on a connection of its own. */
+function watchConsumers(opts: WorkerPoolOptions, queues: readonly string[], workers: readonly Worker[], running: RunningJobs, afterMs: number): ConsumerWatchdog {
+  const redis = createRedis(opts.redisTarget, 'command');
+  if (opts.outage) opts.outage.watch(redis);
+  else redis.on('error', () => undefined);
+  return startConsumerWatchdog({
+    consumers: queues.map((queue, i) => ({ queue, worker: workers[i] as Worker })),
+    redis,
+    prefix: opts.prefix,
+    concurrency: opts.concurrency,
+    running: (queue) => running.countOf(queue),
+    afterMs,
+    heal: renewWorkerConnections,
+    log: opts.log,
+  });
 }
 
 /** BullMQ's limiter for a queue whose jobs set a rate limit (catalog.rateLimitOf). */

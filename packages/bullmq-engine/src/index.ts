@@ -12,5 +12,6 @@ export { BatchFormatError } from './batch/batch-store.js';
 export type { BatchCommit, BatchFetch, BatchJobRef, BatchStore, BatchStoreOptions, FailedAttempt, FetchedBatchJob, ForeignConsumer } from './batch/batch-store.js';
 export type { PublicBatchStoreOptions } from './batch/public-batch-store.js';
 export { batchForeignConsumers } from './batch/batch-metrics.js';
+export { renewWorkerConnections } from './worker/renew-connections.js';
 export { failUnreadableActive, isJobDecodeError, unreadableReason } from './unreadable.js';
 export type { FailUnreadableOptions, UnreadableJob } from './unreadable.js';

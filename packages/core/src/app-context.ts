@@ -1,6 +1,7 @@
 import type { Catalog } from './job/catalog.js';
 import { warnOnRedisMemoryConfig } from './redis/memory-info.js';
 import { createRedis, type RedisClient, type RedisTarget } from './redis/connection.js';
+import { DEFAULT_COMMAND_TIMEOUT_MS, setCommandTimeout } from './redis/deadline.js';
 import { redisTargetOf, type RedisEnv } from './env.js';
 import { loadCatalog } from './job/load-catalog.js';
 import { createLogger, type Logger } from './logger.js';
@@ -48,6 +49,8 @@ export async function openAppContext(
   const telemetry = await startTelemetry(app, log);
   const catalog = await loadCatalog(env.JOBS_MODULE, defaultCatalog);
   const target = redisTargetOf(app, env);
+  // Before the first connection: every connection of the process takes it (redis/deadline.ts).
+  setCommandTimeout(env.REDIS_COMMAND_TIMEOUT_MS ?? DEFAULT_COMMAND_TIMEOUT_MS);
   const redis = createRedis(target, 'command');
   try {
     await waitForRedis(redis, target, env.REDIS_STARTUP_TIMEOUT_MS ?? 10_000);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_CLUSTER_FAILOVER_MS, redisDatabaseOf, type RedisTarget } from './redis/connection.js';
+import { DEFAULT_COMMAND_TIMEOUT_MS } from './redis/deadline.js';
 import { EnvError } from './errors.js';
 
 /**
@@ -164,17 +165,29 @@ export const redisClusterNodes = z
 /** REDIS_CLUSTER_FAILOVER_MS: how long a command rides out a master's failover (see clusterOptions). */
 export const redisClusterFailoverMs = positiveInt(DEFAULT_CLUSTER_FAILOVER_MS);
 
+/**
+ * REDIS_COMMAND_TIMEOUT_MS: how long a reply is awaited on one socket before the socket counts as dead and
+ * is dropped (redis/deadline.ts); 0 turns the deadline off. Blocking waits (a worker's BZPOPMIN) are exempt.
+ */
+export const redisCommandTimeoutMs = wholeNumber(DEFAULT_COMMAND_TIMEOUT_MS, {
+  min: 0,
+  max: 600_000,
+  format: 'must be a whole number of milliseconds from 0 (off) to 600000, written as digits',
+});
+
 /** The Redis variables every app reads: one Redis (REDIS_URL) or a cluster (REDIS_CLUSTER_NODES). */
 export const redisEnv = {
   REDIS_URL: redisUrl,
   REDIS_CLUSTER_NODES: redisClusterNodes,
   REDIS_CLUSTER_FAILOVER_MS: redisClusterFailoverMs,
+  REDIS_COMMAND_TIMEOUT_MS: redisCommandTimeoutMs,
 };
 
 export interface RedisEnv {
   REDIS_URL: string;
   REDIS_CLUSTER_NODES?: { host: string; port: number }[] | undefined;
   REDIS_CLUSTER_FAILOVER_MS?: number | undefined;
+  REDIS_COMMAND_TIMEOUT_MS?: number | undefined;
   QUEUE_PREFIX: string;
 }
 

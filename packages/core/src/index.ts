@@ -1,6 +1,6 @@
 export { openAppContext } from './app-context.js';
 export { boundedCache } from './bounded-cache.js';
-export { alertWebhookUrl, blankAsUnset, choice, databaseUrl, decimal, LOG_LEVELS, logLevel, metricsToken, nodeEnv, parseEnv, port, positiveInt, queuePrefix, redisClusterNodes, redisEnv, redisStartupTimeoutMs, redisTargetOf, redisUrl, wholeNumber } from './env.js';
+export { alertWebhookUrl, blankAsUnset, choice, databaseUrl, decimal, LOG_LEVELS, logLevel, metricsToken, nodeEnv, parseEnv, port, positiveInt, queuePrefix, redisClusterNodes, redisCommandTimeoutMs, redisEnv, redisStartupTimeoutMs, redisTargetOf, redisUrl, wholeNumber } from './env.js';
 export { EnvError, InvalidJobOptionError, JobDefinitionError, PayloadTooLargeError, PayloadValidationError, TickworkError, UnknownJobError, UnrecoverableError, describeIssues, fieldIssues } from './errors.js';
 export { LIVE_BODY, allReady, listen, readiness, redisPingCheck, startHealthServer } from './health-server.js';
 export type { HealthCheck } from './health-server.js';
@@ -24,7 +24,7 @@ export { MAX_SPREAD_MS, spreadOffsetMs } from './job/spread.js';
 export { everyMs, validateSchedule } from './job/schedule-spec.js';
 export { createLogger, safeUrl } from './logger.js';
 export type { Logger } from './logger.js';
-export { jobTally, jobsCancelled, metricsRegistry, metricsRoute } from './metrics.js';
+export { jobTally, jobsCancelled, metricsRegistry, metricsRoute, watchdogHeals } from './metrics.js';
 export type { JobTally } from './metrics.js';
 export { LIVE_SINCE_MEMBER, REDIS_NOW_LUA, REGISTRY_SILENCE_LUA, beatRegistry, freshReply, leaveRegistry, memberSilence } from './processes/heartbeat.js';
 export type { SilentMember } from './processes/heartbeat.js';
@@ -36,6 +36,8 @@ export { knownQueues, queueRegistryKey, registerQueues } from './queue/registry.
 export { groupBySlot, keyOutsideSlot, pipelineBySlot, readBySlot, slotOf } from './redis/by-slot.js';
 export type { SlotCommand } from './redis/by-slot.js';
 export { DEFAULT_CLUSTER_FAILOVER_MS, createRedis, isRedisDatabaseError, redisDatabaseOf } from './redis/connection.js';
+export { COMMAND_TIMED_OUT, DEFAULT_COMMAND_TIMEOUT_MS, commandTimeout, isCommandTimeout, setCommandTimeout } from './redis/deadline.js';
+export { CLUSTER_WATCH_INTERVAL_MS } from './redis/cluster-watch.js';
 export type { ClusterTarget, ConnectionRole, RedisClient, RedisTarget } from './redis/connection.js';
 export { startTelemetry, tracesConfigured } from './telemetry/start.js';
 export type { TelemetryHandle } from './telemetry/start.js';

@@ -94,6 +94,14 @@ export const jobsCancelled = new Counter({
   registers: [metricsRegistry],
 });
 
+/** The worker's consumer watchdog (apps/worker/src/consumer-watchdog.ts): each heal of a queue's consumer. */
+export const watchdogHeals = new Counter({
+  name: 'tickwork_worker_watchdog_heals_total',
+  help: 'Times a consumer with free slots left its queue\'s waiting jobs untaken for WORKER_WATCHDOG_MS and had its connections renewed',
+  labelNames: ['queue'] as const,
+  registers: [metricsRegistry],
+});
+
 type Exported = Awaited<ReturnType<Histogram['get']>>;
 const DURATION_NAME = 'tickwork_job_duration_seconds';
 const DURATION_HELP = 'Handler run time';

@@ -13,6 +13,10 @@ export interface RedisServerHandle {
   kill(): Promise<void>;
   /** Start it again on the same port and data dir. */
   restart(): Promise<void>;
+  /** SIGSTOP the server: its connections stay open and nothing is answered (a frozen host) until resume(). */
+  pause(): void;
+  /** SIGCONT a paused server. */
+  resume(): void;
   stop(): Promise<void>;
   client(): Redis;
 }
@@ -142,8 +146,12 @@ export async function startRedisServer(
     url: opts.password ? `redis://:${encodeURIComponent(opts.password)}@127.0.0.1:${port}` : `redis://127.0.0.1:${port}`,
     kill: () => exit('SIGKILL'),
     restart: launch,
+    pause: () => void proc?.kill('SIGSTOP'),
+    resume: () => void proc?.kill('SIGCONT'),
     async stop() {
       for (const c of clients) c.disconnect();
+      // A paused server would not act on SIGTERM until resumed.
+      proc?.kill('SIGCONT');
       await exit('SIGTERM');
       rmSync(dir, { recursive: true, force: true });
     },

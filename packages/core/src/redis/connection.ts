@@ -1,4 +1,6 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { watchCluster } from './cluster-watch.js';
+import { commandTimeout, withClusterDeadline, withCommandDeadline } from './deadline.js';
 
 /**
  * Connection roles follow BullMQ's production guide:
@@ -38,8 +40,18 @@ export const CLUSTER_RETRY_DELAY_MS = 200;
 
 export function redisOptions(role: ConnectionRole): RedisOptions {
   return role === 'blocking'
-    ? { maxRetriesPerRequest: null, enableReadyCheck: true, retryStrategy: backoff }
-    : { maxRetriesPerRequest: 3, enableOfflineQueue: true, retryStrategy: backoff };
+    ? { maxRetriesPerRequest: null, enableReadyCheck: true, retryStrategy: backoff, ...socketOptions() }
+    : { maxRetriesPerRequest: 3, enableOfflineQueue: true, retryStrategy: backoff, ...socketOptions() };
+}
+
+/**
+ * TCP keep-alive probes from 5 s of silence, so the OS notices a vanished host (no FIN, no RST) in seconds
+ * rather than the two hours of its default; and a connect that gets nowhere fails after the command
+ * deadline (REDIS_COMMAND_TIMEOUT_MS, deadline.ts) rather than ioredis's 10 s.
+ */
+function socketOptions(): Pick<RedisOptions, 'keepAlive' | 'connectTimeout'> {
+  const ms = commandTimeout();
+  return { keepAlive: 5000, ...(ms > 0 && { connectTimeout: ms }) };
 }
 
 /**
@@ -67,9 +79,22 @@ export function clusterOptions(role: ConnectionRole, target: ClusterTarget): Clu
   };
 }
 
+/**
+ * A connection of `role` to `target`. Either way a socket that gets no reply within the command deadline
+ * is dropped (deadline.ts); a cluster client also follows promotions within about a second (cluster-watch.ts).
+ */
 export function createRedis(target: RedisTarget, role: ConnectionRole): RedisClient {
-  if (typeof target === 'string') return refuseUnselectedDatabase(new Redis(target, redisOptions(role)));
-  return new Cluster(target.nodes, clusterOptions(role, target));
+  if (typeof target === 'string') return refuseUnselectedDatabase(withCommandDeadline(new Redis(target, redisOptions(role)), role));
+  return guardCluster(new Cluster(target.nodes, clusterOptions(role, target)), target.failoverMs, role);
+}
+
+/** A cluster client with its node deadlines and the slot watch; BullMQ's duplicates of it get both too. */
+function guardCluster(cluster: Cluster, failoverMs: number, role: ConnectionRole): Cluster {
+  withClusterDeadline(cluster, failoverMs, role);
+  watchCluster(cluster);
+  const duplicate = cluster.duplicate.bind(cluster);
+  cluster.duplicate = (nodes, options) => guardCluster(duplicate(nodes, options), failoverMs, role);
+  return cluster;
 }
 
 /**

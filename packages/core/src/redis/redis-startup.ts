@@ -26,11 +26,11 @@ export function isRedisAuthError(err: unknown): boolean {
 
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'EAI_AGAIN']);
 
-/** The error is about reaching Redis (network, closed connection, credentials, its database), not about a command. */
+/** The error is about reaching Redis (network, closed connection, no reply within the deadline, credentials, its database), not about a command. */
 export function isRedisConnectionError(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const code = (err as { code?: unknown }).code;
-  return (typeof code === 'string' && CONNECTION_CODES.has(code)) || isRedisAuthError(err) || isRedisDatabaseError(err) || /Connection is closed|max retries per request/i.test(err.message);
+  return (typeof code === 'string' && CONNECTION_CODES.has(code)) || isRedisAuthError(err) || isRedisDatabaseError(err) || /Connection is closed|max retries per request|^Command timed out$/i.test(err.message);
 }
 
 /** The variable naming where Redis is, for a log line or an error: REDIS_URL (redacted) or REDIS_CLUSTER_NODES. */

@@ -1,0 +1,54 @@
+/**
+ * renewWorkerConnections (the worker's consumer watchdog heals with it): a running BullMQ Worker's two
+ * connections, its commands' and its blocking one, are dropped and made anew, through BullMQ's public
+ * backend getters only, and the Worker takes jobs after it as before.
+ */
+import { createRedis } from '@tickwork/core';
+import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
+import { Queue, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { renewWorkerConnections } from './worker/renew-connections.js';
+
+let server: RedisServerHandle;
+let admin: Redis;
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  admin = server.client();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+/** The ids of every client connected now but `admin`. */
+async function clientIds(): Promise<Set<string>> {
+  const own = String(await admin.client('ID'));
+  const list = (await admin.client('LIST')) as string;
+  return new Set(list.split('\n').flatMap((l) => /\bid=(\d+)/.exec(l)?.[1] ?? []).filter((id) => id !== own));
+}
+
+it("renews a Worker's command and blocking connections, and the Worker takes jobs after it", async () => {
+  const connection = createRedis(server.url, 'blocking');
+  const producer = createRedis(server.url, 'command');
+  const queue = new Queue('renew', { connection: producer });
+  const done: string[] = [];
+  const worker = new Worker('renew', async (job) => void done.push(String(job.id)), { connection });
+  try {
+    await worker.waitUntilReady();
+    const first = await queue.add('x', {});
+    await waitFor(() => done.includes(String(first.id)), { what: 'the first job run' });
+    const before = await clientIds();
+
+    expect(await renewWorkerConnections(worker)).toBe(2);
+    await waitFor(async () => [...(await clientIds())].filter((id) => !before.has(id)).length >= 2, { what: 'two new connections' });
+
+    const second = await queue.add('x', {});
+    await waitFor(() => done.includes(String(second.id)), { timeoutMs: 30_000, what: 'a job run after the renewal' });
+  } finally {
+    await worker.close();
+    await queue.close();
+    connection.disconnect();
+    producer.disconnect();
+  }
+});
