@@ -71,6 +71,8 @@ async function seed(): Promise<void> {
 }
 
 const PAGES: [name: string, path: () => string][] = [
+  ['overview', () => '/overview'],
+  ['queue', () => '/queue/email'],
   ['schedules', () => '/schedules'],
   ['schedule', () => '/schedules/reports.daily-revenue'],
   ['runtime-schedule', () => `/schedules/${encodeURIComponent('digest:user-3')}`],
