@@ -6,7 +6,8 @@
  * job sessions.cleanup, so one job filter is rare). Then it starts the real dashboard process and times
  * the schedules page, a deep page (the cursor a client paging there would hold: the last id before it),
  * searches by id prefix, the job filters (common and rare), the JSON twin and one schedule's page, the
- * slowest of BENCH_PAGE_ROUNDS (default 5) after a warm-up pass, and reads the dashboard's RSS.
+ * slowest of BENCH_PAGE_ROUNDS (default 5) after a warm-up pass, and the pages with charts (the overview, a
+ * queue's page, a catalog schedule's page), and reads the dashboard's RSS.
  * Prints MET / NOT MET for issue 12's targets: each page < 200 ms, the dashboard < 200 MiB.
  */
 import { performance } from 'node:perf_hooks';
@@ -76,6 +77,10 @@ async function main(): Promise<void> {
       ['API first page (500)', '/api/runtime-schedules?limit=500'],
       ['API middle page (500), job filter', `/api/runtime-schedules?limit=500&job=digest.user&cursor=${encodeURIComponent(middle)}`],
       ['HTML one schedule', `/schedules/${encodeURIComponent(middle)}`],
+      ['HTML overview with charts (24 h)', '/overview?range=24h'],
+      ['HTML overview with charts (30 d)', '/overview?range=30d'],
+      ['HTML queue page with charts (email, 24 h)', '/queue/email?range=24h'],
+      ['HTML catalog schedule with charts', '/schedules/digest.morning'],
     ];
     reportPages(await timePages(base, dashboard.headers, requests, ROUNDS), dashboard.pid, `${COUNT} runtime schedules`);
   } finally {
