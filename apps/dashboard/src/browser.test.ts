@@ -71,7 +71,7 @@ describe('the dashboard in a browser', () => {
     await page.locator(`tr[id="${first}"] a`).first().click();
     await page.waitForURL((url) => url.pathname !== '/schedules');
     expect(await page.locator('h1').textContent()).toContain(first);
-    expect(await page.locator('h2').first().textContent()).toContain('Recent occurrences');
+    expect(await page.getByRole('heading', { level: 2, name: /Recent occurrences/ }).count()).toBe(1);
     expect(problems).toEqual([]);
     await page.close();
   });
