@@ -45,6 +45,11 @@ const startWorker = async (): Promise<AppProcess> => {
     WORKER_QUEUES: RC_QUEUE,
     PORT: String(await freePort()),
     LOG_LEVEL: 'info',
+    // What is tested is the registry's judgement over a whole-registry silence. With the default command
+    // deadline (5 s), the gated handler's own Redis reads during a 10 s freeze would fail its attempt, which
+    // is retried as any failed attempt is (silent-queue.test.ts, docs/operations.md): a deadline longer than
+    // the freeze keeps this test on the registry alone.
+    REDIS_COMMAND_TIMEOUT_MS: '30000',
   });
   apps.push(app);
   await app.waitForLog((l) => l.msg === 'worker ready', 'worker ready');

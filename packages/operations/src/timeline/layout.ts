@@ -92,3 +92,25 @@ export function ringOf(layout: TimelineLayout, name: Ring['name']): Ring {
   if (!ring) throw new Error(`this timeline keeps no ${name} ring`);
   return ring;
 }
+
+/** Where a queue's counts and histograms start in its slot (the writer and the reader share them). */
+export const QUEUE_FIELDS = {
+  completed: fieldIndex(QUEUE_LAYOUT, 'completed'),
+  failed: fieldIndex(QUEUE_LAYOUT, 'failed'),
+  retried: fieldIndex(QUEUE_LAYOUT, 'retried'),
+  deadLettered: fieldIndex(QUEUE_LAYOUT, 'deadLettered'),
+  wait: fieldIndex(QUEUE_LAYOUT, 'wait0'),
+  run: fieldIndex(QUEUE_LAYOUT, 'run0'),
+};
+
+/** Where a catalog schedule's counts and histograms start in its slot. */
+export const SCHEDULE_FIELDS = {
+  completed: fieldIndex(SCHEDULE_LAYOUT, 'completed'),
+  failed: fieldIndex(SCHEDULE_LAYOUT, 'failed'),
+  retried: fieldIndex(SCHEDULE_LAYOUT, 'retried'),
+  missed: fieldIndex(SCHEDULE_LAYOUT, 'missed'),
+  skipped: fieldIndex(SCHEDULE_LAYOUT, 'skipped'),
+  cancelled: fieldIndex(SCHEDULE_LAYOUT, 'cancelled'),
+  lag: fieldIndex(SCHEDULE_LAYOUT, 'lag0'),
+  run: fieldIndex(SCHEDULE_LAYOUT, 'run0'),
+};

@@ -1,7 +1,7 @@
 import type { RedisClient } from '@tickwork/core';
 import { timelineKeyOf } from '@tickwork/schedules';
 import { histogramTotal, percentile } from './buckets.js';
-import { fieldIndex, MEMORY_LAYOUT, QUEUE_LAYOUT, ringOf, SCHEDULE_LAYOUT, type TimelineLayout } from './layout.js';
+import { fieldIndex, MEMORY_LAYOUT, QUEUE_FIELDS, QUEUE_LAYOUT, ringOf, SCHEDULE_FIELDS, SCHEDULE_LAYOUT, type TimelineLayout } from './layout.js';
 import { memoryTimelineKey } from './memory.js';
 import { readRing } from './store.js';
 import { queueTimelineKey } from './writer.js';
@@ -84,14 +84,7 @@ export interface QueueTimelineView {
   written: boolean;
 }
 
-const QF = {
-  completed: fieldIndex(QUEUE_LAYOUT, 'completed'),
-  failed: fieldIndex(QUEUE_LAYOUT, 'failed'),
-  retried: fieldIndex(QUEUE_LAYOUT, 'retried'),
-  deadLettered: fieldIndex(QUEUE_LAYOUT, 'deadLettered'),
-  wait: fieldIndex(QUEUE_LAYOUT, 'wait0'),
-  run: fieldIndex(QUEUE_LAYOUT, 'run0'),
-};
+const QF = QUEUE_FIELDS;
 
 /** Sums `steps`' values into one row. */
 function merged(width: number, steps: readonly Step[]): number[] {
@@ -128,16 +121,7 @@ export async function readQueueTimeline(redis: RedisClient, prefix: string, queu
   };
 }
 
-const SF = {
-  completed: fieldIndex(SCHEDULE_LAYOUT, 'completed'),
-  failed: fieldIndex(SCHEDULE_LAYOUT, 'failed'),
-  retried: fieldIndex(SCHEDULE_LAYOUT, 'retried'),
-  missed: fieldIndex(SCHEDULE_LAYOUT, 'missed'),
-  skipped: fieldIndex(SCHEDULE_LAYOUT, 'skipped'),
-  cancelled: fieldIndex(SCHEDULE_LAYOUT, 'cancelled'),
-  lag: fieldIndex(SCHEDULE_LAYOUT, 'lag0'),
-  run: fieldIndex(SCHEDULE_LAYOUT, 'run0'),
-};
+const SF = SCHEDULE_FIELDS;
 
 export interface ScheduleOutcomes {
   completed: number;

@@ -1,6 +1,6 @@
 import { keyspaceOn, pipelineBySlot, type Logger, type RedisClient, type SlotCommand } from '@tickwork/core';
 import { timelineKeyOf } from '@tickwork/schedules';
-import { fieldIndex, QUEUE_LAYOUT, SCHEDULE_LAYOUT, type TimelineLayout } from './layout.js';
+import { QUEUE_FIELDS, QUEUE_LAYOUT, SCHEDULE_FIELDS, SCHEDULE_LAYOUT, type TimelineLayout } from './layout.js';
 import { TIMELINE_WRITE, writeCall, type TimelineRow } from './store.js';
 import { bucketOf } from './buckets.js';
 import { inc, Tally } from './tally.js';
@@ -19,14 +19,7 @@ export function queueTimelineKey(redis: RedisClient, prefix: string, queue: stri
   return `${keyspaceOn(redis, prefix, queue).runPrefix}:timeline:${queue}`;
 }
 
-const Q = {
-  completed: fieldIndex(QUEUE_LAYOUT, 'completed'),
-  failed: fieldIndex(QUEUE_LAYOUT, 'failed'),
-  retried: fieldIndex(QUEUE_LAYOUT, 'retried'),
-  deadLettered: fieldIndex(QUEUE_LAYOUT, 'deadLettered'),
-  wait: fieldIndex(QUEUE_LAYOUT, 'wait0'),
-  run: fieldIndex(QUEUE_LAYOUT, 'run0'),
-};
+const Q = QUEUE_FIELDS;
 
 export type AttemptOutcome = 'completed' | 'failed' | 'retried';
 
@@ -57,16 +50,7 @@ export class QueueTimeline {
   }
 }
 
-const S = {
-  completed: fieldIndex(SCHEDULE_LAYOUT, 'completed'),
-  failed: fieldIndex(SCHEDULE_LAYOUT, 'failed'),
-  retried: fieldIndex(SCHEDULE_LAYOUT, 'retried'),
-  missed: fieldIndex(SCHEDULE_LAYOUT, 'missed'),
-  skipped: fieldIndex(SCHEDULE_LAYOUT, 'skipped'),
-  cancelled: fieldIndex(SCHEDULE_LAYOUT, 'cancelled'),
-  lag: fieldIndex(SCHEDULE_LAYOUT, 'lag0'),
-  run: fieldIndex(SCHEDULE_LAYOUT, 'run0'),
-};
+const S = SCHEDULE_FIELDS;
 
 export type ScheduleOutcome = 'completed' | 'failed' | 'retried' | 'missed' | 'skipped' | 'cancelled';
 
