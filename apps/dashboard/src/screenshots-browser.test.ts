@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { catalog } from '@tickwork/jobs';
 import { createSchedules, mergeOccurrence, scheduleRegistryKey } from '@tickwork/schedules';
-import { occurrenceKey } from '@tickwork/core';
+import { createLogger, occurrenceKey } from '@tickwork/core';
+import { sampleMemory, TimelineWriter } from '@tickwork/operations';
 import { REPO_ROOT, waitFor } from '@tickwork/testkit';
 import { Worker } from 'bullmq';
 import type { Browser, BrowserContext } from 'playwright-core';
@@ -58,6 +59,19 @@ async function seed(): Promise<void> {
       ok ? 'lastSuccess' : 'lastFailure',
     );
   }
+  // An hour of what workers count, minute by minute, for the charts (a clock the writer reads per count).
+  let at = Date.now() - 59 * 60_000;
+  const timeline = new TimelineWriter({ redis: d.redis, prefix: d.prefix, log: createLogger('test', 'silent'), clock: () => at });
+  for (let m = 0; m < 60; m++, at += 60_000) {
+    for (const [queue, base] of [['email', 40], ['reports', 12]] as const) {
+      const q = timeline.queue(queue);
+      const n = Math.round(base * (1.2 + Math.sin(m / 7)));
+      for (let i = 0; i < n; i++) q.attempt('completed', 20 + ((i * 37) % 400), 5 + ((i * 13) % 900));
+      if (m % 9 === 4) q.attempt('retried', 1200, 40), q.attempt('failed', 1500, -1), q.deadLettered();
+    }
+  }
+  await timeline.stop();
+  await sampleMemory(d.redis, d.prefix);
   const api = createSchedules({ redis: d.redis, queues: d.queues, catalog });
   for (const [user, tz] of [['user-1', 'Europe/Lisbon'], ['user-2', 'America/New_York'], ['user-3', 'Asia/Kathmandu']] as const) {
     await api.upsert(`digest:${user}`, { job: 'digest.user', pattern: '0 9 * * 1', tz, data: { userId: user }, spread: { minutes: 10 } } as Parameters<typeof api.upsert>[1]);
