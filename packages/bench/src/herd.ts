@@ -43,7 +43,7 @@ function line(r: HerdResult): string {
     `  ${who}: stored in ${r.storeS.toFixed(1)} s; ${ran.toLocaleString('en-US')} runs: ${r.once.toLocaleString('en-US')} schedules once, ` +
     `${r.twice} more than once, ${r.never} never; lag from the minute p50 ${s1(percentile(r.lags, 0.5))}, p95 ${s1(percentile(r.lags, 0.95))}, ` +
     `p99 ${s1(percentile(r.lags, 0.99))}, max ${s1(r.lags[r.lags.length - 1] ?? null)}; ` +
-    `${r.system === 'tickwork' ? `scheduler had added every occurrence ${s1(r.addsDoneMs)} after the minute; ` : ''}` +
+    `${r.system === 'tickwork' ? `scheduler had claimed every occurrence (due entries moved on) ${s1(r.addsDoneMs)} after the minute; ` : ''}` +
     `per occurrence: scheduler CPU ${us(r.cpuS.scheduler, r.n)}, worker CPU ${us(r.cpuS.worker, r.n)}, Redis CPU ${us(r.cpuS.redis, r.n)}, ` +
     `${(r.commands / r.n).toFixed(1)} Redis commands`
   );

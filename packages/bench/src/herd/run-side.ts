@@ -44,7 +44,7 @@ export interface HerdResult {
   once: number;
   twice: number;
   never: number;
-  /** tickwork: ms after F when the scheduler had dealt with every schedule's F (its due entries moved on). */
+  /** tickwork: ms after F when the scheduler had claimed every schedule's F (its due entries moved on; claims within the look-ahead come before F). */
   addsDoneMs: number | null;
   cpuS: { scheduler: number | null; worker: number; redis: number };
   commands: number;
