@@ -183,6 +183,14 @@ async function main(): Promise<void> {
     results.push(await runSeries(url, s, () => `bench-${queueNo++}`, exactlyOnce.ledger.batcher.sent));
   }
   const [c50, c1, write] = results;
+  /** What the series held, let go once (the partial run's early end and the full run's). */
+  const release = async () => {
+    cancels.close();
+    await timeline.stop();
+    command.disconnect();
+    pubCommand.disconnect();
+    await own?.stop();
+  };
   if (!c50 || !c1 || !write) {
     // BENCH_SERIES named some series only: their no-op targets, the rest not measured.
     process.stdout.write(`\ntargets measured in this run (BENCH_SERIES=${SERIES.join(',')}; the others not measured):\n`);
@@ -190,10 +198,7 @@ async function main(): Promise<void> {
     if (c1) process.stdout.write(noopTargetLine(c1, 1));
     await traces?.close();
     if (typeof pgboss !== 'string') await pgboss.close();
-    cancels.close();
-    command.disconnect();
-    pubCommand.disconnect();
-    await own?.stop();
+    await release();
     process.exit(0);
   }
   process.stdout.write(targetsReport({ c50, c1, write, concurrency: CONCURRENCY, ledgerSent: exactlyOnce.ledger.batcher.sent }));
@@ -206,11 +211,7 @@ async function main(): Promise<void> {
     process.stdout.write(peerLine(c50, pgboss.settings, { size: BATCH_SIZE, concurrency: BATCH_CONCURRENCY }));
     await pgboss.close();
   }
-  cancels.close();
-  await timeline.stop();
-  command.disconnect();
-  pubCommand.disconnect();
-  await own?.stop();
+  await release();
   // BENCH_CLUSTER=0 leaves the cluster row out (one node against a 3-master cluster; about 2 minutes).
   if (process.env.BENCH_CLUSTER !== '0') await clusterSection((s) => process.stdout.write(s));
   // BENCH_RECOVERY=0 leaves the recovery section out (a quick look at the throughput targets).
