@@ -10,7 +10,8 @@
  * Env: BENCH_HERD (N list, default 100000; e.g. 100000,1000000), BENCH_HERD_SIDES (bullmq,tickwork),
  * BENCH_WORKER_CONCURRENCY (50), BENCH_HERD_LEAD_S (how far ahead the minute is put: default 40 + N/2000),
  * BENCH_HERD_DEADLINE_S (600), BENCH_HERD_GRACE_MS (600000: tickwork's SCHEDULE_GRACE_MS, so a slow tail is
- * run rather than judged missed, as BullMQ runs it), BENCH_FILL_PROCESSES (2).
+ * run rather than judged missed, as BullMQ runs it), BENCH_FILL_PROCESSES (2),
+ * BENCH_HERD_MIX=1 (the Redis commands per occurrence by shape, through MONITOR: herd/command-mix.ts).
  * Progress goes to stderr, the figures to stdout.
  */
 import { cpus, loadavg } from 'node:os';
@@ -45,7 +46,8 @@ function line(r: HerdResult): string {
     `p99 ${s1(percentile(r.lags, 0.99))}, max ${s1(r.lags[r.lags.length - 1] ?? null)}; ` +
     `${r.system === 'tickwork' ? `scheduler had claimed every occurrence (due entries moved on) ${s1(r.addsDoneMs)} after the minute; ` : ''}` +
     `per occurrence: scheduler CPU ${us(r.cpuS.scheduler, r.n)}, worker CPU ${us(r.cpuS.worker, r.n)}, Redis CPU ${us(r.cpuS.redis, r.n)}, ` +
-    `${(r.commands / r.n).toFixed(1)} Redis commands`
+    `${(r.commands / r.n).toFixed(1)} Redis commands` +
+    (r.mix ? `\n  Redis commands per occurrence by shape (MONITOR on):\n${r.mix.join('\n')}` : '')
   );
 }
 

@@ -22,6 +22,7 @@ import {
   type PrivateRedis,
 } from '../schedules/harness.js';
 import { dailyPatternAt, herdId, herdInput } from './input.js';
+import { mixLines, watchCommandMix } from './command-mix.js';
 
 export interface HerdSettings {
   workerConcurrency: number;
@@ -48,6 +49,8 @@ export interface HerdResult {
   addsDoneMs: number | null;
   cpuS: { scheduler: number | null; worker: number; redis: number };
   commands: number;
+  /** BENCH_HERD_MIX=1: the top command shapes per occurrence. */
+  mix?: string[];
 }
 
 const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
@@ -85,6 +88,7 @@ export async function runSide(system: 'tickwork' | 'bullmq', n: number, s: HerdS
     await sleep(at - 2000 - Date.now());
     const cpu0 = processes.map((c) => processCpuS(c.pid));
     const redis0 = await redisCounters(redis.client);
+    const mix = process.env.BENCH_HERD_MIX === '1' ? await watchCommandMix(redis.url) : undefined;
     progress(`  waiting for the herd at ${new Date(at).toISOString()}`);
     let addsDoneMs: number | null = null;
     const deadline = at + s.deadlineMs;
@@ -102,6 +106,7 @@ export async function runSide(system: 'tickwork' | 'bullmq', n: number, s: HerdS
     await sleep(3000); // a duplicate run would show in this time
     const cpu1 = processes.map((c) => processCpuS(c.pid));
     const redis1 = await redisCounters(redis.client);
+    const mixCounts = await mix?.stop();
     const replies = await lagsOf(workers, at, true);
     const lags = replies.flatMap((r) => r.lags).sort((a, b) => a - b);
     const counts = new Uint8Array(n);
@@ -127,6 +132,7 @@ export async function runSide(system: 'tickwork' | 'bullmq', n: number, s: HerdS
       addsDoneMs,
       cpuS: { scheduler: cpuOf(scheduler), worker: workerCpu, redis: redis1.cpuS - redis0.cpuS },
       commands: redis1.commands - redis0.commands,
+      ...(mixCounts && { mix: mixLines(mixCounts, n) }),
     };
   } finally {
     await Promise.all(children.map((c) => c.stop()));

@@ -1,0 +1,43 @@
+/**
+ * `BENCH_HERD_MIX=1`: where a side's Redis commands go. A MONITOR connection watches the herd and counts
+ * each command by its shape (the command, and for a script its first key with ids and numbers taken out),
+ * so a script's calls can be told from another's without knowing their SHAs. MONITOR costs Redis time of
+ * its own: the side's lag and CPU figures are not comparable with a run without it.
+ */
+import { Redis } from 'ioredis';
+
+export interface CommandMix {
+  stop(): Promise<Map<string, number>>;
+}
+
+/** Numbers, UUID-like and long hex parts of a key become `#`: what is left names the key's kind. */
+export function keyShape(key: string): string {
+  return key.replace(/[0-9a-f]{8,}/gi, '#').replace(/\d+/g, '#');
+}
+
+export async function watchCommandMix(url: string): Promise<CommandMix> {
+  const redis = new Redis(url, { lazyConnect: true });
+  await redis.connect();
+  const monitor = await redis.monitor();
+  const counts = new Map<string, number>();
+  monitor.on('monitor', (_time: string, args: string[]) => {
+    const cmd = (args[0] ?? '?').toLowerCase();
+    const shape = cmd === 'evalsha' || cmd === 'eval' ? `${cmd} ${keyShape(args[3] ?? '')} (${args[2] ?? '?'} keys)` : `${cmd} ${keyShape(args[1] ?? '')}`;
+    counts.set(shape, (counts.get(shape) ?? 0) + 1);
+  });
+  return {
+    async stop() {
+      monitor.disconnect();
+      redis.disconnect();
+      return counts;
+    },
+  };
+}
+
+/** The top shapes, per occurrence. */
+export function mixLines(counts: Map<string, number>, n: number, top = Number(process.env.BENCH_HERD_MIX_TOP ?? 30)): string[] {
+  return [...counts]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)
+    .map(([shape, c]) => `    ${(c / n).toFixed(2).padStart(7)}  ${shape}`);
+}
