@@ -25,10 +25,13 @@ export interface BenchDashboard {
   stop(): Promise<unknown>;
 }
 
-/** The real dashboard process against `redisUrl` (prefix `tw`) on a free port, once its /healthz answers. */
-export async function startBenchDashboard(redisUrl: string): Promise<BenchDashboard> {
+/**
+ * The real dashboard process against `redisUrl` (prefix `tw`) on a free port, once its /healthz answers;
+ * `env` adds to its environment (a JOBS_MODULE).
+ */
+export async function startBenchDashboard(redisUrl: string, env: Record<string, string> = {}): Promise<BenchDashboard> {
   const port = await freePort();
-  const app = startApp(appEntry('dashboard'), { REDIS_URL: redisUrl, QUEUE_PREFIX: 'tw', PORT: String(port), DASHBOARD_PASSWORD: PASSWORD, LOG_LEVEL: 'warn' });
+  const app = startApp(appEntry('dashboard'), { REDIS_URL: redisUrl, QUEUE_PREFIX: 'tw', PORT: String(port), DASHBOARD_PASSWORD: PASSWORD, LOG_LEVEL: 'warn', ...env });
   const base = `http://127.0.0.1:${port}`;
   try {
     await waitFor(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.ok, { what: 'dashboard /healthz', timeoutMs: 30_000 });
