@@ -44,7 +44,7 @@ interface QueueLook {
  * when a consumer with free slots has left such jobs untaken for `afterMs` (no job became active on it
  * meanwhile), it logs one warning, counts `tickwork_worker_watchdog_heals_total{queue}` and renews the
  * consumer's connections (its in-flight jobs go on: their commands are sent again on the new sockets). It
- * heals again only after another `afterMs` without a take. While a queue's look fails (Redis does not
+ * heals again only after another wait without a take, twice as long each time (healAfterMs). While a queue's look fails (Redis does not
  * answer) nothing is judged: an outage is the outage log's; the clock starts once the look is answered.
  */
 export function startConsumerWatchdog(opts: ConsumerWatchdogOptions): ConsumerWatchdog {
@@ -52,13 +52,18 @@ export function startConsumerWatchdog(opts: ConsumerWatchdogOptions): ConsumerWa
   /** Per queue: since when jobs have waited untaken with free slots, or undefined. */
   const since = new Map<string, number>();
   const takenAt = new Map<string, number>();
+  /** Per queue: heals since the consumer last took a job (each waits twice as long as the one before). */
+  const streak = new Map<string, number>();
   const listening = new WeakSet<Worker>();
   let busy = false;
 
   const check = async (c: WatchedConsumer): Promise<void> => {
     if (!listening.has(c.worker)) {
       listening.add(c.worker);
-      c.worker.on('active', () => takenAt.set(c.queue, Date.now()));
+      c.worker.on('active', () => {
+        takenAt.set(c.queue, Date.now());
+        streak.delete(c.queue);
+      });
     }
     const free = opts.running(c.queue) < opts.concurrency && c.worker.isRunning() && !c.worker.isPaused();
     if (!free) return void since.delete(c.queue);
@@ -68,12 +73,13 @@ export function startConsumerWatchdog(opts: ConsumerWatchdogOptions): ConsumerWa
     if (!look || look.held || look.ready === 0) return void since.delete(c.queue);
     const from = Math.max(since.get(c.queue) ?? now, takenAt.get(c.queue) ?? 0);
     since.set(c.queue, from);
-    if (now - from < opts.afterMs) return;
+    if (now - from < healAfterMs(opts.afterMs, streak.get(c.queue) ?? 0)) return;
     opts.log.warn(
       { queue: c.queue, ready: look.ready, untakenForMs: now - from, running: opts.running(c.queue), concurrency: opts.concurrency },
       "watchdog: the queue's jobs have waited untaken while this worker had free slots; renewing the consumer's Redis connections",
     );
     watchdogHeals.inc({ queue: c.queue });
+    streak.set(c.queue, (streak.get(c.queue) ?? 0) + 1);
     since.set(c.queue, now);
     const renewed = await opts.heal(c.worker).catch((err: unknown) => {
       opts.log.warn({ queue: c.queue, err: { message: (err as Error).message } }, 'watchdog: renewing the connections failed; trying again after WORKER_WATCHDOG_MS');
@@ -94,6 +100,19 @@ export function startConsumerWatchdog(opts: ConsumerWatchdogOptions): ConsumerWa
       opts.redis.disconnect();
     },
   };
+}
+
+/** The longest a consumer that keeps leaving jobs untaken waits between two heals. */
+export const MAX_HEAL_INTERVAL_MS = 30_000;
+
+/**
+ * How long jobs wait untaken before the next heal: `afterMs`, doubled for each heal since the consumer last
+ * took a job (at most MAX_HEAL_INTERVAL_MS, never below `afterMs`). A reconnect on a loaded machine or
+ * during a failover can take longer than `afterMs`; renewing the connections again before it is done would
+ * only start it over.
+ */
+export function healAfterMs(afterMs: number, heals: number): number {
+  return Math.max(afterMs, Math.min(afterMs * 2 ** Math.min(heals, 10), MAX_HEAL_INTERVAL_MS));
 }
 
 /**

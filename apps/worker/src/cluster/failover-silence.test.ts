@@ -81,8 +81,22 @@ async function masterSeenByAny(ports: readonly number[]): Promise<number | undef
 async function enqueueAndTake(i: number, timeoutMs: number): Promise<{ addedAt: number; takenAt: number }> {
   const { id } = await createEnqueue(catalog, queues)(plain, { i }, { jobId: `fs-${i}-${Date.now()}` });
   const addedAt = Date.now();
-  const takenAt = await waitFor(async () => (await queues.get('alpha').getJob(id))?.processedOn, { timeoutMs, intervalMs: 20, what: `job ${i} (${id}) taken` });
-  return { addedAt, takenAt };
+  try {
+    const takenAt = await waitFor(async () => (await queues.get('alpha').getJob(id))?.processedOn, { timeoutMs, intervalMs: 20, what: `job ${i} (${id}) taken` });
+    return { addedAt, takenAt };
+  } catch (err) {
+    throw new Error(`${(err as Error).message}; ${await whereIs(id)}`);
+  }
+}
+
+/** For a failure's message: what Redis says of the job, and the workers' last log lines. */
+async function whereIs(id: string): Promise<string> {
+  const state = await queues
+    .get('alpha')
+    .getJobState(id)
+    .catch((err: unknown) => `unreadable (${(err as Error).message})`);
+  const logs = workers.map((w, n) => `worker ${n}:\n${w.lines.slice(-25).join('\n')}`).join('\n');
+  return `the job is ${state} in Redis\n${logs}`;
 }
 
 it(`every job enqueued after a promotion is taken (${FAILOVERS} failovers, freezing and killing alpha's master in turn)`, async () => {

@@ -6,28 +6,63 @@ interface ConnectionsOfBackend {
   blockingClient?: Promise<unknown> | undefined;
 }
 
-/** How long renewing waits for a connection BullMQ has not handed out yet (one that never got ready). */
+/** The ioredis client (Redis or Cluster) members renewing uses: all public ioredis API. */
+interface Renewable {
+  status: string;
+  disconnect(reconnect?: boolean): void;
+  connect(): Promise<unknown>;
+  once(event: 'end', listener: () => void): unknown;
+  removeListener(event: 'end', listener: () => void): unknown;
+}
+
+/** How long renewing waits for a connection BullMQ has not handed out yet (one that never got ready), and for a closed one's end. */
 const RESOLVE_MS = 1000;
 
 /**
- * Drops `worker`'s sockets and makes them anew (ioredis `disconnect(true)`): the connection its commands go
- * on and its blocking one. Commands waiting on a dead socket are then sent again on the new one (ioredis's
- * own resend on reconnect; on a cluster, to the slot's master of now). Public BullMQ API only (the
- * backend's `client` and `blockingClient`), so it holds on either engine path. Resolves with how many
- * connections were renewed.
+ * Drops `worker`'s sockets and makes them anew, through BullMQ's public backend getters only (the backend's
+ * `client` and `blockingClient`), so it holds on either engine path. Resolves with how many connections
+ * were renewed.
+ *
+ * - The command connection is reconnected in place (ioredis `disconnect(true)`): commands waiting on a dead
+ *   socket are sent again on the new one (ioredis's own resend on reconnect; on a cluster, to the slot's
+ *   master of now), so the jobs running go on.
+ * - The blocking connection is closed and connected again (`disconnect()`, then `connect()`). It carries only
+ *   the Worker's wait for a job, which BullMQ retries. A reconnect in place would never end it: BullMQ resets
+ *   a blocking connection whose wait overran by closing it and awaiting its `end`, and a connection
+ *   reconnected meanwhile never ends, which left the Worker waiting for good (a failover under load,
+ *   failover-silence.test.ts). Closed, it ends; whichever connect comes second (BullMQ's or this) is refused,
+ *   which is harmless.
  */
 export async function renewWorkerConnections(worker: Worker): Promise<number> {
   const backend = worker.getBackend() as unknown as ConnectionsOfBackend;
   let renewed = 0;
-  for (const pending of [backend.client, backend.blockingClient]) {
-    const client = pending && (await within(pending, RESOLVE_MS));
-    const c = client as { disconnect?: (reconnect?: boolean) => void } | undefined;
-    if (typeof c?.disconnect === 'function') {
-      c.disconnect(true);
-      renewed++;
-    }
+  const command = (backend.client && (await within(backend.client, RESOLVE_MS))) as Renewable | undefined;
+  if (typeof command?.disconnect === 'function') {
+    command.disconnect(true);
+    renewed++;
+  }
+  const blocking = (backend.blockingClient && (await within(backend.blockingClient, RESOLVE_MS))) as Renewable | undefined;
+  if (blocking && blocking !== command && typeof blocking.disconnect === 'function' && typeof blocking.connect === 'function') {
+    await reopen(blocking);
+    renewed++;
   }
   return renewed;
+}
+
+/** Closes `client` (its `end` is emitted) and connects it again; a client already closed is only connected. */
+async function reopen(client: Renewable): Promise<void> {
+  if (client.status !== 'end' && client.status !== 'wait') {
+    let listener: (() => void) | undefined;
+    const ended = new Promise<void>((resolve) => {
+      listener = resolve;
+      client.once('end', resolve);
+    });
+    client.disconnect();
+    await within(ended, RESOLVE_MS);
+    if (listener) client.removeListener('end', listener);
+  }
+  // Not awaited to readiness: the Worker's next wait does that. A refusal (BullMQ connected it first) is fine.
+  if (client.status === 'end' || client.status === 'wait') client.connect().catch(() => undefined);
 }
 
 function within<T>(p: Promise<T>, ms: number): Promise<T | undefined> {

@@ -1,0 +1,86 @@
+#!/usr/bin/env node
+/**
+ * `pnpm test`'s checks after the build, in two lanes that run side by side, each one suite after another:
+ *
+ *   lane 1: worker → dashboard
+ *   lane 2: type check → libraries → e2e → scheduler → cli
+ *
+ * Why two lanes, and these: most of the apps' tests wait (on leases, kills, failovers, real processes)
+ * rather than compute, so one after another left a 2-core machine half idle and CI took over 15 minutes.
+ * Two packages' suites at a time chosen by turbo put the dashboard's browser tests beside the worker's
+ * chaos tests, which overloaded the machine; here the heaviest two (the worker's, then the dashboard's
+ * browser tests) share a lane, so they never run together.
+ *
+ * Every suite runs, whatever another's outcome (one failure does not hide the next); each line of its
+ * output is prefixed with its name; the end prints each suite's time and outcome, and the exit code is 1
+ * if any failed. `TEST_LANES=1` runs everything in one lane, one suite after another.
+ */
+import { spawn } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** name, working directory (from the repo root), command. */
+const SUITES = {
+  worker: ['apps/worker', ['pnpm', 'run', 'test']],
+  dashboard: ['apps/dashboard', ['pnpm', 'run', 'test']],
+  typecheck: ['.', ['pnpm', 'exec', 'tsc', '-p', 'tsconfig.check.json']],
+  libraries: ['.', ['pnpm', 'exec', 'vitest', 'run', '--config', 'vitest.libraries.config.ts']],
+  e2e: ['packages/e2e', ['pnpm', 'run', 'test']],
+  scheduler: ['apps/scheduler', ['pnpm', 'run', 'test']],
+  cli: ['apps/cli', ['pnpm', 'run', 'test']],
+};
+const LANES = [
+  ['worker', 'dashboard'],
+  ['typecheck', 'libraries', 'e2e', 'scheduler', 'cli'],
+];
+
+const started = Date.now();
+const children = new Set();
+// A runner stopped (CI's timeout, Ctrl-C) stops its suites: they would otherwise run on, orphaned.
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    for (const child of children) child.kill(signal);
+    process.exit(1);
+  });
+}
+const secs = (ms) => `${Math.round(ms / 1000)} s`;
+
+/** Runs one suite, its output prefixed line by line; resolves with its exit code and time. */
+function run(name) {
+  const [cwd, [cmd, ...args]] = SUITES[name];
+  const prefix = `[${name}] `;
+  const t = Date.now();
+  process.stdout.write(`${prefix}started at ${secs(t - started)}\n`);
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { cwd: join(root, cwd), stdio: ['ignore', 'pipe', 'pipe'], env: process.env });
+    children.add(child);
+    child.on('close', () => children.delete(child));
+    for (const stream of [child.stdout, child.stderr]) {
+      let rest = '';
+      stream.setEncoding('utf8');
+      stream.on('data', (chunk) => {
+        const lines = (rest + chunk).split('\n');
+        rest = lines.pop() ?? '';
+        if (lines.length > 0) process.stdout.write(lines.map((l) => prefix + l).join('\n') + '\n');
+      });
+      stream.on('end', () => rest && process.stdout.write(prefix + rest + '\n'));
+    }
+    child.on('error', (err) => resolve({ name, code: 1, ms: Date.now() - t, err }));
+    child.on('close', (code, signal) => resolve({ name, code: code ?? (signal ? 1 : 0), ms: Date.now() - t }));
+  });
+}
+
+async function lane(names) {
+  const results = [];
+  for (const name of names) results.push(await run(name));
+  return results;
+}
+
+const lanes = process.env.TEST_LANES === '1' ? [LANES.flat()] : LANES;
+const results = (await Promise.all(lanes.map(lane))).flat();
+process.stdout.write(`\ntest lanes: ${lanes.map((l) => l.join(' → ')).join('  |  ')}\n`);
+for (const r of results) process.stdout.write(`  ${r.name.padEnd(10)} ${r.code === 0 ? 'passed' : `FAILED (exit ${r.code}${r.err ? `: ${r.err.message}` : ''})`} in ${secs(r.ms)}\n`);
+process.stdout.write(`  all ${secs(Date.now() - started)}\n`);
+process.exitCode = results.every((r) => r.code === 0) ? 0 : 1;
