@@ -6,13 +6,13 @@
  * (`tenant:<n>:cleanup`, job sessions.cleanup, so one job filter is rare). Then it starts the real dashboard
  * process and times, with no job load (as issue 12's targets were set), the schedules page, a deep page (the
  * cursor a client paging there would hold: the last id before it), searches by id prefix, the job filters
- * (common and rare), the JSON twin and one schedule's page. Then it starts the job load (pages/job-load.ts):
- * the stock worker process on the demo's `email` queue, writing its charts' history as in production, and a
- * producer here adding no-op jobs at BENCH_PAGE_JOB_RATE (default 1,000) jobs/s (0: no worker, no load), and
- * with it flowing times the pages with charts (the overview and the `email` queue's page over 1 h, 24 h and
- * 30 d, a catalog schedule's page). Each figure is the slowest of BENCH_PAGE_ROUNDS (default 5) after a
- * warm-up pass. It reads the dashboard's RSS, and the rate the worker achieved over the charts' timing (its
- * completed runs a second), printed beside the figures.
+ * (common and rare), the JSON twin and one schedule's page: each the slowest of BENCH_PAGE_ROUNDS (default
+ * 5) after a warm-up pass. Then it starts the job load (pages/job-load.ts): the stock worker process on the
+ * demo's `email` queue, writing its charts' history as in production, and a producer here adding no-op jobs
+ * at BENCH_PAGE_JOB_RATE (default 1,000) jobs/s (0: no worker, no load); with it flowing it times the pages
+ * with charts (the overview and the `email` queue's page over 1 h, 24 h and 30 d, a catalog schedule's
+ * page), pass after pass for BENCH_PAGE_LOAD_S (default 20) seconds. It reads the dashboard's RSS, and the
+ * rate the worker achieved over the charts' timing (its completed runs a second), printed beside them.
  * Prints MET / NOT MET for issue 12's targets (each page < 200 ms, the dashboard < 200 MiB) and for issue
  * 39's: a page with charts < 1 s with 1,000,000 runtime schedules and 1,000 jobs/s. The latter is NOT
  * MEASURED at a smaller scale, a lower rate, or when the worker completed under 90% of the asked rate.
@@ -28,6 +28,8 @@ import { loadLines, PAGES_JOBS_MODULE, rateReached, startJobLoad, type JobLoad, 
 const COUNT = Number(process.env.BENCH_SCHEDULES ?? 1_000_000);
 const CONCURRENCY = Number(process.env.BENCH_UPSERT_CONCURRENCY ?? 256);
 const ROUNDS = Number(process.env.BENCH_PAGE_ROUNDS ?? 5);
+/** How long the pages with charts are timed under the job load, at least (passes of ROUNDS rounds each). */
+const LOAD_S = Number(process.env.BENCH_PAGE_LOAD_S ?? 20);
 const RATE = Number(process.env.BENCH_PAGE_JOB_RATE ?? 1000);
 const WORKER_CONCURRENCY = Number(process.env.BENCH_PAGE_WORKER_CONCURRENCY ?? 50);
 /** Issue 39's target: a page with charts answers in under 1 s with 1,000,000 runtime schedules and 1,000 jobs/s. */
@@ -111,7 +113,7 @@ async function main(): Promise<void> {
       out(`starting the job load: the stock worker and ${RATE} jobs/s... `);
       load = await startJobLoad(redis.url, RATE, { concurrency: WORKER_CONCURRENCY, warmS: 5 });
       out('flowing\n');
-      ({ result: chartResults, load: figures } = await load.measure(() => timePages(base, headers, charts, ROUNDS)));
+      ({ result: chartResults, load: figures } = await load.measure(() => timeFor(LOAD_S * 1000, () => timePages(base, headers, charts, ROUNDS))));
     } else chartResults = await timePages(base, headers, charts, ROUNDS);
     reportPages(chartResults, dashboard.pid, `pages with charts, ${COUNT} runtime schedules${figures ? ` and ${RATE} jobs/s asked` : ', no job load'}`, false);
     if (figures) out(loadLines(figures, WORKER_CONCURRENCY));
@@ -121,6 +123,23 @@ async function main(): Promise<void> {
     await dashboard?.stop();
     await redis.stop();
   }
+}
+
+/**
+ * Times the pages again and again until `ms` have passed (one pass at least), so the load's rate is measured
+ * over seconds rather than the few hundred ms one pass takes: each page's slowest time over every pass, and
+ * the median of its passes' medians.
+ */
+async function timeFor(ms: number, pass: () => Promise<PageResult[]>): Promise<PageResult[]> {
+  const until = performance.now() + ms;
+  const passes: PageResult[][] = [];
+  do passes.push(await pass());
+  while (performance.now() < until);
+  return (passes[0] ?? []).map((first, i) => {
+    const all = passes.map((p) => p[i] ?? first);
+    const medians = all.map((r) => r.median).sort((a, b) => a - b);
+    return { ...first, worst: Math.max(...all.map((r) => r.worst)), median: medians[Math.floor(medians.length / 2)] ?? first.median };
+  });
 }
 
 /** Issue 39's target over the pages with charts: MET / NOT MET at its scale, NOT MEASURED below it. */
@@ -133,7 +152,7 @@ function reportCharts(results: readonly PageResult[], load: LoadFigures | undefi
   const verdict = short.length > 0 ? `NOT MEASURED at the target's scale (${short.join(', ')})` : slowest.worst < CHART_MS ? 'MET' : 'NOT MET';
   out(
     `target: a page with charts < ${CHART_MS} ms with 1,000,000 runtime schedules and 1,000 jobs/s ` +
-      `(slowest ${slowest.worst.toFixed(1)} ms over ${ROUNDS} rounds: ${slowest.label}): ${verdict}\n`,
+      `(slowest ${slowest.worst.toFixed(1)} ms over ${LOAD_S} s of passes of ${ROUNDS} rounds: ${slowest.label}): ${verdict}\n`,
   );
 }
 
