@@ -12,31 +12,27 @@ import { createLogger } from '@tickwork/core';
 import { listDeadLetters, redrivenJobId, TimelineWriter } from '@tickwork/operations';
 import { waitFor } from '@tickwork/testkit';
 import { Worker } from 'bullmq';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { schedulePath } from './pages/schedule-actions.js';
-import { launchChromium, steadyContext, watchedPage } from './testing/browser.js';
-import { deadLetterEmail, PASSWORD, startDashboard, USER, VIEWER, VIEWER_PASSWORD, type TestDashboard } from './testing/dashboard-server.js';
+import { watchedPage } from './testing/browser.js';
+import { startBrowserSession, type BrowserSession } from './testing/browser-session.js';
+import { deadLetterEmail, USER, type TestDashboard } from './testing/dashboard-server.js';
 
 let d: TestDashboard;
-let browser: Browser;
 let viewer: BrowserContext;
 let admin: BrowserContext;
+let session: BrowserSession | undefined;
 
 beforeAll(async () => {
-  d = await startDashboard();
-  browser = await launchChromium();
-  viewer = await steadyContext(browser, { httpCredentials: { username: VIEWER, password: VIEWER_PASSWORD } });
-  admin = await steadyContext(browser, { httpCredentials: { username: USER, password: PASSWORD } });
+  session = await startBrowserSession();
+  ({ d, viewer, admin } = session);
 });
 beforeEach(async () => {
   await d.flush();
 });
 afterAll(async () => {
-  await viewer?.close();
-  await admin?.close();
-  await browser?.close();
-  await d?.close();
+  await session?.close();
 });
 
 /** The listing's row of the entry whose original job id is `jobId`. */

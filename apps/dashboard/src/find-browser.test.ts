@@ -6,31 +6,27 @@
 import { catalog } from '@tickwork/jobs';
 import { redrivenJobId } from '@tickwork/operations';
 import { createSchedules } from '@tickwork/schedules';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { occurrenceAnchor } from './pages/links.js';
-import { launchChromium, steadyContext, watchedPage } from './testing/browser.js';
-import { deadLetterEmail, PASSWORD, startDashboard, USER, VIEWER, VIEWER_PASSWORD, type TestDashboard } from './testing/dashboard-server.js';
+import { watchedPage } from './testing/browser.js';
+import { startBrowserSession, type BrowserSession } from './testing/browser-session.js';
+import { deadLetterEmail, type TestDashboard } from './testing/dashboard-server.js';
 
 let d: TestDashboard;
-let browser: Browser;
 let viewer: BrowserContext;
 let admin: BrowserContext;
+let session: BrowserSession | undefined;
 
 beforeAll(async () => {
-  d = await startDashboard();
-  browser = await launchChromium();
-  viewer = await steadyContext(browser, { httpCredentials: { username: VIEWER, password: VIEWER_PASSWORD } });
-  admin = await steadyContext(browser, { httpCredentials: { username: USER, password: PASSWORD } });
+  session = await startBrowserSession();
+  ({ d, viewer, admin } = session);
 });
 beforeEach(async () => {
   await d.flush();
 });
 afterAll(async () => {
-  await viewer?.close();
-  await admin?.close();
-  await browser?.close();
-  await d?.close();
+  await session?.close();
 });
 
 /** Types `id` into the page's search box and presses Enter; resolves once the next page has loaded. */
