@@ -37,12 +37,20 @@ export function watchCluster(cluster: Cluster): void {
   cluster.once('end', () => {
     clients.delete(cluster);
     if (clients.size === 0) stop();
+    // A client closed and connected again (BullMQ resets a stuck blocking connection so, and the worker's
+    // consumer watchdog too) is watched again once it is back; one closed for good never is.
+    cluster.once('ready', () => watchCluster(cluster));
   });
   if (!timer) {
     timer = setInterval(() => void poll(), CLUSTER_WATCH_INTERVAL_MS);
     // The watch never keeps a process alive on its own.
     timer.unref();
   }
+}
+
+/** Whether the watch refreshes `cluster`'s slots on a change (for tests; not exported by the package). */
+export function watchesCluster(cluster: Cluster): boolean {
+  return clients.has(cluster);
 }
 
 function stop(): void {
