@@ -226,9 +226,20 @@ describe("the worker on BullMQ's public paths only (WORKER_BULLMQ_FAST_PATH=off)
       await waitFor(async () => (await starts()) >= k && (await events(PP_KEYS.events)).some((e) => e.startsWith(`first:${id}:`)), { timeoutMs: 30_000, what: `delivery ${k} waiting` });
       await w.app.stop('SIGKILL');
     }
-    await startPublicWorker('ppstuck', short);
+    const last = await startPublicWorker('ppstuck', short);
     // A wait, not a measure: beside a CPU burner and a 100-kill chaos run it took over 60 s.
-    const dead = await waitFor(async () => (await listDeadLetters(queues, 'ppstuck')).find((x) => x.entry.originalJobId === id), { timeoutMs: 150_000, what: 'the run dead-lettered' });
+    const dead = await waitFor(async () => (await listDeadLetters(queues, 'ppstuck')).find((x) => x.entry.originalJobId === id), {
+      timeoutMs: 150_000,
+      what: 'the run dead-lettered',
+    }).catch(async (err: unknown) => {
+      // What a failure needs to be read: where the job is, how often BullMQ counted it stalled, and the last worker's log.
+      const job = await queues.get('ppstuck').getJob(id);
+      const state = job ? await job.getState() : 'gone';
+      throw new Error(
+        `${(err as Error).message}; the job is ${state} (stalledCounter ${job?.stalledCounter}, attemptsStarted ${job?.attemptsStarted}, ` +
+          `attemptsMade ${job?.attemptsMade}); starts recorded ${await starts()}; the last worker's log:\n${last.app.lines.slice(-30).join('\n')}`,
+      );
+    });
     // At least the three kills' stalls (a loaded machine can add one: a 1 s lock not renewed in time).
     expect(dead.entry.failureReason).toMatch(/^job stalled more than allowable limit: it stalled \d+ times, more than WORKER_MAX_STALLED_COUNT \(2\)/);
     expect((await events(PP_KEYS.events)).filter((e) => e.startsWith(`first:${id}:`))).toHaveLength(1);
