@@ -1,21 +1,23 @@
 #!/usr/bin/env node
 /**
- * `pnpm test`'s checks after the build, in two lanes that run side by side, each one suite after another:
+ * `pnpm test`'s checks after the build, in two lanes that run side by side on a machine with 4 cores or
+ * more, each one suite after another:
  *
  *   lane 1: worker → dashboard
  *   lane 2: type check → libraries → e2e → scheduler → cli
  *
  * Why two lanes, and these: most of the apps' tests wait (on leases, kills, failovers, real processes)
- * rather than compute, so one after another left a 2-core machine half idle and CI took over 15 minutes.
- * Two packages' suites at a time chosen by turbo put the dashboard's browser tests beside the worker's
- * chaos tests, which overloaded the machine; here the heaviest two (the worker's, then the dashboard's
- * browser tests) share a lane, so they never run together.
+ * rather than compute, so a machine with cores to spare runs two suites at once. Two suites at a time
+ * chosen by turbo put the dashboard's browser tests beside the worker's chaos tests; here the heaviest two
+ * (the worker's, then the dashboard's browser tests) share a lane, so they never run together. With one
+ * lane the order is ONE_LANE: the type check first, so a type error is reported before the long suites.
  *
  * Every suite runs, whatever another's outcome (one failure does not hide the next); each line of its
  * output is prefixed with its name; the end prints each suite's time and outcome, and the exit code is 1
- * if any failed. `TEST_LANES=1` runs everything in one lane, one suite after another.
+ * if any failed. With fewer than 4 cores everything runs in one lane, one suite after another (below).
  */
 import { spawn } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -78,7 +80,16 @@ async function lane(names) {
   return results;
 }
 
-const lanes = process.env.TEST_LANES === '1' ? [LANES.flat()] : LANES;
+/**
+ * Two lanes only where there are cores for them. On a 2-core machine two lanes finished in about 10 minutes
+ * instead of 17, but kept its load near 11, and in two of four runs a different timing-bound test failed
+ * each time (a scheduler's set-up outlasting its second, a Redis AOF postponed past a kill, a stalled run
+ * not dead-lettered in 150 s, a CLI's 31 s budget against two frozen masters): one lane there.
+ * TEST_LANES=1 or 2 chooses.
+ */
+const laneCount = process.env.TEST_LANES ? Number(process.env.TEST_LANES) : availableParallelism() >= 4 ? 2 : 1;
+const ONE_LANE = ['typecheck', 'libraries', 'worker', 'dashboard', 'e2e', 'scheduler', 'cli'];
+const lanes = laneCount >= 2 ? LANES : [ONE_LANE];
 const results = (await Promise.all(lanes.map(lane))).flat();
 process.stdout.write(`\ntest lanes: ${lanes.map((l) => l.join(' → ')).join('  |  ')}\n`);
 for (const r of results) process.stdout.write(`  ${r.name.padEnd(10)} ${r.code === 0 ? 'passed' : `FAILED (exit ${r.code}${r.err ? `: ${r.err.message}` : ''})`} in ${secs(r.ms)}\n`);

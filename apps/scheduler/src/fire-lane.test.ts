@@ -52,7 +52,9 @@ describe.each(KINDS)('%s schedules', (kind) => {
   it('with a head start, an on-time occurrence is held and added that long before its time, not delayed, at the head of the backlog', async () => {
     const now = Date.now();
     const headStartMs = 300;
-    const s = await scheduleOf(t.redis, kind, { every: { seconds: 1 }, tz: 'UTC' }, now - 60_000, { lookaheadMs: 1000, leaseMs: 10_000, headStartMs });
+    // Every 5 s rather than every second: the set-up below (a catch-up tick, a backlog of 2,000) took over a
+    // second five times in a row on a loaded machine, so the next occurrence was never far enough ahead.
+    const s = await scheduleOf(t.redis, kind, { every: { seconds: 5 }, tz: 'UTC' }, now - 60_000, { lookaheadMs: 1000, leaseMs: 10_000, headStartMs });
     queueSets.push(s.queues);
     // The catch-up pass of a new schedule (and what it adds), then an empty queue behind a backlog. The next
     // occurrence must still be far enough ahead to be held: on a busy machine the set-up can outlast it, and
@@ -72,7 +74,7 @@ describe.each(KINDS)('%s schedules', (kind) => {
         const at = Date.now();
         return due - at <= 1000 && due - at > headStartMs + 100 ? at : undefined;
       },
-      { intervalMs: 5, timeoutMs: 5000, what: 'a tick time that holds the next occurrence' },
+      { intervalMs: 5, timeoutMs: 10_000, what: 'a tick time that holds the next occurrence' },
     );
     const result = await s.dispatcher().tick(tickAt);
     expect(result.enqueued).toBe(1);
