@@ -82,12 +82,17 @@ async function lane(names) {
 
 /**
  * Two lanes only where there are cores for them. On a 2-core machine two lanes finished in about 10 minutes
- * instead of 17, but kept its load near 11, and in two of four runs a different timing-bound test failed
+ * instead of 14, but kept its load near 11, and in two of four runs a different timing-bound test failed
  * each time (a scheduler's set-up outlasting its second, a Redis AOF postponed past a kill, a stalled run
  * not dead-lettered in 150 s, a CLI's 31 s budget against two frozen masters): one lane there.
  * TEST_LANES=1 or 2 chooses.
  */
-const laneCount = process.env.TEST_LANES ? Number(process.env.TEST_LANES) : availableParallelism() >= 4 ? 2 : 1;
+const asked = process.env.TEST_LANES;
+if (asked !== undefined && asked !== '' && asked !== '1' && asked !== '2') {
+  process.stderr.write(`TEST_LANES must be 1 or 2 (or unset: two lanes with 4 cores or more), got ${JSON.stringify(asked)}\n`);
+  process.exit(1);
+}
+const laneCount = asked ? Number(asked) : availableParallelism() >= 4 ? 2 : 1;
 const ONE_LANE = ['typecheck', 'libraries', 'worker', 'dashboard', 'e2e', 'scheduler', 'cli'];
 const lanes = laneCount >= 2 ? LANES : [ONE_LANE];
 const results = (await Promise.all(lanes.map(lane))).flat();
