@@ -47,6 +47,7 @@ function line(r: HerdResult): string {
     `${r.system === 'tickwork' ? `scheduler had claimed every occurrence (due entries moved on) ${s1(r.addsDoneMs)} after the minute; ` : ''}` +
     `per occurrence: scheduler CPU ${us(r.cpuS.scheduler, r.n)}, worker CPU ${us(r.cpuS.worker, r.n)}, Redis CPU ${us(r.cpuS.redis, r.n)}, ` +
     `${(r.commands / r.n).toFixed(1)} Redis commands` +
+    `\n  Redis time per occurrence by command (INFO commandstats; EVALSHA's includes its scripts' commands):\n${r.redisTime.join('\n')}` +
     (r.mix ? `\n  Redis commands per occurrence by shape (MONITOR on):\n${r.mix.join('\n')}` : '')
   );
 }

@@ -116,6 +116,7 @@ it(`every job enqueued after a promotion is taken (${FAILOVERS} failovers, freez
     if (!victim) throw new Error(`no node on port ${victimPort}`);
     const others = cluster.nodes.filter((n) => n !== victim).map((n) => n.port);
     const failedAt = Date.now();
+    const logFrom = workers.map((w) => w.lines.length);
     if (how === 'freeze') victim.pause();
     else await victim.kill();
     // Promotion: a live node names another master for alpha's slot.
@@ -135,6 +136,8 @@ it(`every job enqueued after a promotion is taken (${FAILOVERS} failovers, freez
     const line = `failover ${f + 1}/${FAILOVERS} (${how}): promoted ${s(promotedAt - failedAt)} after the ${how}; job added ${s(addedAt - promotedAt)} and taken ${s(afterPromotion)} after the promotion: ${ok ? 'MET' : 'NOT MET'}`;
     lines.push(line);
     console.log(line);
+    // A slow take: what the workers logged from the failure on (the watchdog's heals, reconnects).
+    if (!ok) console.log(workers.map((w, n) => `worker ${n}:\n${w.lines.slice(logFrom[n]).slice(-40).join('\n')}`).join('\n'));
     // The old master back as a replica of the new one, every master with a linked replica, before the next.
     if (how === 'freeze') victim.resume();
     else await victim.restart();

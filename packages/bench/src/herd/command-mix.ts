@@ -41,3 +41,30 @@ export function mixLines(counts: Map<string, number>, n: number, top = Number(pr
     .slice(0, top)
     .map(([shape, c]) => `    ${(c / n).toFixed(2).padStart(7)}  ${shape}`);
 }
+
+/** Redis's own time per command (INFO commandstats): calls and µs, scripts' inner commands counted under theirs too. */
+export type CommandStats = Map<string, { calls: number; usec: number }>;
+
+export async function commandStats(redis: Pick<Redis, 'info'>): Promise<CommandStats> {
+  const stats: CommandStats = new Map();
+  for (const m of (await redis.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
+    stats.set(m[1] ?? '?', { calls: Number(m[2]), usec: Number(m[3]) });
+  }
+  return stats;
+}
+
+/**
+ * The commands Redis spent most time on between two looks, per occurrence: µs and calls. EVALSHA's time
+ * holds its scripts' commands, which are also counted under their own names.
+ */
+export function statLines(before: CommandStats, after: CommandStats, n: number, top = 12): string[] {
+  return [...after]
+    .map(([cmd, a]) => {
+      const b = before.get(cmd) ?? { calls: 0, usec: 0 };
+      return { cmd, calls: a.calls - b.calls, usec: a.usec - b.usec };
+    })
+    .filter((d) => d.calls > 0)
+    .sort((x, y) => y.usec - x.usec)
+    .slice(0, top)
+    .map((d) => `    ${(d.usec / n).toFixed(1).padStart(7)} µs ${(d.calls / n).toFixed(2).padStart(6)} calls  ${d.cmd}`);
+}

@@ -22,7 +22,7 @@ import {
   type PrivateRedis,
 } from '../schedules/harness.js';
 import { dailyPatternAt, herdId, herdInput } from './input.js';
-import { mixLines, watchCommandMix } from './command-mix.js';
+import { commandStats, mixLines, statLines, watchCommandMix } from './command-mix.js';
 
 export interface HerdSettings {
   workerConcurrency: number;
@@ -51,6 +51,8 @@ export interface HerdResult {
   commands: number;
   /** BENCH_HERD_MIX=1: the top command shapes per occurrence. */
   mix?: string[];
+  /** Redis's time per occurrence by command, most first (INFO commandstats). */
+  redisTime: string[];
 }
 
 const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
@@ -88,6 +90,7 @@ export async function runSide(system: 'tickwork' | 'bullmq', n: number, s: HerdS
     await sleep(at - 2000 - Date.now());
     const cpu0 = processes.map((c) => processCpuS(c.pid));
     const redis0 = await redisCounters(redis.client);
+    const stats0 = await commandStats(redis.client);
     const mix = process.env.BENCH_HERD_MIX === '1' ? await watchCommandMix(redis.url) : undefined;
     progress(`  waiting for the herd at ${new Date(at).toISOString()}`);
     let addsDoneMs: number | null = null;
@@ -106,6 +109,7 @@ export async function runSide(system: 'tickwork' | 'bullmq', n: number, s: HerdS
     await sleep(3000); // a duplicate run would show in this time
     const cpu1 = processes.map((c) => processCpuS(c.pid));
     const redis1 = await redisCounters(redis.client);
+    const stats1 = await commandStats(redis.client);
     const mixCounts = await mix?.stop();
     const replies = await lagsOf(workers, at, true);
     const lags = replies.flatMap((r) => r.lags).sort((a, b) => a - b);
@@ -132,6 +136,7 @@ export async function runSide(system: 'tickwork' | 'bullmq', n: number, s: HerdS
       addsDoneMs,
       cpuS: { scheduler: cpuOf(scheduler), worker: workerCpu, redis: redis1.cpuS - redis0.cpuS },
       commands: redis1.commands - redis0.commands,
+      redisTime: statLines(stats0, stats1, n),
       ...(mixCounts && { mix: mixLines(mixCounts, n) }),
     };
   } finally {
