@@ -1,4 +1,4 @@
-import { keyspaceOn, queueStructureKey, watchdogHeals, type Logger, type RedisClient } from '@tickwork/core';
+import { keyspaceOn, mastersChangedAt, queueStructureKey, watchdogHeals, type Logger, type RedisClient } from '@tickwork/core';
 import type { Worker } from 'bullmq';
 
 /** A queue's consumer as the watchdog sees it: its BullMQ Worker of now and how many of its jobs run. */
@@ -24,7 +24,14 @@ export interface ConsumerWatchdogOptions {
   /** Renews the consumer's connections (renewWorkerConnections, @tickwork/bullmq-engine). */
   heal(worker: Worker): Promise<number>;
   log: Logger;
+  /** When this process last saw a cluster failover (default: the cluster watch's mastersChangedAt). */
+  failoverAt?: () => number;
 }
+
+/** For this long after a failover the watchdog looks every FAILOVER_TICK_MS and heals after FAILOVER_AFTER_MS. */
+export const FAILOVER_WINDOW_MS = 30_000;
+export const FAILOVER_AFTER_MS = 1000;
+const FAILOVER_TICK_MS = 250;
 
 export interface ConsumerWatchdog {
   stop(): void;
@@ -46,9 +53,13 @@ interface QueueLook {
  * consumer's connections (its in-flight jobs go on: their commands are sent again on the new sockets). It
  * heals again only after another wait without a take, twice as long each time (healAfterMs). While a queue's look fails (Redis does not
  * answer) nothing is judged: an outage is the outage log's; the clock starts once the look is answered.
+ * For FAILOVER_WINDOW_MS after this process saw a cluster failover, when a consumer stuck by it is likeliest,
+ * it looks four times a second and heals after FAILOVER_AFTER_MS (if `afterMs` is not shorter).
  */
 export function startConsumerWatchdog(opts: ConsumerWatchdogOptions): ConsumerWatchdog {
   const tickMs = Math.max(200, Math.min(1000, Math.floor(opts.afterMs / 3)));
+  const failoverAt = opts.failoverAt ?? mastersChangedAt;
+  let lookedAt = 0;
   /** Per queue: since when jobs have waited untaken with free slots, or undefined. */
   const since = new Map<string, number>();
   const takenAt = new Map<string, number>();
@@ -57,7 +68,7 @@ export function startConsumerWatchdog(opts: ConsumerWatchdogOptions): ConsumerWa
   const listening = new WeakSet<Worker>();
   let busy = false;
 
-  const check = async (c: WatchedConsumer): Promise<void> => {
+  const check = async (c: WatchedConsumer, afterMs: number): Promise<void> => {
     if (!listening.has(c.worker)) {
       listening.add(c.worker);
       c.worker.on('active', () => {
@@ -73,7 +84,7 @@ export function startConsumerWatchdog(opts: ConsumerWatchdogOptions): ConsumerWa
     if (!look || look.held || look.ready === 0) return void since.delete(c.queue);
     const from = Math.max(since.get(c.queue) ?? now, takenAt.get(c.queue) ?? 0);
     since.set(c.queue, from);
-    if (now - from < healAfterMs(opts.afterMs, streak.get(c.queue) ?? 0)) return;
+    if (now - from < healAfterMs(afterMs, streak.get(c.queue) ?? 0)) return;
     opts.log.warn(
       { queue: c.queue, ready: look.ready, untakenForMs: now - from, running: opts.running(c.queue), concurrency: opts.concurrency },
       "watchdog: the queue's jobs have waited untaken while this worker had free slots; renewing the consumer's Redis connections",
@@ -89,10 +100,13 @@ export function startConsumerWatchdog(opts: ConsumerWatchdogOptions): ConsumerWa
   };
 
   const timer = setInterval(() => {
-    if (busy) return;
+    const now = Date.now();
+    const afterMs = watchdogAfterMs(opts.afterMs, now - failoverAt());
+    if (busy || (afterMs === opts.afterMs && now - lookedAt < tickMs)) return;
     busy = true;
-    void Promise.all(opts.consumers.map((c) => check(c).catch(() => undefined))).finally(() => (busy = false));
-  }, tickMs);
+    lookedAt = now;
+    void Promise.all(opts.consumers.map((c) => check(c, afterMs).catch(() => undefined))).finally(() => (busy = false));
+  }, Math.min(tickMs, FAILOVER_TICK_MS));
   timer.unref();
   return {
     stop() {
@@ -100,6 +114,11 @@ export function startConsumerWatchdog(opts: ConsumerWatchdogOptions): ConsumerWa
       opts.redis.disconnect();
     },
   };
+}
+
+/** How long ready jobs may wait untaken before a heal: `afterMs`, shorter within FAILOVER_WINDOW_MS of a failover. */
+export function watchdogAfterMs(afterMs: number, sinceFailoverMs: number): number {
+  return sinceFailoverMs >= 0 && sinceFailoverMs < FAILOVER_WINDOW_MS ? Math.min(afterMs, FAILOVER_AFTER_MS) : afterMs;
 }
 
 /** The longest a consumer that keeps leaving jobs untaken waits between two heals. */

@@ -37,7 +37,7 @@ export { groupBySlot, keyOutsideSlot, pipelineBySlot, readBySlot, slotOf } from 
 export type { SlotCommand } from './redis/by-slot.js';
 export { DEFAULT_CLUSTER_FAILOVER_MS, createRedis, isRedisDatabaseError, redisDatabaseOf } from './redis/connection.js';
 export { COMMAND_TIMED_OUT, DEFAULT_COMMAND_TIMEOUT_MS, commandTimeout, isCommandTimeout, setCommandTimeout } from './redis/deadline.js';
-export { CLUSTER_WATCH_INTERVAL_MS } from './redis/cluster-watch.js';
+export { CLUSTER_WATCH_INTERVAL_MS, mastersChangedAt } from './redis/cluster-watch.js';
 export type { ClusterTarget, ConnectionRole, RedisClient, RedisTarget } from './redis/connection.js';
 export { startTelemetry, tracesConfigured } from './telemetry/start.js';
 export type { TelemetryHandle } from './telemetry/start.js';

@@ -73,8 +73,7 @@ async function masterSeenByAny(ports: readonly number[]): Promise<number | undef
 }
 
 /**
- * When a job enqueued now has been added, and when it is taken: its processedOn (set by the worker that
- * moved it to active). Its id is its own: a killed master takes its last unreplicated writes with it, the
+ * When a job enqueued now has been added, and when it is seen taken (moved to active by a worker). Its id is its own: a killed master takes its last unreplicated writes with it, the
  * queue's id counter among them, and a generated id could then name a job added before the kill (which
  * BullMQ would keep instead of adding this one).
  */
@@ -82,8 +81,10 @@ async function enqueueAndTake(i: number, timeoutMs: number): Promise<{ addedAt: 
   const { id } = await createEnqueue(catalog, queues)(plain, { i }, { jobId: `fs-${i}-${Date.now()}` });
   const addedAt = Date.now();
   try {
-    const takenAt = await waitFor(async () => (await queues.get('alpha').getJob(id))?.processedOn, { timeoutMs, intervalMs: 20, what: `job ${i} (${id}) taken` });
-    return { addedAt, takenAt };
+    await waitFor(async () => (await queues.get('alpha').getJob(id))?.processedOn, { timeoutMs, intervalMs: 20, what: `job ${i} (${id}) taken` });
+    // When this poll saw it taken (at most one poll late), not its processedOn: a worker's fetch sent before a
+    // failure and sent again after it stamps the job with the time it was first sent.
+    return { addedAt, takenAt: Date.now() };
   } catch (err) {
     throw new Error(`${(err as Error).message}; ${await whereIs(id)}`);
   }

@@ -1,10 +1,13 @@
 import type { Cluster, Redis } from 'ioredis';
 
-/** How often the process asks a live node who serves each slot. */
-export const CLUSTER_WATCH_INTERVAL_MS = 1000;
+/**
+ * How often the process asks a live node who serves each slot. Half a second: a producer's command sent to a
+ * frozen master waits until the watch sees the promotion, and CLUSTER SLOTS costs a node next to nothing.
+ */
+export const CLUSTER_WATCH_INTERVAL_MS = 500;
 
 /** How long one poll waits for a node's answer before the next poll asks another. */
-const POLL_TIMEOUT_MS = 800;
+const POLL_TIMEOUT_MS = 400;
 
 /**
  * The cluster clients of this process (every one createRedis made, and BullMQ's duplicates of them). One
@@ -13,6 +16,8 @@ const POLL_TIMEOUT_MS = 800;
 const clients = new Set<Cluster>();
 let timer: NodeJS.Timeout | undefined;
 let lastMasters: string | undefined;
+/** When this process last saw a slot's master change (Date.now()), or 0. */
+let changedAt = 0;
 let turn = 0;
 /**
  * Polls left that refresh every client again after a change: ioredis asks a random node for the slots, and
@@ -25,7 +30,7 @@ const silentSince = new WeakMap<Redis, number>();
 const SILENT_MS = 10_000;
 
 /**
- * Watches which master serves each slot (CLUSTER SLOTS on a live node, once a second) and, when one
+ * Watches which master serves each slot (CLUSTER SLOTS on a live node, twice a second) and, when one
  * changes (a replica promoted), has every cluster client of the process refresh its slots at once and at
  * the next two polls (`refreshSlotsCache`, ioredis's own), so commands go to the promoted master within about a second
  * instead of waiting for a command to be refused (a frozen master refuses nothing: it does not answer).
@@ -53,6 +58,14 @@ export function watchesCluster(cluster: Cluster): boolean {
   return clients.has(cluster);
 }
 
+/**
+ * When this process last saw a slot's master change (a failover), as Date.now(), or 0 if it never did. The
+ * worker's consumer watchdog judges faster for a while after one: a consumer stuck by a failover is then likeliest.
+ */
+export function mastersChangedAt(): number {
+  return changedAt;
+}
+
 function stop(): void {
   if (timer) clearInterval(timer);
   timer = undefined;
@@ -70,7 +83,10 @@ async function poll(): Promise<void> {
     if (!node) return;
     const masters = await slotMasters(node);
     if (masters === undefined) return void silentSince.set(node, Date.now());
-    if (lastMasters !== undefined && masters !== lastMasters) refreshesLeft = REFRESHES_AFTER_CHANGE;
+    if (lastMasters !== undefined && masters !== lastMasters) {
+      refreshesLeft = REFRESHES_AFTER_CHANGE;
+      changedAt = Date.now();
+    }
     lastMasters = masters;
     if (refreshesLeft > 0) {
       refreshesLeft--;
