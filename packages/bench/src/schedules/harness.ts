@@ -13,22 +13,25 @@ export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
 // ---- cleanup: every redis-server and process the bench starts is stopped, whatever happens ----
 
-const cleanups = new Set<() => Promise<unknown>>();
+/** Stops of the processes started (first) and of the redis-servers (after them), by kind. */
+const cleanups = { process: new Set<() => Promise<unknown>>(), redis: new Set<() => Promise<unknown>>() };
 
 /** Registers `stop`; returns a function that runs it now (once) and unregisters it. */
-function track(stop: () => Promise<unknown>): () => Promise<void> {
+function track(kind: keyof typeof cleanups, stop: () => Promise<unknown>): () => Promise<void> {
   let done: Promise<unknown> | undefined;
   const run = async () => {
-    cleanups.delete(run);
+    cleanups[kind].delete(run);
     done ??= stop().catch((err: unknown) => progress(`cleanup: ${(err as Error).message}`));
     await done;
   };
-  cleanups.add(run);
+  cleanups[kind].add(run);
   return run;
 }
 
+/** Stops every process, then every redis-server: a draining app whose Redis went first would exit 1. */
 export async function cleanupAll(): Promise<void> {
-  await Promise.all([...cleanups].map((c) => c()));
+  await Promise.all([...cleanups.process].map((c) => c()));
+  await Promise.all([...cleanups.redis].map((c) => c()));
 }
 
 /** Ctrl-C or a kill stops every child first, then exits. */
@@ -49,7 +52,7 @@ export interface PrivateRedis {
 
 export async function privateRedis(): Promise<PrivateRedis> {
   const server: RedisServerHandle = await startRedisServer();
-  const stop = track(() => server.stop());
+  const stop = track('redis', () => server.stop());
   return { url: server.url, client: server.client(), stop };
 }
 
@@ -74,7 +77,7 @@ export async function startChild(entry: 'worker' | 'scheduler' | string, env: Re
     ...(lagPort !== undefined && { BENCH_LAG_PORT: String(lagPort) }),
     ...env,
   });
-  const stop = track(async () => {
+  const stop = track('process', async () => {
     // SIGTERM drains; a process that has not exited 15 s later is killed so the bench always ends.
     const timer = setTimeout(() => app.proc.kill('SIGKILL'), 15_000);
     await app.stop('SIGTERM');
