@@ -189,7 +189,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   });
   recovery.start();
   const watchdogMs = opts.watchdogMs ?? 0;
-  const watchdog = watchdogMs > 0 ? watchConsumers(opts, queues, workers, running, watchdogMs) : undefined;
+  const watchdog = watchdogMs > 0 ? watchConsumers(opts, queues, workers, running, watchdogMs, engine.mode === 'fast') : undefined;
   opts.log.info({ queues, batchQueues: batchRunners.map((r) => r.queue), concurrency: opts.concurrency, processTag: recovery.registry.tag, watchdogMs }, 'workers started');
 
   let stopping = false;
@@ -286,7 +286,7 @@ function startBatchRunner(
 }
 
 /** The consumer watchdog (consumer-watchdog.ts) over the pool's BullMQ Workers, on a connection of its own. */
-function watchConsumers(opts: WorkerPoolOptions, queues: readonly string[], workers: readonly Worker[], running: RunningJobs, afterMs: number): ConsumerWatchdog {
+function watchConsumers(opts: WorkerPoolOptions, queues: readonly string[], workers: readonly Worker[], running: RunningJobs, afterMs: number, wake: boolean): ConsumerWatchdog {
   const redis = createRedis(opts.redisTarget, 'command');
   if (opts.outage) opts.outage.watch(redis);
   else redis.on('error', () => undefined);
@@ -297,7 +297,8 @@ function watchConsumers(opts: WorkerPoolOptions, queues: readonly string[], work
     concurrency: opts.concurrency,
     running: (queue) => running.countOf(queue),
     afterMs,
-    heal: renewWorkerConnections,
+    // The wake-up marker is BullMQ's key: written on the fast path only (the contract holds).
+    heal: (worker) => renewWorkerConnections(worker, { wake }),
     log: opts.log,
   });
 }

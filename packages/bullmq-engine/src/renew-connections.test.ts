@@ -52,3 +52,29 @@ it("renews a Worker's command and blocking connections, and the Worker takes job
     producer.disconnect();
   }
 });
+
+it("with wake, adds the queue's wake-up marker after renewing, so a ready job whose marker a closed wait took is fetched", async () => {
+  const connection = createRedis(server.url, 'blocking');
+  const producer = createRedis(server.url, 'command');
+  const queue = new Queue('wake', { connection: producer });
+  const done: string[] = [];
+  // Not running yet: no wait of its own pops the marker before it is read here.
+  const worker = new Worker('wake', async (job) => void done.push(String(job.id)), { connection, autorun: false });
+  try {
+    await worker.waitUntilReady();
+    const job = await queue.add('x', {});
+    // The marker its add left, as if a wait the renewal closed had popped it and its reply was lost.
+    await admin.del(worker.toKey('marker'));
+    await renewWorkerConnections(worker);
+    expect(await admin.zscore(worker.toKey('marker'), '0')).toBeNull();
+    await renewWorkerConnections(worker, { wake: true });
+    expect(await admin.zscore(worker.toKey('marker'), '0')).toBe('0');
+    void worker.run();
+    await waitFor(() => done.includes(String(job.id)), { timeoutMs: 30_000, what: 'the ready job run' });
+  } finally {
+    await worker.close();
+    await queue.close();
+    connection.disconnect();
+    producer.disconnect();
+  }
+});

@@ -9,6 +9,7 @@ interface ConnectionsOfBackend {
 /** The ioredis client (Redis or Cluster) members renewing uses: all public ioredis API. */
 interface Renewable {
   status: string;
+  zadd(key: string, score: number, member: string): Promise<unknown>;
   disconnect(reconnect?: boolean): void;
   connect(): Promise<unknown>;
   once(event: 'end', listener: () => void): unknown;
@@ -26,6 +27,7 @@ const RESOLVE_MS = 1000;
  * - The command connection is reconnected in place (ioredis `disconnect(true)`): commands waiting on a dead
  *   socket are sent again on the new one (ioredis's own resend on reconnect; on a cluster, to the slot's
  *   master of now), so the jobs running go on.
+ * - With `wake` (the fast path: the contract holds) the queue's wake-up marker is added after (wake()).
  * - The blocking connection is closed and connected again (`disconnect()`, then `connect()`). It carries only
  *   the Worker's wait for a job, which BullMQ retries. A reconnect in place would never end it: BullMQ resets
  *   a blocking connection whose wait overran by closing it and awaiting its `end`, and a connection
@@ -33,7 +35,7 @@ const RESOLVE_MS = 1000;
  *   failover-silence.test.ts). Closed, it ends; whichever connect comes second (BullMQ's or this) is refused,
  *   which is harmless.
  */
-export async function renewWorkerConnections(worker: Worker): Promise<number> {
+export async function renewWorkerConnections(worker: Worker, opts: { wake?: boolean } = {}): Promise<number> {
   const backend = worker.getBackend() as unknown as ConnectionsOfBackend;
   let renewed = 0;
   const command = (backend.client && (await within(backend.client, RESOLVE_MS))) as Renewable | undefined;
@@ -46,7 +48,20 @@ export async function renewWorkerConnections(worker: Worker): Promise<number> {
     await reopen(blocking);
     renewed++;
   }
+  if (opts.wake && typeof command?.zadd === 'function') await within(wake(worker, command), RESOLVE_MS);
   return renewed;
+}
+
+/**
+ * Adds the queue's wake-up marker, as BullMQ's addBaseMarkerIfNeeded does for a job made ready (its member
+ * "0" at score 0; the include's digest is in the engine's contract, contract/scripts.ts), so the Worker's
+ * next wait returns at once and it fetches. A wait closed by the renewal may have popped the marker of the
+ * job it was waiting for, its reply lost with the socket: the Worker would then block a full BullMQ wait (up
+ * to 10 s) with that job ready, and each renewal starts such a wait over (a failover under load,
+ * failover-silence.test.ts: 25 s once). A spare marker costs the Worker one fetch that finds nothing.
+ */
+async function wake(worker: Worker, command: Renewable): Promise<void> {
+  await command.zadd(worker.toKey('marker'), 0, '0').catch(() => undefined);
 }
 
 /** Closes `client` (its `end` is emitted) and connects it again; a client already closed is only connected. */
