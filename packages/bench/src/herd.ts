@@ -11,7 +11,8 @@
  * BENCH_WORKER_CONCURRENCY (50), BENCH_HERD_LEAD_S (how far ahead the minute is put: default 40 + N/2000),
  * BENCH_HERD_DEADLINE_S (600), BENCH_HERD_GRACE_MS (600000: tickwork's SCHEDULE_GRACE_MS, so a slow tail is
  * run rather than judged missed, as BullMQ runs it), BENCH_FILL_PROCESSES (2),
- * BENCH_HERD_MIX=1 (the Redis commands per occurrence by shape, through MONITOR: herd/command-mix.ts).
+ * BENCH_HERD_MIX=1 (the Redis commands per occurrence by shape, through MONITOR: herd/command-mix.ts),
+ * BENCH_HERD_SLOWLOG=1 (Redis's time per occurrence by command shape, from SLOWLOG: herd/command-mix.ts).
  * Progress goes to stderr, the figures to stdout.
  */
 import { cpus, loadavg } from 'node:os';
@@ -48,6 +49,7 @@ function line(r: HerdResult): string {
     `per occurrence: scheduler CPU ${us(r.cpuS.scheduler, r.n)}, worker CPU ${us(r.cpuS.worker, r.n)}, Redis CPU ${us(r.cpuS.redis, r.n)}, ` +
     `${(r.commands / r.n).toFixed(1)} Redis commands` +
     `\n  Redis time per occurrence by command (INFO commandstats; EVALSHA's includes its scripts' commands):\n${r.redisTime.join('\n')}` +
+    (r.perShape ? `\n  Redis time per occurrence by command shape (SLOWLOG, every command):\n${r.perShape.join('\n')}` : '') +
     (r.mix ? `\n  Redis commands per occurrence by shape (MONITOR on):\n${r.mix.join('\n')}` : '')
   );
 }

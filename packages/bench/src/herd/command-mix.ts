@@ -3,6 +3,8 @@
  * each command by its shape (the command, and for a script its first key with ids and numbers taken out),
  * so a script's calls can be told from another's without knowing their SHAs. MONITOR costs Redis time of
  * its own: the side's lag and CPU figures are not comparable with a run without it.
+ * `BENCH_HERD_SLOWLOG=1`: Redis's time per command shape, from SLOWLOG with every command logged (its own
+ * cost is small, but the log is read whole at the end: keep N at a few thousand).
  */
 import { Redis } from 'ioredis';
 
@@ -67,4 +69,30 @@ export function statLines(before: CommandStats, after: CommandStats, n: number, 
     .sort((x, y) => y.usec - x.usec)
     .slice(0, top)
     .map((d) => `    ${(d.usec / n).toFixed(1).padStart(7)} µs ${(d.calls / n).toFixed(2).padStart(6)} calls  ${d.cmd}`);
+}
+
+/** Logs every command from now on (SLOWLOG, threshold 0), for slowlogLines. */
+export async function startSlowlog(redis: Pick<Redis, 'config' | 'slowlog'>): Promise<void> {
+  await redis.config('SET', 'slowlog-max-len', '2000000');
+  await redis.slowlog('RESET');
+  await redis.config('SET', 'slowlog-log-slower-than', '0');
+}
+
+/** Redis's time per command shape (as mix shapes: a script by its first key) per occurrence, most first. */
+export async function slowlogLines(redis: Pick<Redis, 'config' | 'slowlog'>, n: number, top = 15): Promise<string[]> {
+  await redis.config('SET', 'slowlog-log-slower-than', '10000');
+  const entries = (await redis.slowlog('GET', -1)) as [number, number, number, string[]][];
+  const by = new Map<string, { calls: number; usec: number }>();
+  for (const [, , usec, args] of entries) {
+    const cmd = (args[0] ?? '?').toLowerCase();
+    const shape = cmd === 'evalsha' || cmd === 'eval' ? `${cmd} ${keyShape(args[3] ?? '')} (${args[2] ?? '?'} keys)` : `${cmd} ${keyShape(args[1] ?? '')}`;
+    const d = by.get(shape) ?? { calls: 0, usec: 0 };
+    d.calls++;
+    d.usec += usec;
+    by.set(shape, d);
+  }
+  return [...by]
+    .sort((a, b) => b[1].usec - a[1].usec)
+    .slice(0, top)
+    .map(([shape, d]) => `    ${(d.usec / n).toFixed(1).padStart(7)} µs ${(d.calls / n).toFixed(2).padStart(6)} calls ${(d.usec / d.calls).toFixed(0).padStart(5)} µs/call  ${shape}`);
 }

@@ -22,7 +22,7 @@ import {
   type PrivateRedis,
 } from '../schedules/harness.js';
 import { dailyPatternAt, herdId, herdInput } from './input.js';
-import { commandStats, mixLines, statLines, watchCommandMix } from './command-mix.js';
+import { commandStats, mixLines, slowlogLines, startSlowlog, statLines, watchCommandMix } from './command-mix.js';
 
 export interface HerdSettings {
   workerConcurrency: number;
@@ -53,6 +53,8 @@ export interface HerdResult {
   mix?: string[];
   /** Redis's time per occurrence by command, most first (INFO commandstats). */
   redisTime: string[];
+  /** BENCH_HERD_SLOWLOG=1: Redis's time per occurrence by command shape (SLOWLOG). */
+  perShape?: string[];
 }
 
 const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
@@ -92,6 +94,8 @@ export async function runSide(system: 'tickwork' | 'bullmq', n: number, s: HerdS
     const redis0 = await redisCounters(redis.client);
     const stats0 = await commandStats(redis.client);
     const mix = process.env.BENCH_HERD_MIX === '1' ? await watchCommandMix(redis.url) : undefined;
+    const slowlog = process.env.BENCH_HERD_SLOWLOG === '1';
+    if (slowlog) await startSlowlog(redis.client);
     progress(`  waiting for the herd at ${new Date(at).toISOString()}`);
     let addsDoneMs: number | null = null;
     const deadline = at + s.deadlineMs;
@@ -111,6 +115,7 @@ export async function runSide(system: 'tickwork' | 'bullmq', n: number, s: HerdS
     const redis1 = await redisCounters(redis.client);
     const stats1 = await commandStats(redis.client);
     const mixCounts = await mix?.stop();
+    const perShape = slowlog ? await slowlogLines(redis.client, n) : undefined;
     const replies = await lagsOf(workers, at, true);
     const lags = replies.flatMap((r) => r.lags).sort((a, b) => a - b);
     const counts = new Uint8Array(n);
@@ -137,6 +142,7 @@ export async function runSide(system: 'tickwork' | 'bullmq', n: number, s: HerdS
       cpuS: { scheduler: cpuOf(scheduler), worker: workerCpu, redis: redis1.cpuS - redis0.cpuS },
       commands: redis1.commands - redis0.commands,
       redisTime: statLines(stats0, stats1, n),
+      ...(perShape && { perShape }),
       ...(mixCounts && { mix: mixLines(mixCounts, n) }),
     };
   } finally {
