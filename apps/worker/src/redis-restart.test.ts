@@ -34,11 +34,14 @@ afterEach(async () => {
   worker = server = undefined;
 });
 
-it('Redis restarted from a snapshot older than writes it acknowledged: the runs in progress redo the lost steps, each customer charged once, no attempt spent', async () => {
+it.each([
+  ['the fast path', 'auto'],
+  ["BullMQ's public paths", 'off'],
+])('Redis restarted from a snapshot older than writes it acknowledged: the runs in progress redo the lost steps, each customer charged once, no attempt spent (%s)', async (_, fastPath) => {
   server = await startRedisServer({ appendonly: false });
   const redisServer = server;
   const port = await freePort();
-  worker = startApp(WORKER, { REDIS_URL: redisServer.url, JOBS_MODULE: FIXTURES, PORT: String(port), LOG_LEVEL: 'info', WORKER_CONCURRENCY: String(ALL.length) });
+  worker = startApp(WORKER, { REDIS_URL: redisServer.url, JOBS_MODULE: FIXTURES, PORT: String(port), LOG_LEVEL: 'info', WORKER_CONCURRENCY: String(ALL.length), WORKER_BULLMQ_FAST_PATH: fastPath });
   const app = worker;
   await app.waitForLog((l) => l.msg === 'worker ready', 'the worker ready', 45_000);
 

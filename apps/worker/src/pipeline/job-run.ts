@@ -136,18 +136,19 @@ export class JobRun implements AbortSource, RunExactlyOnceOptions {
 
   /**
    * After a Redis restart (RedisRestartedError): puts this delivery back at once without spending an attempt,
-   * as `defer(0)`. The restarted Redis may not hold this delivery any more (the job was still waiting when
-   * its data was last persisted, or its lock has expired): then there is nothing to move, the job waits
-   * there already (or BullMQ's stalled check takes it back), and the delivery still ends without a failure.
+   * as `defer(0)`. The restarted Redis may not hold this delivery any more (the job was still waiting or
+   * delayed when its data was last persisted, or its lock has expired): then there is nothing to move, the
+   * job is there already (or BullMQ's stalled check takes it back), and the delivery still ends unfailed.
+   * A method, not a field like `defer`: nothing made per job for a path nearly no run takes.
    */
-  readonly handBack = async (): Promise<never> => {
+  async handBack(): Promise<never> {
     try {
       await this.job.moveToDelayed(Date.now(), this.token);
     } catch (err) {
       if (this.logs('debug')) this.log.debug({ err: { message: (err as Error).message } }, 'the restarted Redis no longer holds this delivery; nothing to hand back');
     }
     throw new DelayedError();
-  };
+  }
 }
 
 /** The rest of the stages after one, for `run` (stage.ts composes them). */
