@@ -11,7 +11,7 @@ import { createLogger, createRedis, QueueSet } from '@tickwork/core';
 import { freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
 import { afterEach, expect, it } from 'vitest';
 import { readMetric } from './testing/read-metric.js';
-import { chargesKey, TX_GATE } from './testing/tx-fixtures.js';
+import { gatedChargesKey, TX_GATE } from './testing/tx-fixtures.js';
 
 const WORKER = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 const FIXTURES = fileURLToPath(new URL('../dist/testing/tx-fixtures.js', import.meta.url));
@@ -56,7 +56,7 @@ it.each([
       queues.get('tx').add('tx.gated', { run, customers: CUSTOMERS, pauseAfter: [SNAPSHOT_AT, KILLED_AT] }, { attempts: 1, ...(delay !== undefined && { delay }) });
     const jobs = await Promise.all(RUNS.map((run) => add(run)));
     const late = await add(LATE, 3_600_000);
-    const charged = (runs: string[]) => Promise.all(runs.map((run) => probe.hlen(chargesKey(run))));
+    const charged = (runs: string[]) => Promise.all(runs.map((run) => probe.hlen(gatedChargesKey(run))));
     const allCharged = (runs: string[], n: number) =>
       waitFor(async () => (await charged(runs)).every((c) => c === n), { timeoutMs: 60_000, what: `every run of ${runs.join(',')} charging ${n} customers` });
 
@@ -82,7 +82,7 @@ it.each([
       return s.every((state) => state === 'completed' || state === 'failed') ? s : undefined;
     }, { timeoutMs: 60_000, intervalMs: 100, what: 'every run finished' });
     // Each customer charged once: the lost charges redone, none of the surviving ones again.
-    expect(await Promise.all(ALL.map(async (run) => ({ run, charges: await probe.hgetall(chargesKey(run)) })))).toEqual(
+    expect(await Promise.all(ALL.map(async (run) => ({ run, charges: await probe.hgetall(gatedChargesKey(run)) })))).toEqual(
       ALL.map((run) => ({ run, charges: Object.fromEntries(Array.from({ length: CUSTOMERS }, (_, i) => [`c${i}`, '1'])) })),
     );
     expect(states).toEqual(ALL.map(() => 'completed'));

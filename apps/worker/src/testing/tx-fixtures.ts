@@ -30,6 +30,9 @@ export const txBill = defineJob({
   },
 });
 
+/** Hash per `tx.gated` run: customer -> times charged. With the queue's hash tag, so it runs on a Redis Cluster too. */
+export const gatedChargesKey = (run: string) => `tx:{tx}:charges:${run}`;
+
 /** The gate `tx.gated` runs wait at: its value is how many of their pauses are open. */
 export const TX_GATE = 'tx:gate';
 
@@ -46,7 +49,7 @@ export const txGated = defineJob({
   async handler(ctx) {
     for (let i = 0; i < ctx.data.customers; i++) {
       await ctx.redisStep(`charge:${i}`, (tx) => {
-        tx.hincrby(chargesKey(ctx.data.run), `c${i}`, 1);
+        tx.hincrby(gatedChargesKey(ctx.data.run), `c${i}`, 1);
         return i;
       });
       const pause = ctx.data.pauseAfter.indexOf(i + 1) + 1;
