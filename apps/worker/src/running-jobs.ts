@@ -60,8 +60,13 @@ export class RunningJobs {
   /** Aborts every running job with `reason` (an error, such as RedisRestartedError); returns how many. */
   abortAll(reason: unknown): number {
     let n = 0;
-    // A copy: an abort may end its run (and delete it from the map) before the walk moves on.
-    for (const runs of this.byQueue.values()) for (const run of [...runs.values()]) run.abort(reason), n++;
+    for (const runs of this.byQueue.values()) {
+      // A copy: an abort may end its run (and delete it from the map) before the walk moves on.
+      for (const run of [...runs.values()]) {
+        run.abort(reason);
+        n++;
+      }
+    }
     return n;
   }
 }
