@@ -17,6 +17,18 @@ export class WorkerShutdownError extends TickworkError {
 }
 
 /**
+ * Redis restarted while the job ran (redis-restarts.ts): a Redis that restarts may have lost writes it had
+ * acknowledged (AOF with `appendfsync everysec`), step records with their effects. The run is handed back
+ * without spending an attempt, so its next delivery resumes from what the ledger really holds.
+ */
+export class RedisRestartedError extends TickworkError {
+  override name = 'RedisRestartedError';
+  constructor() {
+    super('Redis restarted while the job ran and may have lost acknowledged writes; the job is handed back to run again from its recorded steps');
+  }
+}
+
+/**
  * An operator cancelled the job (see cancel-listener.ts). Its message is the failed reason, `cancelled by
  * <who>[: <why>]`, which is also the abort reason a running job gets (RunningJobs.cancel).
  */

@@ -1,5 +1,5 @@
 import type { AnyJob, JobContext } from '@tickwork/core';
-import { JobCancelledError, JobTimeoutError, WorkerShutdownError } from './errors.js';
+import { JobCancelledError, JobTimeoutError, RedisRestartedError, WorkerShutdownError } from './errors.js';
 import { asError } from './thrown-value.js';
 
 export const DEFAULT_TIMEOUT_MS = 5 * 60_000;
@@ -137,7 +137,8 @@ class HandlerRun<C = unknown> {
       this.outside = { reason };
       const cancelled = JobCancelledError.fromAbortReason(reason);
       this.abort(cancelled ?? reason);
-      this.fail(cancelled ?? new WorkerShutdownError(job.name));
+      // A Redis restart ends the attempt as such (execute hands it back); any other abort is the worker leaving.
+      this.fail(cancelled ?? (reason instanceof RedisRestartedError ? reason : new WorkerShutdownError(job.name)));
     });
     if (this.settled) return; // aborted before it started
     this.deadlines = deadlinesOf(timeoutMs);

@@ -40,4 +40,16 @@ describe('RunningJobs (aborts without an AbortController per job)', () => {
     running.delete(a);
     expect(running.cancel('rj', '1', 'again')).toBe(false);
   });
+
+  it('abortAll aborts every running job with one reason, counting them, even when an abort ends its run at once', () => {
+    const running = new RunningJobs();
+    const runs = ['1', '2', '3'].map((id) => new JobRun(deps, jobOf(id), 't'));
+    for (const r of runs) running.add(r);
+    // A run whose abort ends it removes itself from the list while abortAll walks it.
+    runs[0]?.onAbort(() => running.delete(runs[0] as JobRun));
+    const reason = new Error('redis restarted');
+    expect(running.abortAll(reason)).toBe(3);
+    expect(runs.map((r) => r.reason)).toEqual([reason, reason, reason]);
+    expect(running.size).toBe(2);
+  });
 });

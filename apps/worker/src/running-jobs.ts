@@ -2,7 +2,7 @@
 export interface RunningRun {
   readonly jobId: string;
   readonly job: { readonly queueName: string };
-  abort(reason: string): void;
+  abort(reason: unknown): void;
 }
 
 /**
@@ -54,6 +54,19 @@ export class RunningJobs {
 
   /** Aborts every running job (BullMQ's `worker.cancelAllJobs`). */
   cancelAll(reason: string): void {
-    for (const runs of this.byQueue.values()) for (const run of runs.values()) run.abort(reason);
+    this.abortAll(reason);
+  }
+
+  /** Aborts every running job with `reason` (an error, such as RedisRestartedError); returns how many. */
+  abortAll(reason: unknown): number {
+    let n = 0;
+    for (const runs of this.byQueue.values()) {
+      // A copy: an abort may end its run (and delete it from the map) before the walk moves on.
+      for (const run of [...runs.values()]) {
+        run.abort(reason);
+        n++;
+      }
+    }
+    return n;
   }
 }

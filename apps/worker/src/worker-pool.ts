@@ -8,6 +8,8 @@ import { createProcessor } from './processor.js';
 import type { ProcessorDeps } from './pipeline/deps.js';
 import { createRecovery } from './recovery/recovery.js';
 import { RunningJobs } from './running-jobs.js';
+import { RedisRestartedError } from './errors.js';
+import { watchRedisRestarts } from './redis-restarts.js';
 import { soleDeliveryCheck } from './recovery/sole-delivery.js';
 import { bullmqStallProgress, ownStallProgress, PUBLIC_PATH_MAX_STALLED } from './stall-progress.js';
 import { createEngine, isJobDecodeError, renewWorkerConnections, type Engine } from '@tickwork/bullmq-engine';
@@ -87,6 +89,9 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   const maxStalled = opts.maxStalledCount ?? 2;
   // Aborts reach running jobs through this, not BullMQ's cancelJob (processor.ts says why).
   const running = new RunningJobs();
+  // A Redis that restarted may have lost acknowledged step records: the runs in progress then run again from
+  // the ledger (redis-restarts.ts). Checked as a connection comes back, never per job.
+  const restarts = watchRedisRestarts({ connections: [ledgerRedis, opts.redis], log: opts.log, handBack: () => running.abortAll(new RedisRestartedError()) });
   // Recovery: a per-process heartbeat; a dead process's jobs and runs are taken over (recovery/recovery.ts).
   const recovery = createRecovery({
     redisTarget: opts.redisTarget,
@@ -204,6 +209,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     },
     abort(reason) {
       stopping = true;
+      restarts.stop();
       watchdog?.stop();
       cancels.close();
       void compactor.stop();
@@ -212,6 +218,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     },
     async drain(deadlineMs) {
       stopping = true;
+      restarts.stop();
       watchdog?.stop();
       cancels.close();
       await compactor.stop();

@@ -24,7 +24,7 @@ export { MAX_SPREAD_MS, spreadOffsetMs } from './job/spread.js';
 export { everyMs, validateSchedule } from './job/schedule-spec.js';
 export { createLogger, safeUrl } from './logger.js';
 export type { Logger } from './logger.js';
-export { jobTally, jobsCancelled, metricsRegistry, metricsRoute, watchdogHeals } from './metrics.js';
+export { jobTally, jobsCancelled, metricsRegistry, metricsRoute, redisRestarts, watchdogHeals } from './metrics.js';
 export type { JobTally } from './metrics.js';
 export { LIVE_SINCE_MEMBER, REDIS_NOW_LUA, REGISTRY_SILENCE_LUA, beatRegistry, freshReply, leaveRegistry, memberSilence } from './processes/heartbeat.js';
 export type { SilentMember } from './processes/heartbeat.js';

@@ -102,6 +102,13 @@ export const watchdogHeals = new Counter({
   registers: [metricsRegistry],
 });
 
+/** The worker's Redis restart watch (apps/worker/src/redis-restarts.ts): each restart it saw, its running runs handed back. */
+export const redisRestarts = new Counter({
+  name: 'tickwork_worker_redis_restarts_total',
+  help: 'Times the worker reconnected to a Redis that had restarted (a new run_id) and handed its running runs back to run again from the ledger',
+  registers: [metricsRegistry],
+});
+
 type Exported = Awaited<ReturnType<Histogram['get']>>;
 const DURATION_NAME = 'tickwork_job_duration_seconds';
 const DURATION_HELP = 'Handler run time';

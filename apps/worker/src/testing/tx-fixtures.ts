@@ -30,4 +30,37 @@ export const txBill = defineJob({
   },
 });
 
-export const catalog = createCatalog([txBill]);
+/** Hash per `tx.gated` run: customer -> times charged. With the queue's hash tag, so it runs on a Redis Cluster too. */
+export const gatedChargesKey = (run: string) => `tx:{tx}:charges:${run}`;
+
+/** The gate `tx.gated` runs wait at: its value is how many of their pauses are open. */
+export const TX_GATE = 'tx:gate';
+
+/**
+ * `tx.gated` charges like `tx.bill`, and after the number of customers in each entry of `pauseAfter` waits
+ * until TX_GATE reaches that pause's number (1, 2, ...): a test knows where every run stands (its charges)
+ * when it snapshots or restarts Redis. The gate's reads retry through an outage.
+ */
+export const txGated = defineJob({
+  name: 'tx.gated',
+  queue: 'tx',
+  schema: z.object({ run: z.string(), customers: z.number().int().min(1), pauseAfter: z.array(z.number().int().min(1)) }),
+  idempotencyKey: (data) => data.run,
+  async handler(ctx) {
+    for (let i = 0; i < ctx.data.customers; i++) {
+      await ctx.redisStep(`charge:${i}`, (tx) => {
+        tx.hincrby(gatedChargesKey(ctx.data.run), `c${i}`, 1);
+        return i;
+      });
+      const pause = ctx.data.pauseAfter.indexOf(i + 1) + 1;
+      if (pause === 0) continue;
+      while (Number(await ctx.redis.get(TX_GATE).catch(() => null)) < pause) {
+        ctx.signal.throwIfAborted();
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+    return { charged: ctx.data.customers };
+  },
+});
+
+export const catalog = createCatalog([txBill, txGated]);

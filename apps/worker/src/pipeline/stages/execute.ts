@@ -1,6 +1,6 @@
 import { RunClaimRefusedError } from '@tickwork/exactly-once';
 import { UnrecoverableError } from 'bullmq';
-import { JobCancelledError, WorkerShutdownError } from '../../errors.js';
+import { JobCancelledError, RedisRestartedError, WorkerShutdownError } from '../../errors.js';
 import { runHandler, type AttemptEnds } from '../../run-handler.js';
 import { contextOf } from '../context.js';
 import type { JobRun } from '../job-run.js';
@@ -36,6 +36,8 @@ const ends: AttemptEnds<JobRun> = {
       run.log.warn('interrupted by shutdown; handing the job back to the queue');
       return run.defer(0);
     }
+    // Redis restarted and may have lost this run's latest steps: run again from the ledger (logged once, by the watch).
+    if (err instanceof RedisRestartedError) return run.handBack();
     if (err instanceof JobCancelledError) return cancelled(run, err, 'while running');
     run.metrics.failed();
     const final = err instanceof UnrecoverableError || run.attempt >= (run.job.opts.attempts ?? 1);
