@@ -1,5 +1,6 @@
 import { redisRestarts, type Logger, type RedisClient } from '@tickwork/core';
 import type { Cluster, Redis } from 'ioredis';
+import { onReadyCheck, type ServerInfo } from '@tickwork/bullmq-engine';
 
 export interface RedisRestartWatchOptions {
   /** The worker's command connections (the ledger's first: its steps are what a restart may have lost). */
@@ -13,13 +14,6 @@ export interface RedisRestartWatch {
   stop(): void;
 }
 
-/** What ioredis's ready check (INFO, every section) tells of the server it reached; fields as INFO names them. */
-type ServerInfo = Record<string, string | undefined>;
-
-/** The part of an ioredis connection's connector the watch wraps: `check` is given the ready check's INFO. */
-interface ReadyCheckConnector {
-  check(info: ServerInfo): boolean;
-}
 
 /**
  * Watches for a Redis that restarted under the worker: a connection that reconnects and finds a server
@@ -31,8 +25,9 @@ interface ReadyCheckConnector {
  * redoes the ones lost, and no attempt is spent. Logged once per restart (warn, with the count) and
  * counted in `tickwork_worker_redis_restarts_total`.
  *
- * The run_id is read from ioredis's own ready check (the INFO it sends on every connect), in the same
- * callback that then sends the commands queued while Redis was away: the runs are aborted before any of
+ * The run_id is read from ioredis's own ready check (the INFO it sends on every connect; onReadyCheck,
+ * @tickwork/bullmq-engine, which owns that ioredis internal), in the same callback that then sends the
+ * commands queued while Redis was away: the runs are aborted before any of
  * those replies (a step refused for a record the restart lost, say) can end an attempt as a failure, and the
  * check costs no round trip and nothing per job. Where a connection's connector cannot be wrapped (another
  * ioredis), an `INFO server` on each 'ready' does the same a round trip later.
@@ -71,15 +66,9 @@ export function watchRedisRestarts(opts: RedisRestartWatchOptions): RedisRestart
   const watchNode = (node: Redis) => {
     if (hooked.has(node)) return;
     hooked.add(node);
-    const connector = (node as unknown as { connector?: Partial<ReadyCheckConnector> }).connector;
-    const check = connector?.check;
-    if (connector && typeof check === 'function' && node.options.enableReadyCheck !== false) {
-      connector.check = (info: ServerInfo) => {
-        observe(node, info);
-        return check.call(connector, info);
-      };
-      undo.push(() => void (connector.check = check));
-    } else {
+    const undoHook = onReadyCheck(node, (info) => observe(node, info));
+    if (undoHook) undo.push(undoHook);
+    else {
       const onReady = () => void infoOf(node).then((info) => observe(node, info), () => undefined);
       node.on('ready', onReady);
       undo.push(() => void node.off('ready', onReady));

@@ -13,5 +13,7 @@ export type { BatchCommit, BatchFetch, BatchJobRef, BatchStore, BatchStoreOption
 export type { PublicBatchStoreOptions } from './batch/public-batch-store.js';
 export { batchForeignConsumers } from './batch/batch-metrics.js';
 export { renewWorkerConnections } from './worker/renew-connections.js';
+export { onReadyCheck } from './ready-check.js';
+export type { ServerInfo } from './ready-check.js';
 export { failUnreadableActive, isJobDecodeError, unreadableReason } from './unreadable.js';
 export type { FailUnreadableOptions, UnreadableJob } from './unreadable.js';

@@ -56,6 +56,11 @@ describe("the installed BullMQ's instances", () => {
     expect(typeof (client.commandQueue as { length?: unknown } | undefined)?.length, 'ioredis internal "Redis#commandQueue" has no length').toBe('number');
   });
 
+  it("ioredis's connector has the ready check the restart watch wraps (ready-check.ts)", () => {
+    const connector = client.connector as Record<string, unknown> | undefined;
+    expectMember(connector, 'ioredis Redis#connector.check', 'check', 'function');
+  });
+
   it("ioredis's socket can be corked", () => {
     const stream = client.stream as Record<string, unknown> | undefined;
     expectMember(stream, 'ioredis Redis#stream.cork', 'cork', 'function');
