@@ -23,6 +23,8 @@ export interface ConsumerWatchdogOptions {
   afterMs: number;
   /** Renews the consumer's connections (renewWorkerConnections, @tickwork/bullmq-engine). */
   heal(worker: Worker): Promise<number>;
+  /** What the consumer is doing, for the log line of a heal that follows another without a take (consumerState). */
+  stateOf?(worker: Worker): Promise<Record<string, unknown>>;
   log: Logger;
   /** When this process last saw a cluster failover (default: the cluster watch's mastersChangedAt). */
   failoverAt?: () => number;
@@ -85,8 +87,10 @@ export function startConsumerWatchdog(opts: ConsumerWatchdogOptions): ConsumerWa
     const from = Math.max(since.get(c.queue) ?? now, takenAt.get(c.queue) ?? 0);
     since.set(c.queue, from);
     if (now - from < healAfterMs(afterMs, streak.get(c.queue) ?? 0)) return;
+    // A heal after one that did not help: what the consumer is doing, to find what holds it.
+    const state = (streak.get(c.queue) ?? 0) > 0 && opts.stateOf ? await opts.stateOf(c.worker).catch(() => undefined) : undefined;
     opts.log.warn(
-      { queue: c.queue, ready: look.ready, untakenForMs: now - from, running: opts.running(c.queue), concurrency: opts.concurrency },
+      { queue: c.queue, ready: look.ready, untakenForMs: now - from, running: opts.running(c.queue), concurrency: opts.concurrency, ...(state && { consumer: state }) },
       "watchdog: the queue's jobs have waited untaken while this worker had free slots; renewing the consumer's Redis connections",
     );
     watchdogHeals.inc({ queue: c.queue });

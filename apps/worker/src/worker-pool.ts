@@ -12,7 +12,7 @@ import { RedisRestartedError } from './errors.js';
 import { watchRedisRestarts } from './redis-restarts.js';
 import { soleDeliveryCheck } from './recovery/sole-delivery.js';
 import { bullmqStallProgress, ownStallProgress, PUBLIC_PATH_MAX_STALLED } from './stall-progress.js';
-import { createEngine, isJobDecodeError, renewWorkerConnections, type Engine } from '@tickwork/bullmq-engine';
+import { consumerState, createEngine, isJobDecodeError, renewWorkerConnections, type Engine } from '@tickwork/bullmq-engine';
 import { startConsumerWatchdog, type ConsumerWatchdog } from './consumer-watchdog.js';
 import { createUnreadableJobs, type UnreadableJobs } from './unreadable-jobs.js';
 import { BatchRunner } from './batch/batch-runner.js';
@@ -306,6 +306,7 @@ function watchConsumers(opts: WorkerPoolOptions, queues: readonly string[], work
     afterMs,
     // The wake-up marker is BullMQ's key: written on the fast path only (the contract holds).
     heal: (worker) => renewWorkerConnections(worker, { wake }),
+    stateOf: consumerState,
     log: opts.log,
   });
 }

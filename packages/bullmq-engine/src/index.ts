@@ -14,6 +14,7 @@ export type { PublicBatchStoreOptions } from './batch/public-batch-store.js';
 export { batchForeignConsumers } from './batch/batch-metrics.js';
 export { renewWorkerConnections } from './worker/renew-connections.js';
 export { onReadyCheck } from './ready-check.js';
+export { consumerState } from './worker/consumer-state.js';
 export type { ServerInfo } from './ready-check.js';
 export { failUnreadableActive, isJobDecodeError, unreadableReason } from './unreadable.js';
 export type { FailUnreadableOptions, UnreadableJob } from './unreadable.js';

@@ -1,0 +1,32 @@
+import type { Worker } from 'bullmq';
+
+/**
+ * What a stuck consumer's BullMQ Worker is doing, for the consumer watchdog's log line: its fetch loop's
+ * state (private members, read defensively: each is left out when BullMQ no longer has it) and its two
+ * connections' states (public getters). Diagnostics only; nothing acts on it.
+ */
+export async function consumerState(worker: Worker): Promise<Record<string, unknown>> {
+  const w = worker as unknown as Record<string, unknown>;
+  const state: Record<string, unknown> = {};
+  if ('waiting' in w) state.waiting = w.waiting !== null && w.waiting !== undefined;
+  for (const k of ['drained', 'blockUntil', 'limitUntil', 'closing', 'paused'] as const) if (k in w) state[k] = w[k];
+  const loop = w.mainLoopQueue as { numTotal?: () => number; numQueued?: () => number } | null | undefined;
+  if (loop === null) state.mainLoop = 'none';
+  else if (typeof loop?.numTotal === 'function') state.mainLoop = { total: loop.numTotal(), queued: loop.numQueued?.() };
+  const backend = worker.getBackend() as unknown as { client?: Promise<unknown>; blockingClient?: Promise<unknown> };
+  state.command = await clientState(backend.client);
+  state.blocking = await clientState(backend.blockingClient);
+  return state;
+}
+
+/** A client's status, and how many commands wait on it (sent, or queued while it reconnects). */
+async function clientState(p: Promise<unknown> | undefined): Promise<unknown> {
+  if (!p) return undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const c = (await Promise.race([p.catch(() => undefined), new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), 200)))])) as
+    | { status?: string; commandQueue?: { length?: number }; offlineQueue?: { length?: number } }
+    | undefined;
+  clearTimeout(timer);
+  if (!c) return 'not handed out';
+  return { status: c.status, sent: c.commandQueue?.length, offline: c.offlineQueue?.length };
+}
