@@ -64,8 +64,6 @@ function socketOptions(): Pick<RedisOptions, 'keepAlive' | 'connectTimeout'> {
  * and jobs already done were retried or marked failed. `maxRedirections` is sized here so that budget
  * covers `failoverMs`.
  */
-const SLOTS_REFRESH_TIMEOUT_MS = 500;
-
 export function clusterOptions(role: ConnectionRole, target: ClusterTarget): ClusterOptions {
   const { retryStrategy: _perNode, enableOfflineQueue: _offline, ...node } = redisOptions(role);
   return {
@@ -78,8 +76,6 @@ export function clusterOptions(role: ConnectionRole, target: ClusterTarget): Clu
     enableOfflineQueue: true,
     enableReadyCheck: true,
     clusterRetryStrategy: backoff,
-    // A slot refresh asks one node at a time, in random order; a frozen one holds it this long (ioredis: 1 s).
-    slotsRefreshTimeout: SLOTS_REFRESH_TIMEOUT_MS,
   };
 }
 
