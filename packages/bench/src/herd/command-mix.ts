@@ -17,14 +17,19 @@ export function keyShape(key: string): string {
   return key.replace(/[0-9a-f]{8,}/gi, '#').replace(/\d+/g, '#');
 }
 
+/** A command's shape: its name and, for a script, its first key's shape and key count; else its key's shape. */
+function commandShape(args: readonly string[]): string {
+  const cmd = (args[0] ?? '?').toLowerCase();
+  return cmd === 'evalsha' || cmd === 'eval' ? `${cmd} ${keyShape(args[3] ?? '')} (${args[2] ?? '?'} keys)` : `${cmd} ${keyShape(args[1] ?? '')}`;
+}
+
 export async function watchCommandMix(url: string): Promise<CommandMix> {
   const redis = new Redis(url, { lazyConnect: true });
   await redis.connect();
   const monitor = await redis.monitor();
   const counts = new Map<string, number>();
   monitor.on('monitor', (_time: string, args: string[]) => {
-    const cmd = (args[0] ?? '?').toLowerCase();
-    const shape = cmd === 'evalsha' || cmd === 'eval' ? `${cmd} ${keyShape(args[3] ?? '')} (${args[2] ?? '?'} keys)` : `${cmd} ${keyShape(args[1] ?? '')}`;
+    const shape = commandShape(args);
     counts.set(shape, (counts.get(shape) ?? 0) + 1);
   });
   return {
@@ -84,8 +89,7 @@ export async function slowlogLines(redis: Pick<Redis, 'config' | 'slowlog'>, n: 
   const entries = (await redis.slowlog('GET', -1)) as [number, number, number, string[]][];
   const by = new Map<string, { calls: number; usec: number }>();
   for (const [, , usec, args] of entries) {
-    const cmd = (args[0] ?? '?').toLowerCase();
-    const shape = cmd === 'evalsha' || cmd === 'eval' ? `${cmd} ${keyShape(args[3] ?? '')} (${args[2] ?? '?'} keys)` : `${cmd} ${keyShape(args[1] ?? '')}`;
+    const shape = commandShape(args);
     const d = by.get(shape) ?? { calls: 0, usec: 0 };
     d.calls++;
     d.usec += usec;

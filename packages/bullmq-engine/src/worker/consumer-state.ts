@@ -1,4 +1,5 @@
 import type { Worker } from 'bullmq';
+import { within } from './within.js';
 
 /**
  * What a stuck consumer's BullMQ Worker is doing, for the consumer watchdog's log line: its fetch loop's
@@ -22,11 +23,7 @@ export async function consumerState(worker: Worker): Promise<Record<string, unkn
 /** A client's status, and how many commands wait on it (sent, or queued while it reconnects). */
 async function clientState(p: Promise<unknown> | undefined): Promise<unknown> {
   if (!p) return undefined;
-  let timer: NodeJS.Timeout | undefined;
-  const c = (await Promise.race([p.catch(() => undefined), new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), 200)))])) as
-    | { status?: string; commandQueue?: { length?: number }; offlineQueue?: { length?: number } }
-    | undefined;
-  clearTimeout(timer);
+  const c = (await within(p, 200)) as { status?: string; commandQueue?: { length?: number }; offlineQueue?: { length?: number } } | undefined;
   if (!c) return 'not handed out';
   return { status: c.status, sent: c.commandQueue?.length, offline: c.offlineQueue?.length };
 }

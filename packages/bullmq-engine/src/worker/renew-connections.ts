@@ -1,4 +1,5 @@
 import type { Worker } from 'bullmq';
+import { within } from './within.js';
 
 /** What renewing reads of BullMQ's Redis backend: its public `client` and `blockingClient` getters (redis-queue-backend.d.ts). */
 interface ConnectionsOfBackend {
@@ -78,12 +79,4 @@ async function reopen(client: Renewable): Promise<void> {
   }
   // Not awaited to readiness: the Worker's next wait does that. A refusal (BullMQ connected it first) is fine.
   if (client.status === 'end' || client.status === 'wait') client.connect().catch(() => undefined);
-}
-
-function within<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), ms);
-  });
-  return Promise.race([p.catch(() => undefined), late]).finally(() => clearTimeout(timer));
 }
