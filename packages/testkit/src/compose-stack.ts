@@ -147,6 +147,20 @@ export function stackRunner(engine: Engine, spec: StackSpec): { test: () => Prom
       return;
     }
 
+    // The image's production install holds what the engine needs to check its contract (ioredis among
+    // them): a worker there falling back to BullMQ's public paths would run slower than every figure says.
+    await check(name("every worker runs on the engine's fast path (the image's BullMQ matches the contract)"), async () => {
+      const ids = await containers('worker');
+      for (const id of ids) {
+        const logs = await logsOf(id);
+        if (!logs.includes('BullMQ engine: fast path')) {
+          const engineLine = logs.split('\n').find((l) => l.includes('BullMQ engine:')) ?? '(no engine line logged)';
+          throw new Error(`a worker is not on the fast path: ${engineLine.slice(0, 600)}`);
+        }
+      }
+      return `${ids.length} workers`;
+    });
+
     await spec.extra?.({ name, composeOk, docker, containers, logsOf });
 
     await check(name('tickwork CLI runs in the scheduler container (tickwork jobs)'), async () => {

@@ -17,8 +17,13 @@ interface Renewable {
   removeListener(event: 'end', listener: () => void): unknown;
 }
 
-/** How long renewing waits for a connection BullMQ has not handed out yet (one that never got ready), and for a closed one's end. */
+/** How long renewing waits for a connection BullMQ has not handed out yet (one that never got ready). */
 const RESOLVE_MS = 1000;
+/**
+ * How long it waits for a closed connection's `end`: ioredis destroys a socket still open 2 s after closing
+ * it (`disconnectTimeout`; a frozen Redis never closes its side), and only then ends the connection.
+ */
+const END_MS = 2500;
 
 /**
  * Drops `worker`'s sockets and makes them anew, through BullMQ's public backend getters only (the backend's
@@ -74,7 +79,7 @@ async function reopen(client: Renewable): Promise<void> {
       client.once('end', resolve);
     });
     client.disconnect();
-    await within(ended, RESOLVE_MS);
+    await within(ended, END_MS);
     if (listener) client.removeListener('end', listener);
   }
   // Not awaited to readiness: the Worker's next wait does that. A refusal (BullMQ connected it first) is fine.

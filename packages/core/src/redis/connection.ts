@@ -1,5 +1,6 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { watchCluster } from './cluster-watch.js';
+import { withSettledConnect } from './cluster-connect.js';
 import { commandTimeout, withClusterDeadline, withCommandDeadline } from './deadline.js';
 
 /**
@@ -88,8 +89,9 @@ export function createRedis(target: RedisTarget, role: ConnectionRole): RedisCli
   return guardCluster(new Cluster(target.nodes, clusterOptions(role, target)), target.failoverMs, role);
 }
 
-/** A cluster client with its node deadlines and the slot watch; BullMQ's duplicates of it get both too. */
+/** A cluster client with its settled connect, node deadlines and the slot watch; BullMQ's duplicates of it get them too. */
 function guardCluster(cluster: Cluster, failoverMs: number, role: ConnectionRole): Cluster {
+  withSettledConnect(cluster);
   withClusterDeadline(cluster, failoverMs, role);
   watchCluster(cluster);
   const duplicate = cluster.duplicate.bind(cluster);

@@ -1,0 +1,77 @@
+import type { Cluster } from 'ioredis';
+
+/**
+ * How long a cluster's connect() waits for an earlier disconnect's node connections to end: ioredis ends
+ * each on its socket's close, and destroys a socket still open after `disconnectTimeout` (2 s by default:
+ * a frozen node never closes its side).
+ */
+const DRAIN_MS = 2500;
+/** Attempts after the first when a connect is aborted by a stale close (see withSettledConnect). */
+const RETRIES = 4;
+const LIVE = new Set(['connecting', 'connect', 'ready']);
+/** What ioredis's Cluster.connect() rejects with when a close arrived while it was connecting. */
+const STALE_ABORT = /^(Connection is aborted|None of startup nodes is available)$/;
+
+/**
+ * An ioredis Cluster whose connect() cannot be wedged by the disconnect before it.
+ *
+ * ioredis closes a cluster's node connections asynchronously. A connect() made before they have all ended
+ * (BullMQ's reconnectCluster does `disconnect(false)` then `connect()` at once; so does a heal) meets their
+ * late `close`: the close handler of the earlier connect sees the client as closed on purpose and ends it,
+ * the connect is rejected ("Connection is aborted") and nothing connects it again, or the new connect
+ * reuses node connections that are ending. The client is then left closed with no node: its commands wait
+ * in the offline queue for good and a later disconnect never emits `end`, which is what BullMQ awaits to
+ * reset or close a blocking connection. A worker so wedged takes no job and cannot shut down. Startup
+ * nodes given by name (Docker Compose, Kubernetes) make it likely: the name lookup lets the close arrive
+ * first (`pnpm test:compose`, cluster-connect.test.ts).
+ *
+ * So connect() first waits (up to DRAIN_MS) for the earlier node connections to end, and a connect aborted
+ * by a stale close is made again (a few times, backing off) unless the client was closed meanwhile by its
+ * owner or another connect got it going. Public ioredis API only: connect, disconnect, quit, status, nodes.
+ */
+export function withSettledConnect(cluster: Cluster): Cluster {
+  let closes = 0;
+  const disconnect = cluster.disconnect.bind(cluster);
+  cluster.disconnect = (reconnect = false) => {
+    if (!reconnect) closes++;
+    disconnect(reconnect);
+  };
+  const quit = cluster.quit.bind(cluster);
+  cluster.quit = ((callback?: Parameters<Cluster['quit']>[0]) => {
+    closes++;
+    return quit(callback);
+  }) as Cluster['quit'];
+  const connect = cluster.connect.bind(cluster);
+  cluster.connect = async () => {
+    const mark = closes;
+    for (let attempt = 0; ; attempt++) {
+      if (!LIVE.has(cluster.status)) await drained(cluster, DRAIN_MS);
+      try {
+        return await connect();
+      } catch (err) {
+        const stale = err instanceof Error && STALE_ABORT.test(err.message);
+        if (!stale || attempt >= RETRIES || closes !== mark || LIVE.has(cluster.status)) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 100 * 2 ** attempt));
+        if (closes !== mark || LIVE.has(cluster.status)) throw err;
+      }
+    }
+  };
+  return cluster;
+}
+
+/** Resolves once the cluster holds no node connection (the earlier ones ended), or after `ms`. */
+function drained(cluster: Cluster, ms: number): Promise<void> {
+  if (cluster.nodes('all').length === 0) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      cluster.removeListener('-node', onNode);
+      resolve();
+    };
+    const onNode = () => {
+      if (cluster.nodes('all').length === 0) done();
+    };
+    const timer = setTimeout(done, ms);
+    cluster.on('-node', onNode);
+  });
+}
