@@ -98,8 +98,8 @@ export class JobRun implements AbortSource, RunExactlyOnceOptions {
   }
 
   /** The overlap policy skipped this occurrence (claim applies the policy): its history records it. */
-  onSkip(): Promise<void> | undefined {
-    return this.history?.skippedOverlap('the previous run of the schedule was still running');
+  onSkip(runningKey: string): Promise<void> | undefined {
+    return this.history?.skippedOverlap(`the previous run of the schedule was still running: ${runningKey}`);
   }
 
   /** Aborts this delivery (once): its listeners are called with `reason`. */

@@ -59,8 +59,8 @@ export interface RunExactlyOnceOptions {
   onStepRecorded?: (() => Promise<void>) | undefined;
   /** Set for scheduled occurrences whose policy is not `allow`. */
   overlap?: { schedule: string; policy: OverlapPolicy; nominalTime: Date | undefined } | undefined;
-  /** Called once when the overlap policy skips this occurrence (the schedule's history records it). */
-  onSkip?: (() => Promise<void> | undefined) | undefined;
+  /** Called once when the overlap policy skips this occurrence, with the run still holding the slot (the schedule's history records it). */
+  onSkip?: ((runningKey: string) => Promise<void> | undefined) | undefined;
   /**
    * Called once the run is claimed, before the overlap policy. Returning `{ result }` completes the run with
    * that result instead of running it (a late occurrence the missed-run policy drops): the ledger records
