@@ -111,15 +111,15 @@ const LEAVE_RETRIES = 6;
  * schedule's next occurrence skipped as overlapping a run that had ended, until the slot's lease ran out.
  */
 async function leaveOverlap(guard: OverlapGuard, schedule: string, key: string): Promise<void> {
-  const ok = await guard.leave(schedule, key).then(
+  const left = () => guard.leave(schedule, key).then(
     () => true,
     () => false,
   );
-  if (ok) return;
+  if (await left()) return;
   void (async () => {
     for (let attempt = 0; attempt < LEAVE_RETRIES; attempt++) {
       await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** attempt).unref());
-      if (await guard.leave(schedule, key).then(() => true, () => false)) return;
+      if (await left()) return;
     }
   })();
 }
