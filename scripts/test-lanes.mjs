@@ -13,8 +13,9 @@
  * lane the order is ONE_LANE: the type check first, so a type error is reported before the long suites.
  *
  * Every suite runs, whatever another's outcome (one failure does not hide the next); each line of its
- * output is prefixed with its name; the end prints each suite's time and outcome, and the exit code is 1
- * if any failed. With fewer than 4 cores everything runs in one lane, one suite after another (below).
+ * output is prefixed with its name; the end prints, for each suite that failed, its failure lines again
+ * (CI shows only the tail of a long log), then each suite's time and outcome; the exit code is 1 if any
+ * failed. With fewer than 4 cores everything runs in one lane, one suite after another (below).
  */
 import { spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
@@ -49,6 +50,14 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 }
 const secs = (ms) => `${Math.round(ms / 1000)} s`;
 
+/**
+ * What names a failure in vitest's output: a failed file or test, an assertion, an error, the test source
+ * line it points at, a timeout. Kept per suite and printed again at the end for a failed one.
+ */
+const FAILURE_LINE = /(^| )(FAIL|×|✗)( |$)|Error\b|expected|Timed out|timed out|❯ .*\.test\.ts:\d+|Unhandled/;
+const MAX_DIGEST_LINES = 60;
+const failureLines = new Map();
+
 /** Runs one suite, its output prefixed line by line; resolves with its exit code and time. */
 function run(name) {
   const [cwd, [cmd, ...args]] = SUITES[name];
@@ -66,6 +75,10 @@ function run(name) {
         const lines = (rest + chunk).split('\n');
         rest = lines.pop() ?? '';
         if (lines.length > 0) process.stdout.write(lines.map((l) => prefix + l).join('\n') + '\n');
+        const kept = failureLines.get(name) ?? [];
+        // Without ANSI colour codes: the pattern sees the text, and the digest reads as plain text.
+        for (const line of lines.map((l) => l.replace(/\x1b\[[0-9;]*m/g, ''))) if (FAILURE_LINE.test(line)) kept.push(line);
+        failureLines.set(name, kept);
       });
       stream.on('end', () => rest && process.stdout.write(prefix + rest + '\n'));
     }
@@ -96,6 +109,11 @@ const laneCount = asked ? Number(asked) : availableParallelism() >= 4 ? 2 : 1;
 const ONE_LANE = ['typecheck', 'libraries', 'worker', 'dashboard', 'e2e', 'scheduler', 'cli'];
 const lanes = laneCount >= 2 ? LANES : [ONE_LANE];
 const results = (await Promise.all(lanes.map(lane))).flat();
+for (const r of results.filter((r) => r.code !== 0)) {
+  const kept = failureLines.get(r.name) ?? [];
+  process.stdout.write(`\n${r.name} failed; its failure lines (${Math.min(kept.length, MAX_DIGEST_LINES)} of ${kept.length}):\n`);
+  for (const line of kept.slice(0, MAX_DIGEST_LINES)) process.stdout.write(`  ${line}\n`);
+}
 process.stdout.write(`\ntest lanes: ${lanes.map((l) => l.join(' → ')).join('  |  ')}\n`);
 for (const r of results) process.stdout.write(`  ${r.name.padEnd(10)} ${r.code === 0 ? 'passed' : `FAILED (exit ${r.code}${r.err ? `: ${r.err.message}` : ''})`} in ${secs(r.ms)}\n`);
 process.stdout.write(`  all ${secs(Date.now() - started)}\n`);
