@@ -4,6 +4,7 @@
  * them (withSettledConnect, @tickwork/core redis/cluster-connect.ts). A bare ioredis Cluster is wedged by
  * the same steps: its connect is aborted by the late close of its own earlier connections, and it is left
  * with no node, ended or with its commands waiting for good (the bare case shows the test reaches the race).
+ * (A close of a client with no node: close-ends.test.ts, @tickwork/core.)
  */
 import { createRedis } from '@tickwork/core';
 import { Cluster } from 'ioredis';
@@ -59,3 +60,4 @@ it("tickwork's cluster client reconnected at once is ready again, answers, and e
     client.disconnect();
   }
 });
+

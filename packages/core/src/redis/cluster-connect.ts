@@ -27,7 +27,10 @@ const STALE_ABORT = /^(Connection is aborted|None of startup nodes is available)
  *
  * So connect() first waits (up to DRAIN_MS) for the earlier node connections to end, and a connect aborted
  * by a stale close is made again (a few times, backing off) unless the client was closed meanwhile by its
- * owner or another connect got it going. Public ioredis API only: connect, disconnect, quit, status, nodes.
+ * owner or another connect got it going.
+ *
+ * Public ioredis API only: connect, disconnect, quit, status, nodes. (A close of a client with no node that
+ * never ends is close-ends.ts's.)
  */
 export function withSettledConnect(cluster: Cluster): Cluster {
   let closes = 0;

@@ -1,5 +1,6 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { watchCluster } from './cluster-watch.js';
+import { closeEnds } from './close-ends.js';
 import { withSettledConnect } from './cluster-connect.js';
 import { commandTimeout, withClusterDeadline, withCommandDeadline } from './deadline.js';
 
@@ -85,12 +86,13 @@ export function clusterOptions(role: ConnectionRole, target: ClusterTarget): Clu
  * is dropped (deadline.ts); a cluster client also follows promotions within about a second (cluster-watch.ts).
  */
 export function createRedis(target: RedisTarget, role: ConnectionRole): RedisClient {
-  if (typeof target === 'string') return refuseUnselectedDatabase(withCommandDeadline(new Redis(target, redisOptions(role)), role));
+  if (typeof target === 'string') return refuseUnselectedDatabase(withCommandDeadline(closeEnds(new Redis(target, redisOptions(role))), role));
   return guardCluster(new Cluster(target.nodes, clusterOptions(role, target)), target.failoverMs, role);
 }
 
-/** A cluster client with its settled connect, node deadlines and the slot watch; BullMQ's duplicates of it get them too. */
+/** A cluster client with its settled connect, a close that ends, node deadlines and the slot watch; BullMQ's duplicates of it get them too. */
 function guardCluster(cluster: Cluster, failoverMs: number, role: ConnectionRole): Cluster {
+  closeEnds(cluster);
   withSettledConnect(cluster);
   withClusterDeadline(cluster, failoverMs, role);
   watchCluster(cluster);
