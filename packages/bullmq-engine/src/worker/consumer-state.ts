@@ -20,10 +20,22 @@ export async function consumerState(worker: Worker): Promise<Record<string, unkn
   return state;
 }
 
-/** A client's status, and how many commands wait on it (sent, or queued while it reconnects). */
+interface ClientLike {
+  status?: string;
+  commandQueue?: { length?: number };
+  offlineQueue?: { length?: number };
+  options?: { host?: string; port?: number };
+  nodes?: (role: 'all') => ClientLike[];
+}
+
+/**
+ * A client's status, and how many commands wait on it (sent, or queued while it reconnects); a cluster's
+ * also each node connection's, where a command sent to a node that never answers waits.
+ */
 async function clientState(p: Promise<unknown> | undefined): Promise<unknown> {
   if (!p) return undefined;
-  const c = (await within(p, 200)) as { status?: string; commandQueue?: { length?: number }; offlineQueue?: { length?: number } } | undefined;
+  const c = (await within(p, 200)) as ClientLike | undefined;
   if (!c) return 'not handed out';
-  return { status: c.status, sent: c.commandQueue?.length, offline: c.offlineQueue?.length };
+  const nodes = typeof c.nodes === 'function' ? c.nodes('all').map((n) => ({ node: `${n.options?.host}:${n.options?.port}`, status: n.status, sent: n.commandQueue?.length, offline: n.offlineQueue?.length })) : undefined;
+  return { status: c.status, sent: c.commandQueue?.length, offline: c.offlineQueue?.length, ...(nodes && { nodes }) };
 }
