@@ -66,17 +66,7 @@ it("tickwork's one-Redis client reconnecting ends when disconnected or quit, and
     else redis.disconnect();
     expect([close, await ended, redis.status]).toEqual([close, 'end', 'end']);
   }
-  const renewed = quiet(createRedis(`redis://${NOWHERE.host}:${NOWHERE.port}`, 'blocking') as Redis);
-  try {
-    await statusOf(renewed, 'reconnecting');
-    renewed.disconnect(true);
-    expect(renewed.status).toBe('reconnecting');
-    // Still trying: another close and retry follow.
-    await new Promise((resolve) => renewed.once('reconnecting', resolve));
-  } finally {
-    renewed.disconnect();
-  }
-  expect(renewed.status).toBe('end');
+  await renewedGoesOn(quiet(createRedis(`redis://${NOWHERE.host}:${NOWHERE.port}`, 'blocking') as Redis));
 });
 
 it("tickwork's cluster client with no node ends when closed, reconnecting or connecting, and reconnects when asked to", async () => {
@@ -96,15 +86,21 @@ it("tickwork's cluster client with no node ends when closed, reconnecting or con
   connecting.disconnect();
   expect([await connectingEnd, connecting.status]).toEqual(['end', 'end']);
 
-  // Renewed in place (BullMQ's and the watchdog's reconnect) with no node: it goes on reconnecting.
-  const renewed = quiet(createRedis(cluster, 'blocking') as Cluster);
-  try {
-    await statusOf(renewed, 'reconnecting');
-    renewed.disconnect(true);
-    expect(renewed.status).toBe('reconnecting');
-    await new Promise((resolve) => renewed.once('reconnecting', resolve));
-  } finally {
-    renewed.disconnect();
-  }
-  expect(renewed.status).toBe('end');
+  await renewedGoesOn(quiet(createRedis(cluster, 'blocking') as Cluster));
 });
+
+/**
+ * A client renewed in place while it reconnects (BullMQ's and the watchdog's reconnect, `disconnect(true)`)
+ * goes on reconnecting: another close and retry follow. Closed after, it ends.
+ */
+async function renewedGoesOn(client: Redis | Cluster): Promise<void> {
+  try {
+    await statusOf(client, 'reconnecting');
+    client.disconnect(true);
+    expect(client.status).toBe('reconnecting');
+    await new Promise((resolve) => client.once('reconnecting', resolve));
+  } finally {
+    client.disconnect();
+  }
+  expect(client.status).toBe('end');
+}
