@@ -20,8 +20,9 @@ interface Renewable {
 /** How long renewing waits for a connection BullMQ has not handed out yet (one that never got ready). */
 const RESOLVE_MS = 1000;
 /**
- * How long it waits for a closed connection's `end`: ioredis destroys a socket still open 2 s after closing
- * it (`disconnectTimeout`; a frozen Redis never closes its side), and only then ends the connection.
+ * How long it waits for a closed connection's `end`: ioredis destroys a socket still open `disconnectTimeout`
+ * after closing it (500 ms on tickwork's connections, 2 s by default; a frozen Redis never closes its side),
+ * and only then ends the connection.
  */
 const END_MS = 2500;
 

@@ -2,8 +2,9 @@ import type { Cluster } from 'ioredis';
 
 /**
  * How long a cluster's connect() waits for an earlier disconnect's node connections to end: ioredis ends
- * each on its socket's close, and destroys a socket still open after `disconnectTimeout` (2 s by default:
- * a frozen node never closes its side).
+ * each on its socket's close, and destroys a socket still open after `disconnectTimeout`
+ * (DISCONNECT_TIMEOUT_MS, connection.ts: a frozen node never closes its side). A bound, with room for a
+ * starved event loop and for a client made elsewhere with ioredis's default (2 s).
  */
 const DRAIN_MS = 2500;
 /** Attempts after the first when a connect is aborted by a stale close (see withSettledConnect). */

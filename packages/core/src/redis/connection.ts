@@ -48,13 +48,24 @@ export function redisOptions(role: ConnectionRole): RedisOptions {
 
 /**
  * TCP keep-alive probes from 5 s of silence, so the OS notices a vanished host (no FIN, no RST) in seconds
- * rather than the two hours of its default; and a connect that gets nowhere fails after the command
- * deadline (REDIS_COMMAND_TIMEOUT_MS, deadline.ts) rather than ioredis's 10 s.
+ * rather than the two hours of its default; a connect that gets nowhere fails after the command deadline
+ * (REDIS_COMMAND_TIMEOUT_MS, deadline.ts) rather than ioredis's 10 s; and a socket being closed whose peer
+ * does not close its side within DISCONNECT_TIMEOUT_MS is destroyed.
  */
-function socketOptions(): Pick<RedisOptions, 'keepAlive' | 'connectTimeout'> {
+function socketOptions(): Pick<RedisOptions, 'keepAlive' | 'connectTimeout' | 'disconnectTimeout'> {
   const ms = commandTimeout();
-  return { keepAlive: 5000, ...(ms > 0 && { connectTimeout: ms }) };
+  return { keepAlive: 5000, disconnectTimeout: DISCONNECT_TIMEOUT_MS, ...(ms > 0 && { connectTimeout: ms }) };
 }
+
+/**
+ * How long a closed socket waits for its peer's close before it is destroyed (ioredis's `disconnectTimeout`,
+ * 2 s by default). A Redis that answers closes its side at once; a frozen one (SIGSTOP, a paused VM) never
+ * does, and until the socket is gone the connection has not ended: the commands sent on it are not failed
+ * over to the promoted replica, and a worker's blocking connection renewed by the consumer watchdog is not
+ * opened again. A frozen master's promotion is followed that much sooner (issue 37 §2: a job taken 5.2 s
+ * after a promotion, 2 s of it this wait).
+ */
+export const DISCONNECT_TIMEOUT_MS = 500;
 
 /**
  * Cluster options that carry commands through a master's failover instead of failing them. A command sent

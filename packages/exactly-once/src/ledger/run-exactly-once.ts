@@ -98,30 +98,8 @@ async function runClaimedFirst<T>(eo: ExactlyOnce, opts: RunExactlyOnceOptions, 
     await releaseAfter(err, run, opts);
     throw err;
   } finally {
-    if (overlap) await leaveOverlap(eo.overlap, overlap.schedule, opts.key);
+    if (overlap) await eo.overlap.release(overlap.schedule, opts.key);
   }
-}
-
-/** Tries after the first when leaving the overlap slot fails, each after twice the wait before (from 250 ms). */
-const LEAVE_RETRIES = 6;
-
-/**
- * Frees the schedule's overlap slot. A leave that fails (a command deadline on a loaded machine, a
- * failover) is tried again in the background, backing off over about 16 s: a slot left held would have the
- * schedule's next occurrence skipped as overlapping a run that had ended, until the slot's lease ran out.
- */
-async function leaveOverlap(guard: OverlapGuard, schedule: string, key: string): Promise<void> {
-  const left = () => guard.leave(schedule, key).then(
-    () => true,
-    () => false,
-  );
-  if (await left()) return;
-  void (async () => {
-    for (let attempt = 0; attempt < LEAVE_RETRIES; attempt++) {
-      await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** attempt).unref());
-      if (await left()) return;
-    }
-  })();
 }
 
 const claimedAlready = () => Promise.resolve();

@@ -79,6 +79,9 @@ type OverlapRedis = RedisClient & {
   tickworkOverlapLeave(slot: string, me: string): Promise<number>;
 };
 
+/** Tries after the first when freeing a slot fails (release), each after twice the wait before (from 250 ms). */
+const LEAVE_RETRIES = 6;
+
 export class OverlapGuard {
   private readonly redis: OverlapRedis;
 
@@ -128,6 +131,26 @@ export class OverlapGuard {
 
   async leave(schedule: string, key: string): Promise<boolean> {
     return (await this.redis.tickworkOverlapLeave(this.slotKey(schedule), key)) === 1;
+  }
+
+  /**
+   * Frees the slot `key` holds, as a run's end does. A leave that fails (a command deadline on a loaded
+   * machine, a failover) is tried again in the background, backing off over about 16 s: a slot left held
+   * would have the schedule's next occurrence skipped as overlapping a run that had ended, until the slot's
+   * lease ran out. Resolves after the first try, never rejects.
+   */
+  async release(schedule: string, key: string): Promise<void> {
+    const left = () => this.leave(schedule, key).then(
+      () => true,
+      () => false,
+    );
+    if (await left()) return;
+    void (async () => {
+      for (let attempt = 0; attempt < LEAVE_RETRIES; attempt++) {
+        await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** attempt).unref());
+        if (await left()) return;
+      }
+    })();
   }
 
   /** The most recent skips of a schedule, newest first. */
