@@ -11,6 +11,7 @@ import { noteMismatches, reportMismatch, setFastPath, useGuardLog } from './guar
 import { activeLockedBy, countStall, resetStallCount } from './stalls.js';
 import { ackConnectionOf } from './worker/ack-connection.js';
 import { DeliveredJob } from './worker/delivered-job.js';
+import { trackFetchCalls } from './worker/fetch-calls.js';
 import { TickworkWorker } from './worker/tickwork-worker.js';
 
 /**
@@ -93,7 +94,7 @@ function fastEngine(mismatches: readonly ContractMismatch[]): Engine {
   return {
     mode: 'fast',
     mismatches,
-    createWorker: (queue, processor, opts) => new TickworkWorker(queue, processor, opts),
+    createWorker: (queue, processor, opts) => trackFetchCalls(new TickworkWorker(queue, processor, opts)),
     ackConnectionOf(worker) {
       const connection = ackConnectionOf(worker);
       return connection?.then((redis) => {
@@ -123,7 +124,7 @@ function publicEngine(mismatches: readonly ContractMismatch[]): Engine {
   return {
     mode: 'public',
     mismatches,
-    createWorker: (queue, processor, opts) => new Worker(queue, processor, opts),
+    createWorker: (queue, processor, opts) => trackFetchCalls(new Worker(queue, processor, opts)),
     ackConnectionOf: undefined,
     holdWrites: () => undefined,
     unrecordedAtDelivery: () => false,

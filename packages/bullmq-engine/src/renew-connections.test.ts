@@ -1,13 +1,16 @@
 /**
  * renewWorkerConnections (the worker's consumer watchdog heals with it): a running BullMQ Worker's two
  * connections, its commands' and its blocking one, are dropped and made anew, through BullMQ's public
- * backend getters only, and the Worker takes jobs after it as before.
+ * backend getters only, and the Worker takes jobs after it as before. And what a consumer is doing, as the
+ * watchdog logs it (consumerState).
  */
 import { createRedis } from '@tickwork/core';
 import { startRedisServer, waitFor, type RedisServerHandle } from '@tickwork/testkit';
 import { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { consumerState } from './worker/consumer-state.js';
+import { fetchCallsOf, trackFetchCalls } from './worker/fetch-calls.js';
 import { renewWorkerConnections } from './worker/renew-connections.js';
 
 let server: RedisServerHandle;
@@ -76,5 +79,20 @@ it("with wake, adds the queue's wake-up marker after renewing, so a ready job wh
     await queue.close();
     connection.disconnect();
     producer.disconnect();
+  }
+});
+
+it("names the backend call an idle Worker's fetch awaits (its wait for a job), and how long, in its consumer state", async () => {
+  const connection = createRedis(server.url, 'blocking');
+  const worker = trackFetchCalls(new Worker('idle-state', async () => undefined, { connection }));
+  try {
+    await worker.waitUntilReady();
+    await waitFor(() => fetchCallsOf(worker).some((c) => c.call === 'waitForJob'), { what: "the Worker's wait for a job" });
+    const state = await consumerState(worker);
+    expect(state.fetchCalls).toEqual([{ call: 'waitForJob', forMs: expect.any(Number) }]);
+    expect(state.blocking).toMatchObject({ status: 'ready' });
+  } finally {
+    await worker.close();
+    connection.disconnect();
   }
 });

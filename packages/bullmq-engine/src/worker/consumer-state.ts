@@ -1,16 +1,20 @@
 import type { Worker } from 'bullmq';
+import { fetchCallsOf } from './fetch-calls.js';
 import { within } from './within.js';
 
 /**
  * What a stuck consumer's BullMQ Worker is doing, for the consumer watchdog's log line: its fetch loop's
  * state (private members, read defensively: each is left out when BullMQ no longer has it) and its two
- * connections' states (public getters). Diagnostics only; nothing acts on it.
+ * connections' states (public getters), and the calls into its backend its fetch awaits (fetch-calls.ts).
+ * Diagnostics only; nothing acts on it.
  */
 export async function consumerState(worker: Worker): Promise<Record<string, unknown>> {
   const w = worker as unknown as Record<string, unknown>;
   const state: Record<string, unknown> = {};
   if ('waiting' in w) state.waiting = w.waiting !== null && w.waiting !== undefined;
   for (const k of ['drained', 'blockUntil', 'limitUntil', 'closing', 'paused'] as const) if (k in w) state[k] = w[k];
+  const calls = fetchCallsOf(worker);
+  if (calls.length > 0) state.fetchCalls = calls;
   const loop = w.mainLoopQueue as { numTotal?: () => number; numQueued?: () => number } | null | undefined;
   if (loop === null) state.mainLoop = 'none';
   else if (typeof loop?.numTotal === 'function') state.mainLoop = { total: loop.numTotal(), queued: loop.numQueued?.() };
