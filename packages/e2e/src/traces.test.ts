@@ -5,7 +5,7 @@
  * stages and each step; an enqueue from the CLI joins its run; a dead-lettered job's move is in its trace.
  * Without the variables the apps export nothing (the receiver is not told about them).
  */
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appEntry, fixtureModule, freePort, startApp, startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
@@ -92,7 +92,13 @@ describe('OpenTelemetry traces', { timeout: 180_000 }, () => {
   const summary = () => {
     const spans = byId();
     const lines = receiver.spans.map((s) => `${s.service}:${s.name} <- ${spans.get(s.parentSpanId)?.name ?? (s.parentSpanId ? `(missing ${s.parentSpanId})` : 'root')}`);
-    return `${receiver.spans.length} spans; distinct: ${[...new Set(lines)].slice(0, 60).join(' | ')}`;
+    // Each span the CLI's enqueues made, by id, and every span naming one of their jobs, with its trace.
+    const cliSpans = receiver.spans.filter((s) => s.service === 'tickwork-cli').map((s) => `${s.name} ${s.traceId}/${s.spanId} job ${String(s.attributes['bullmq.job.key'] ?? s.attributes['bullmq.job.id'] ?? '?')}`);
+    const cliTraces = new Set(receiver.spans.filter((s) => s.service === 'tickwork-cli').map((s) => s.traceId));
+    const show = (s: Span) => `${s.service}:${s.name} ${s.traceId}/${s.spanId} <- ${s.parentSpanId || 'root'} job ${String(s.attributes['bullmq.job.id'] ?? s.attributes['tickwork.job.id'] ?? '?')}`;
+    const inCliTraces = receiver.spans.filter((s) => s.service !== 'tickwork-cli' && cliTraces.has(s.traceId)).map(show);
+    const orphans = receiver.spans.filter((s) => s.parentSpanId && !spans.has(s.parentSpanId)).map(show);
+    return `${receiver.spans.length} spans; the CLI's: ${cliSpans.join(' | ')}; others in their traces: ${inCliTraces.join(' | ')}; with a missing parent: ${orphans.join(' | ')}; distinct: ${[...new Set(lines)].slice(0, 60).join(' | ')}`;
   };
   const waitSpan = (probe: () => Span | undefined, what: string) =>
     waitFor(probe, { timeoutMs: 60_000, what }).catch((err: unknown) => {
@@ -135,19 +141,33 @@ describe('OpenTelemetry traces', { timeout: 180_000 }, () => {
   });
 
   it("joins an enqueue from the CLI to its run, and a dead-lettered job's move to its trace", async () => {
+    // Not spawnSync: the receiver runs in this process, and a blocked event loop would leave the worker's and
+    // the scheduler's exports unanswered until their exporters gave them up (their spans lost: CI).
     const cli = (args: string[]) =>
-      spawnSync(process.execPath, [appEntry('cli'), ...args], { env: { PATH: process.env.PATH ?? '', ...common, ...otel }, encoding: 'utf8' });
-    const work = cli(['enqueue', 'traced.work', '{"n":7}', '--json']);
+      new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+        execFile(process.execPath, [appEntry('cli'), ...args], { env: { PATH: process.env.PATH ?? '', ...common, ...otel }, encoding: 'utf8' }, (err, stdout, stderr) =>
+          resolve({ status: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
+        );
+      });
+    const work = await cli(['enqueue', 'traced.work', '{"n":7}', '--json']);
     expect(work.status, work.stderr).toBe(0);
     const workId = String((JSON.parse(work.stdout) as { id: string }).id);
-    const fail = cli(['enqueue', 'traced.fail', '{}', '--json']);
+    const fail = await cli(['enqueue', 'traced.fail', '{}', '--json']);
     expect(fail.status, fail.stderr).toBe(0);
     const failId = String((JSON.parse(fail.stdout) as { id: string }).id);
 
     const workStep = await waitSpan(
       () => receiver.spans.find((s) => s.name === 'tickwork.step' && s.attributes['tickwork.step.id'] === 'only' && ancestry(s).includes('tickwork-cli:add traced.traced.work')),
       "the CLI's enqueue joined to its run's step",
-    );
+    ).catch(async (err: unknown) => {
+      // What Redis holds of the job, and the worker's lines naming it: was it run, and how was it fetched.
+      const admin = redis.client();
+      const keys = (await admin.keys(`*:traced:${workId}`)).filter((k) => !k.includes('@'));
+      const hash = keys[0] ? await admin.hgetall(keys[0]) : {};
+      admin.disconnect();
+      const lines = apps.flatMap((a) => a.lines.filter((l) => l.includes(`"${workId}"`) || l.includes(`:${workId}"`))).slice(0, 20);
+      throw new Error(`${(err as Error).message}; the job's hash (${keys.join(', ')}): ${JSON.stringify(hash)}; the apps' lines naming it: ${lines.join(' || ')}`);
+    });
     expect(receiver.spans.find((s) => s.traceId === workStep.traceId && s.name === 'tickwork.run')?.attributes['tickwork.job.id']).toBe(workId);
 
     const move = await waitSpan(
