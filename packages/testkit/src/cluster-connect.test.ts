@@ -4,12 +4,20 @@
  * them (withSettledConnect, @tickwork/core redis/cluster-connect.ts). A bare ioredis Cluster is wedged by
  * the same steps: its connect is aborted by the late close of its own earlier connections, and it is left
  * with no node, ended or with its commands waiting for good (the bare case shows the test reaches the race).
+ * And a connect whose ready check fails (CLUSTER INFO `cluster_state:fail`, as during a failover) settles
+ * once the client gets ready; a bare ioredis one never does, and BullMQ awaiting it waits for good.
  * (A close of a client with no node: close-ends.test.ts, @tickwork/core.)
  */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createRedis } from '@tickwork/core';
-import { Cluster } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { freePort } from './free-port.js';
 import { startRedisCluster, type RedisClusterHandle } from './redis-cluster.js';
+import { waitFor } from './wait-for.js';
 
 let cluster: RedisClusterHandle;
 
@@ -61,3 +69,53 @@ it("tickwork's cluster client reconnected at once is ready again, answers, and e
   }
 });
 
+
+/** A one-node cluster that holds slots 0-100 only: it answers CLUSTER SLOTS, and CLUSTER INFO says `cluster_state:fail`. */
+async function partialCluster(): Promise<{ port: number; cover(): Promise<void>; stop(): void }> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'tickwork-partial-cluster-'));
+  const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-announce-ip', '127.0.0.1', '--cluster-config-file', join(dir, 'nodes.conf'), '--dir', dir, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const admin = new Redis({ port, host: '127.0.0.1', retryStrategy: () => 50, lazyConnect: true });
+  admin.on('error', () => undefined);
+  await waitFor(async () => (await admin.ping().catch(() => '')) === 'PONG', { what: 'the cluster node up' });
+  await admin.call('CLUSTER', 'ADDSLOTSRANGE', '0', '100');
+  return {
+    port,
+    async cover() {
+      await admin.call('CLUSTER', 'ADDSLOTSRANGE', '101', '16383');
+    },
+    stop() {
+      admin.disconnect();
+      server.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+it("a cluster's connect whose ready check fails settles once the client is ready (a bare ioredis one never does)", async () => {
+  const node = await partialCluster();
+  const nodes = [{ host: '127.0.0.1', port: node.port }];
+  const bare = new Cluster(nodes, { lazyConnect: true, clusterRetryStrategy: () => 100 });
+  const ours = createRedis({ url: `redis://127.0.0.1:${node.port}`, nodes, failoverMs: 5000 }, 'blocking') as Cluster;
+  try {
+    for (const c of [bare, ours]) c.on('error', () => undefined);
+    const settled = { bare: 'pending', ours: 'pending' };
+    bare.connect().then(() => (settled.bare = 'resolved'), (err: Error) => (settled.bare = `rejected: ${err.message}`));
+    // Ours connects on creation; a second connect while it does is refused by ioredis, so it is BullMQ's
+    // reconnect after a close that is made here: close it, then connect it as RedisConnection.reconnect does.
+    await waitFor(() => ours.status === 'reconnecting', { what: 'our client failing its ready check' });
+    ours.disconnect();
+    await waitFor(() => ours.status === 'end', { what: 'our client ended' });
+    ours.connect().then(() => (settled.ours = 'resolved'), (err: Error) => (settled.ours = `rejected: ${err.message}`));
+    // Both go round: connect, the ready check fails, reconnect.
+    await waitFor(() => bare.status === 'reconnecting' && ours.status === 'reconnecting', { what: 'both failing their ready checks' });
+    await node.cover();
+    await waitFor(() => bare.status === 'ready' && ours.status === 'ready', { timeoutMs: 20_000, what: 'both ready once every slot is served' });
+    await waitFor(() => settled.ours !== 'pending', { what: "our connect settled" });
+    expect(settled).toEqual({ bare: 'pending', ours: 'resolved' });
+  } finally {
+    bare.disconnect();
+    ours.disconnect();
+    node.stop();
+  }
+});

@@ -28,7 +28,8 @@ const STALE_ABORT = /^(Connection is aborted|None of startup nodes is available)
  *
  * So connect() first waits (up to DRAIN_MS) for the earlier node connections to end, and a connect aborted
  * by a stale close is made again (a few times, backing off) unless the client was closed meanwhile by its
- * owner or another connect got it going.
+ * owner or another connect got it going. And it settles once the client is ready or ended, even where
+ * ioredis's own connect never would (settledByReadyOrEnd).
  *
  * Public ioredis API only: connect, disconnect, quit, status, nodes. (A close of a client with no node that
  * never ends is close-ends.ts's.)
@@ -51,7 +52,7 @@ export function withSettledConnect(cluster: Cluster): Cluster {
     for (let attempt = 0; ; attempt++) {
       if (!LIVE.has(cluster.status)) await drained(cluster, DRAIN_MS);
       try {
-        return await connect();
+        return await settledByReadyOrEnd(cluster, connect());
       } catch (err) {
         const stale = err instanceof Error && STALE_ABORT.test(err.message);
         if (!stale || attempt >= RETRIES || closes !== mark || LIVE.has(cluster.status)) throw err;
@@ -61,6 +62,42 @@ export function withSettledConnect(cluster: Cluster): Cluster {
     }
   };
   return cluster;
+}
+
+/**
+ * `connecting`, settled as well by the cluster getting ready or ending. ioredis's Cluster.connect() never
+ * settles when its ready check fails (CLUSTER INFO says `cluster_state:fail`, as it does during a failover
+ * until the promotion): it reconnects by itself and leaves the promise of that connect pending for good.
+ * BullMQ awaits such a connect to reset a worker's blocking connection whose wait overran, and the Worker's
+ * fetch then waits for good while the client itself gets ready (issue 37 §2: a consumer held with every
+ * connection ready and no command waiting; cluster-connect.test.ts). An `end` that follows reconnecting
+ * rejects, after a turn, so a connect's own rejection (which the retries above look at) comes first.
+ */
+function settledByReadyOrEnd(cluster: Cluster, connecting: Promise<void>): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const done = () => {
+      cluster.removeListener('ready', onReady);
+      cluster.removeListener('reconnecting', onReconnecting);
+      cluster.removeListener('end', onEnd);
+    };
+    const onReady = () => {
+      done();
+      resolve();
+    };
+    const onEnd = () => {
+      done();
+      setImmediate(() => reject(new Error('Connection is closed.')));
+    };
+    // Only an end after the client went reconnecting (its connect abandoned) settles it: an earlier
+    // disconnect's late end, or the end of a connect that rejects by itself, is not this connect's.
+    const onReconnecting = () => cluster.once('end', onEnd);
+    cluster.once('ready', onReady);
+    cluster.once('reconnecting', onReconnecting);
+    connecting.then(
+      () => (done(), resolve()),
+      (err: unknown) => (done(), reject(err)),
+    );
+  });
 }
 
 /** Resolves once the cluster holds no node connection (the earlier ones ended), or after `ms`. */
