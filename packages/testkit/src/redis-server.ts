@@ -109,7 +109,8 @@ export async function spawnOnFreePort(
  * touch the machine's shared instance or each other. `hz 100` as every Redis tickwork runs.
  */
 export async function startRedisServer(
-  opts: { appendonly?: boolean; password?: string; appendfsync?: 'always' | 'everysec' } = {},
+  /** `args`: more redis-server arguments, after the defaults (e.g. cluster mode for a one-node cluster). */
+  opts: { appendonly?: boolean; password?: string; appendfsync?: 'always' | 'everysec'; args?: readonly string[] } = {},
 ): Promise<RedisServerHandle> {
   const dir = mkdtempSync(join(tmpdir(), 'tickwork-redis-'));
   const argsFor = (port: number) => [
@@ -122,6 +123,7 @@ export async function startRedisServer(
     '--hz', '100',
     '--maxmemory-policy', 'noeviction',
     ...(opts.password ? ['--requirepass', opts.password] : []),
+    ...(opts.args ?? []),
   ];
   const auth = opts.password ? { password: opts.password } : {};
   const clients: Redis[] = [];
