@@ -82,8 +82,10 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   const ledgerRedis = createRedis(opts.redisTarget, 'command');
   if (opts.outage) opts.outage.watch(ledgerRedis);
   else ledgerRedis.on('error', (err) => opts.log.warn({ err: { message: err.message } }, 'ledger redis connection error'));
-  // Its writes of one turn (results written ahead, Redis steps) leave together on the engine's fast path.
-  engine.holdWrites(ledgerRedis);
+  // Its commands of one turn (claims, results written ahead, Redis steps, overlap entries and exits) leave
+  // together on the engine's fast path, and so do the process's command connection's (schedule history).
+  engine.holdEveryCommand(ledgerRedis);
+  engine.holdEveryCommand(opts.redis);
   // BullMQ's lock, also the ledger's lease and the bound of a sole delivery (sole-delivery.ts).
   const lockDurationMs = opts.lockDurationMs ?? 30_000;
   const maxStalled = opts.maxStalledCount ?? 2;

@@ -37,3 +37,24 @@ export function corkUntilTurnEnds(redis: RedisClient): void {
     stream.cork();
   }
 }
+
+/** Connections whose every command is held (holdEveryCommand). */
+const holdingAll = new WeakSet<object>();
+
+/**
+ * Holds every command written through `redis` until the turn ends (corkUntilTurnEnds before each), not only
+ * those whose callers hold them: a scheduled run's bookkeeping (its overlap entry and exit, its start and end
+ * records, the alert counter's reset) goes out as single commands from many jobs in the same turn, and
+ * measured on the herd (`pnpm bench:herd`) a socket write each was the worker's largest single cost (17% of
+ * its CPU). Wraps the client's own sendCommand, which every command, script and pipeline of it goes through.
+ */
+export function holdEveryCommand(redis: RedisClient): void {
+  if (holdingAll.has(redis)) return;
+  holdingAll.add(redis);
+  const client = redis as unknown as { sendCommand: (...args: unknown[]) => unknown };
+  const send = client.sendCommand.bind(redis);
+  client.sendCommand = (...args: unknown[]) => {
+    corkUntilTurnEnds(redis);
+    return send(...args);
+  };
+}

@@ -6,7 +6,7 @@ import { createFastBatchStore } from './batch/fast-batch-store.js';
 import { createPublicBatchStore, type PublicBatchStoreOptions } from './batch/public-batch-store.js';
 import { checkContract, installedVersion, type ContractEntry, type ContractMismatch } from './contract/check.js';
 import { CONTRACT } from './contract/contract.js';
-import { corkUntilTurnEnds } from './cork.js';
+import { corkUntilTurnEnds, holdEveryCommand } from './cork.js';
 import { noteMismatches, reportMismatch, setFastPath, useGuardLog } from './guard.js';
 import { activeLockedBy, countStall, resetStallCount } from './stalls.js';
 import { ackConnectionOf } from './worker/ack-connection.js';
@@ -48,6 +48,12 @@ export interface Engine {
    * the ledger's connection and each acknowledgement connection. Nothing on the public path.
    */
   holdWrites(connection: RedisClient): void;
+  /**
+   * Holds every command of `connection` until the turn ends, not only those written ahead (cork.ts
+   * holdEveryCommand): the worker's command connections, whose single commands many jobs send in one turn.
+   * Nothing on the public path.
+   */
+  holdEveryCommand(connection: RedisClient): void;
   /** Whether the job's hash held no run record when BullMQ delivered it (the fast path notes it; public: never known, so false). */
   unrecordedAtDelivery(job: Job): boolean;
   /** BullMQ's stall bookkeeping for tickwork's reaper, lost-delivery check and stall reset; undefined on the public path. */
@@ -114,6 +120,10 @@ function fastEngine(mismatches: readonly ContractMismatch[]): Engine {
       });
     },
     holdWrites: (connection) => holdWritesOn(connection, corkUntilTurnEnds),
+    holdEveryCommand: (connection) => {
+      holdWritesOn(connection, corkUntilTurnEnds);
+      holdEveryCommand(connection);
+    },
     unrecordedAtDelivery: (job) => job instanceof DeliveredJob && job.unrecordedAtDelivery,
     stalls: { countStall, resetStallCount, activeLockedBy },
     createBatchStore: (o) => createFastBatchStore(o),
@@ -127,6 +137,7 @@ function publicEngine(mismatches: readonly ContractMismatch[]): Engine {
     createWorker: (queue, processor, opts) => trackFetchCalls(new Worker(queue, processor, opts)),
     ackConnectionOf: undefined,
     holdWrites: () => undefined,
+    holdEveryCommand: () => undefined,
     unrecordedAtDelivery: () => false,
     stalls: undefined,
     createBatchStore: (o) => createPublicBatchStore(o),

@@ -136,7 +136,7 @@ export interface RunRecorder {
  * history write (execute stage) before it returns the result, so the write is done before the result is
  * written ahead and the job acknowledged. What is lost is only the shared connection (one more node).
  */
-export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, delivery: Delivery, log: Logger): RunRecorder | undefined {
+export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, delivery: Delivery, log: Logger | (() => Logger)): RunRecorder | undefined {
   const scheduled = delivery.scheduled;
   if (!scheduled && !(job.schedule && delivery.redrive?.scheduleId === job.name)) return undefined;
   const schedule = scheduled?.schedule ?? job.name;
@@ -162,7 +162,8 @@ export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, del
         return await write();
       } catch (err) {
         if (Date.now() + delay > deadline) {
-          log.warn({ err: { message: (err as Error).message }, occurrence: id }, 'could not record schedule history');
+          // `log` may be a getter: a run's logger is made only when a line is written (job-run.ts).
+          (typeof log === 'function' ? log() : log).warn({ err: { message: (err as Error).message }, occurrence: id }, 'could not record schedule history');
           return fallback;
         }
         await new Promise((resolve) => setTimeout(resolve, delay));

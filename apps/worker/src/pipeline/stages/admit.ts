@@ -50,7 +50,7 @@ export function identify(run: JobRun): void {
   const queue = run.job.queueName;
   run.place = runRecordPlaceOf(def, delivery, jobRecordKey(eo.prefix, queue, run.jobId, eo.redis.isCluster), eo.ledger.windowMs, queue);
   if (def.schedule || delivery.scheduled) {
-    const recorder = runRecorder(deps.redis, eo.prefix, def, delivery, run.log);
+    const recorder = runRecorder(deps.redis, eo.prefix, def, delivery, () => run.log);
     // A catalog schedule's runs also count in its charts (its id is its job's name); runtime schedules' do not.
     const catalogRun = def.schedule !== undefined && (delivery.scheduled?.schedule ?? def.name) === def.name;
     run.history = recorder && catalogRun && deps.timeline ? countedRuns(recorder, deps.timeline.schedule(def.name), delivery) : recorder;
