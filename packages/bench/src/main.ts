@@ -95,7 +95,7 @@ async function main(): Promise<void> {
   const fast = createEngine({ log: silent });
   if (fast.mode !== 'fast') throw new Error(`the engine's contract does not hold here: ${fast.mismatches.map((m) => m.name).join(', ')}`);
   const pub = createEngine({ log: silent, fastPath: 'off' });
-  fast.holdWrites(command);
+  fast.holdEveryCommand(command);
   const exactlyOnce = createExactlyOnce(command, { prefix: 'bench' });
   // The public path's own ledger connection, with no hold on its writes (the cork is a fast path).
   const pubCommand = createRedis(url, 'command');

@@ -109,7 +109,8 @@ async function keepAlive(s: SetUp): Promise<{ traffic: Traffic; finish: () => Pr
   if (s.heartbeat) {
     recovery = createRecovery({ redisTarget: server.url, prefix: PREFIX, leaseMs: s.lockMs, maxStalledCount: 2, stalls: engine.stalls, isRunning: (q, id) => running.has(q, id), log: silent });
   }
-  engine.holdWrites(ledgerRedis);
+  engine.holdEveryCommand(ledgerRedis);
+  engine.holdEveryCommand(command);
   const exactlyOnce = createExactlyOnce(ledgerRedis, { prefix: PREFIX, leaseMs: s.lockMs, ...(recovery && { liveness: recovery.registry }) });
   const ackOf = engine.ackConnectionOf;
   const processor = createProcessor({ catalog, redis: command, enqueue, log: silent, exactlyOnce, running, ...(ackOf && { ackConnectionOf: () => ackOf(worker) }) });
