@@ -38,6 +38,15 @@ function settingsFor(n: number): HerdSettings {
 const s1 = (ms: number | null) => (ms === null || !Number.isFinite(ms) ? 'n/a' : `${(ms / 1000).toFixed(1)} s`);
 const us = (cpuS: number | null, n: number) => (cpuS === null ? 'n/a' : `${((cpuS * 1e6) / n).toFixed(0)} µs`);
 
+/** How fast runs were recorded while the scheduler was still claiming (from the minute), and after. */
+function rates(r: HerdResult): string {
+  if (r.addsDoneMs === null || r.ranByAddsDone === null || r.doneMs === null || r.addsDoneMs <= 0) return '';
+  const before = r.ranByAddsDone / (r.addsDoneMs / 1000);
+  const after = r.doneMs > r.addsDoneMs ? (r.n - r.ranByAddsDone) / ((r.doneMs - r.addsDoneMs) / 1000) : null;
+  const perS = (x: number) => `${Math.round(x).toLocaleString('en-US')}/s`;
+  return ` (${r.ranByAddsDone.toLocaleString('en-US')} had run by then, ${perS(before)}${after === null ? '' : `; the rest ran at ${perS(after)}`})`;
+}
+
 function line(r: HerdResult): string {
   const ran = r.lags.length;
   const who = r.system === 'tickwork' ? 'tickwork (runtime schedules, 1 scheduler + 1 worker)' : 'BullMQ (job schedulers, 1 bare Worker)';
@@ -45,7 +54,7 @@ function line(r: HerdResult): string {
     `  ${who}: stored in ${r.storeS.toFixed(1)} s; ${ran.toLocaleString('en-US')} runs: ${r.once.toLocaleString('en-US')} schedules once, ` +
     `${r.twice} more than once, ${r.never} never; lag from the minute p50 ${s1(percentile(r.lags, 0.5))}, p95 ${s1(percentile(r.lags, 0.95))}, ` +
     `p99 ${s1(percentile(r.lags, 0.99))}, max ${s1(r.lags[r.lags.length - 1] ?? null)}; ` +
-    `${r.system === 'tickwork' ? `scheduler had claimed every occurrence (due entries moved on) ${s1(r.addsDoneMs)} after the minute; ` : ''}` +
+    `${r.system === 'tickwork' ? `scheduler had claimed every occurrence (due entries moved on) ${s1(r.addsDoneMs)} after the minute${rates(r)}; ` : ''}` +
     `per occurrence: scheduler CPU ${us(r.cpuS.scheduler, r.n)}, worker CPU ${us(r.cpuS.worker, r.n)}, Redis CPU ${us(r.cpuS.redis, r.n)}, ` +
     `${(r.commands / r.n).toFixed(1)} Redis commands` +
     `\n  Redis time per occurrence by command (INFO commandstats; EVALSHA's includes its scripts' commands):\n${r.redisTime.join('\n')}` +

@@ -47,6 +47,10 @@ export interface HerdResult {
   never: number;
   /** tickwork: ms after F when the scheduler had claimed every schedule's F (its due entries moved on; claims within the look-ahead come before F). */
   addsDoneMs: number | null;
+  /** tickwork: runs recorded by then (how fast the worker ran beside the scheduler's claims, and after them). */
+  ranByAddsDone: number | null;
+  /** ms after F when the last run was recorded (as the bench polls, every 100 ms). */
+  doneMs: number | null;
   cpuS: { scheduler: number | null; worker: number; redis: number };
   commands: number;
   /** BENCH_HERD_MIX=1: the top command shapes per occurrence. */
@@ -98,11 +102,16 @@ export async function runSide(system: 'tickwork' | 'bullmq', n: number, s: HerdS
     if (slowlog) await startSlowlog(redis.client);
     progress(`  waiting for the herd at ${new Date(at).toISOString()}`);
     let addsDoneMs: number | null = null;
+    let ranByAddsDone: number | null = null;
+    let doneMs: number | null = null;
     const deadline = at + s.deadlineMs;
     let lastReport = Date.now();
     for (;;) {
-      if (addsDone && addsDoneMs === null && Date.now() >= at && (await addsDone(at))) addsDoneMs = Date.now() - at;
+      const claimedAll = addsDone && addsDoneMs === null && Date.now() >= at && (await addsDone(at));
+      if (claimedAll) addsDoneMs = Date.now() - at;
       const total = await totalRuns(workers);
+      if (claimedAll) ranByAddsDone = total;
+      if (total >= n) doneMs = Date.now() - at;
       if (total >= n || Date.now() > deadline) break;
       if (Date.now() - lastReport > 5000) {
         lastReport = Date.now();
@@ -139,6 +148,8 @@ export async function runSide(system: 'tickwork' | 'bullmq', n: number, s: HerdS
       twice,
       never,
       addsDoneMs,
+      ranByAddsDone,
+      doneMs,
       cpuS: { scheduler: cpuOf(scheduler), worker: workerCpu, redis: redis1.cpuS - redis0.cpuS },
       commands: redis1.commands - redis0.commands,
       redisTime: statLines(stats0, stats1, n),
