@@ -45,7 +45,8 @@ export interface Engine {
   readonly ackConnectionOf: ((worker: Worker | undefined) => Promise<RedisClient> | undefined) | undefined;
   /**
    * Lets `connection`'s writes of one event-loop turn leave together (the cork, cork.ts) on the fast path:
-   * the ledger's connection and each acknowledgement connection. Nothing on the public path.
+   * each acknowledgement connection (the worker's command connections hold every command instead:
+   * holdEveryCommand). Nothing on the public path.
    */
   holdWrites(connection: RedisClient): void;
   /**
@@ -120,10 +121,9 @@ function fastEngine(mismatches: readonly ContractMismatch[]): Engine {
       });
     },
     holdWrites: (connection) => holdWritesOn(connection, corkUntilTurnEnds),
-    holdEveryCommand: (connection) => {
-      holdWritesOn(connection, corkUntilTurnEnds);
-      holdEveryCommand(connection);
-    },
+    // Not also a hold for callers (holdWritesOn): their holdUntilTurnEnds would count each of their
+    // commands twice against the cork's group of 16.
+    holdEveryCommand,
     unrecordedAtDelivery: (job) => job instanceof DeliveredJob && job.unrecordedAtDelivery,
     stalls: { countStall, resetStallCount, activeLockedBy },
     createBatchStore: (o) => createFastBatchStore(o),
