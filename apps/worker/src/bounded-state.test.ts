@@ -51,6 +51,22 @@ describe('bounded state', () => {
     expect(await ttlWithin('tw:meta:consecutive-failures:q:nightly', FAILURE_COUNT_TTL_MS)).toBe(true);
   });
 
+  it("a success resets its schedule's count; the resets of one turn go as one DEL per queue", async () => {
+    const alerter = createAlerter({ log, redis, prefix: 'tw' });
+    const key = (q: string, s: string) => `tw:meta:consecutive-failures:${q}:${s}`;
+    for (const q of ['qa', 'qb']) for (const s of ['s1', 's2', 's3']) await redis.set(key(q, s), '2');
+    await redis.set(key('qa', 'other'), '1');
+    const dels = async () => Number(/cmdstat_del:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
+    const before = await dels();
+    await Promise.all(['s1', 's2', 's3'].flatMap((s) => [alerter.scheduledRunSucceeded('qa', s), alerter.scheduledRunSucceeded('qb', s)]));
+    expect(await dels()).toBe(before + 2);
+    for (const q of ['qa', 'qb']) for (const s of ['s1', 's2', 's3']) expect(await redis.exists(key(q, s))).toBe(0);
+    expect(await redis.get(key('qa', 'other'))).toBe('1');
+    // The next turn's resets go in a call of their own.
+    await alerter.scheduledRunSucceeded('qa', 'other');
+    expect(await redis.exists(key('qa', 'other'))).toBe(0);
+  });
+
   it('keeps no counter per lock name for ever; fencing tokens still increase after the last one is forgotten', async () => {
     const tokens: number[] = [];
     await withLock(redis, 'tw', 'doc', { ttlMs: 1000 }, async (l) => void tokens.push(l.fencingToken));

@@ -1,7 +1,7 @@
 import { jobTally, type JobTally, type AnyJob, type Delivery, type Logger, type RedisClient } from '@tickwork/core';
 import type { AbortSource, ExactlyOnceRun, RunExactlyOnceOptions, RunRecordPlace } from '@tickwork/exactly-once';
 import type { QueueTimeline } from '@tickwork/operations';
-import type { RunRecorder } from '@tickwork/schedules';
+import type { OverlapLeave, RunRecorder } from '@tickwork/schedules';
 import { DelayedError, type Job } from 'bullmq';
 import type { ProcessorDeps } from './deps.js';
 
@@ -35,6 +35,8 @@ export class JobRun implements AbortSource, RunExactlyOnceOptions {
   lateCatchUp = false;
   preempt: RunExactlyOnceOptions['preempt'];
   overlap: RunExactlyOnceOptions['overlap'];
+  /** The overlap slot this run entered in its start record's call, freed by its end record's (overlapPolicy). */
+  leave: OverlapLeave | undefined;
   /** Set by claim, for execute. */
   exactlyOnce!: ExactlyOnceRun;
   /** Set by execute: when the handler started (performance.now()), for its duration. */

@@ -1,6 +1,6 @@
 import type { Delivery } from '@tickwork/core';
 import type { ScheduleTimeline } from '@tickwork/operations';
-import type { RunRecorder } from '@tickwork/schedules';
+import type { RunRecorder, StartVerdict } from '@tickwork/schedules';
 
 /**
  * A catalog schedule's run recorder that also counts the run in the schedule's charts (in memory; the
@@ -13,27 +13,39 @@ export function countedRuns(recorder: RunRecorder, timeline: ScheduleTimeline, d
   const scheduled = delivery.scheduled;
   const nominal = scheduled && scheduled.m === undefined ? scheduled.nominal : undefined;
   let startedAt: number | undefined;
+  /** The start's verdict, counted once (startedEntering's, or started's own). */
+  let counted: StartVerdict | undefined;
+  const count = (at: number, attempt: number, verdict: StartVerdict): StartVerdict => {
+    if (counted !== undefined) return verdict;
+    counted = verdict;
+    if (verdict !== 'ok') {
+      // Not run: its schedule was removed, changed or paused after it was enqueued.
+      timeline.ended('skipped');
+      return verdict;
+    }
+    startedAt = Date.now();
+    if (attempt === 1 && nominal !== undefined) timeline.lag(at - nominal);
+    return verdict;
+  };
   const ranFor = () => (startedAt === undefined ? undefined : Date.now() - startedAt);
   return {
     async started(attempt) {
       const at = Date.now();
-      const verdict = await recorder.started(attempt);
-      if (verdict !== 'ok') {
-        // Not run: its schedule was removed, changed or paused after it was enqueued.
-        timeline.ended('skipped');
-        return verdict;
-      }
-      startedAt = Date.now();
-      if (attempt === 1 && nominal !== undefined) timeline.lag(at - nominal);
-      return verdict;
+      return count(at, attempt, await recorder.started(attempt));
     },
-    succeeded() {
+    async startedEntering(attempt, enter) {
+      const at = Date.now();
+      const outcome = await recorder.startedEntering(attempt, enter);
+      if ('verdict' in outcome) count(at, attempt, outcome.verdict);
+      return outcome;
+    },
+    succeeded(leave) {
       timeline.ended('completed', ranFor());
-      return recorder.succeeded();
+      return recorder.succeeded(leave);
     },
-    failed(err, final) {
+    failed(err, final, leave) {
       timeline.ended(final ? 'failed' : 'retried', ranFor());
-      return recorder.failed(err, final);
+      return recorder.failed(err, final, leave);
     },
     skippedOverlap(reason) {
       timeline.ended('skipped');

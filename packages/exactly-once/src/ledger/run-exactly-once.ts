@@ -66,7 +66,7 @@ async function runClaimedFirst<T>(eo: ExactlyOnce, opts: RunExactlyOnceOptions, 
 
   const overlap = opts.overlap;
   if (overlap) {
-    const decision = await eo.overlap.enter(overlap.schedule, opts.key, overlap.policy, overlap.nominalTime);
+    const decision = await (overlap.enter ? overlap.enter() : eo.overlap.enter(overlap.schedule, opts.key, overlap.policy, overlap.nominalTime));
     if (decision.kind === 'wait') {
       await run.release();
       logOf(opts).debug({ schedule: overlap.schedule }, 'previous occurrence still running; buffered');
@@ -98,7 +98,7 @@ async function runClaimedFirst<T>(eo: ExactlyOnce, opts: RunExactlyOnceOptions, 
     await releaseAfter(err, run, opts);
     throw err;
   } finally {
-    if (overlap) await eo.overlap.release(overlap.schedule, opts.key);
+    if (overlap && !overlap.left) await eo.overlap.release(overlap.schedule, opts.key);
   }
 }
 

@@ -1,5 +1,5 @@
 import type { Logger, OverlapPolicy, OwnerLiveness, RedisClient, RedisStepFn, StepFn } from '@tickwork/core';
-import type { OverlapGuard } from '../overlap/overlap-guard.js';
+import type { EnterOutcome, OverlapGuard } from '../overlap/overlap-guard.js';
 import type { IdempotencyLedger, RunRecordPlace } from './ledger.js';
 
 /*
@@ -58,7 +58,7 @@ export interface RunExactlyOnceOptions {
   /** Told when a step of this run is newly recorded (the run made progress). */
   onStepRecorded?: (() => Promise<void>) | undefined;
   /** Set for scheduled occurrences whose policy is not `allow`. */
-  overlap?: { schedule: string; policy: OverlapPolicy; nominalTime: Date | undefined } | undefined;
+  overlap?: RunOverlap | undefined;
   /** Called once when the overlap policy skips this occurrence, with the run still holding the slot (the schedule's history records it). */
   onSkip?: ((runningKey: string) => Promise<void> | undefined) | undefined;
   /**
@@ -104,4 +104,19 @@ export interface AbortSource {
   readonly aborted: boolean;
   readonly reason: unknown;
   onAbort(listener: (reason: unknown) => void): () => void;
+}
+
+/** A scheduled occurrence's overlap policy, as the run applies it. */
+export interface RunOverlap {
+  schedule: string;
+  policy: OverlapPolicy;
+  nominalTime: Date | undefined;
+  /**
+   * Enters the schedule's slot in a call of the caller's own (its start record's, on a single Redis:
+   * OVERLAP_ENTER_FN included in that script) instead of the guard's own call. Same outcomes as
+   * OverlapGuard.enter.
+   */
+  enter?: (() => Promise<EnterOutcome>) | undefined;
+  /** Set by the caller once a call of its own (its end record's) has freed the slot: the run's end then leaves it as it is. */
+  left?: boolean | undefined;
 }

@@ -27,37 +27,50 @@ export type EnterOutcome =
  * Per schedule, a hash `<prefix>:overlap:{<schedule>}` names the running occurrence (with a lease, so a
  * crashed run frees the slot) and, for `buffer-one`, the one waiting. The skip list lives beside it under
  * the same hash tag, so `enter` is one atomic script on one slot.
+ *
+ * The rules are Lua functions so that a script of another package can include them (a scheduled run's start
+ * record enters the slot in the same call on a single Redis: @tickwork/schedules START_RUN_ENTER).
+ * overlapEnter's arguments are enterArgs' (below), in order; it returns {'run'}, {'wait'} or {'skip', ahead}.
  */
-const ENTER = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local slot, skips = KEYS[1], KEYS[2]
-local policy, me, leaseMs = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local running = redis.call('HGET', slot, 'running')
-local runningUntil = tonumber(redis.call('HGET', slot, 'runningUntil') or '0')
-local busy = running and running ~= me and runningUntil > now
-local waiting = redis.call('HGET', slot, 'waiting')
-local waitingUntil = tonumber(redis.call('HGET', slot, 'waitingUntil') or '0')
-local otherWaits = policy == 'buffer-one' and waiting and waiting ~= me and waitingUntil > now
-if not busy and not otherWaits then
-  if waiting == me then redis.call('HDEL', slot, 'waiting', 'waitingUntil') end
-  redis.call('HSET', slot, 'running', me, 'runningUntil', string.format('%d', now + leaseMs))
-  return {'run'}
-end
-if busy and policy == 'buffer-one' and not otherWaits then
-  redis.call('HSET', slot, 'waiting', me, 'waitingUntil', string.format('%d', now + leaseMs))
-  return {'wait'}
-end
--- Skipped: either busy under 'skip', or another occurrence already holds the one waiting place.
-local ahead = running
-if not busy then ahead = waiting end
-redis.call('LPUSH', skips, cjson.encode({
-  schedule = ARGV[4], idempotencyKey = me, nominalTime = ARGV[5], policy = policy, runningKey = ahead, at = now
-}))
-redis.call('LTRIM', skips, 0, tonumber(ARGV[6]) - 1)
-redis.call('PEXPIRE', skips, tonumber(ARGV[7]))
-return {'skip', ahead}
-`;
+export const OVERLAP_ENTER_FN = `
+local function overlapEnter(slot, skips, policy, me, leaseMs, schedule, nominal, maxSkips, skipsTtl)
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  leaseMs = tonumber(leaseMs)
+  local f = redis.call('HMGET', slot, 'running', 'runningUntil', 'waiting', 'waitingUntil')
+  local running, waiting = f[1], f[3]
+  local busy = running and running ~= me and tonumber(f[2] or '0') > now
+  local otherWaits = policy == 'buffer-one' and waiting and waiting ~= me and tonumber(f[4] or '0') > now
+  if not busy and not otherWaits then
+    if waiting == me then redis.call('HDEL', slot, 'waiting', 'waitingUntil') end
+    redis.call('HSET', slot, 'running', me, 'runningUntil', string.format('%d', now + leaseMs))
+    return {'run'}
+  end
+  if busy and policy == 'buffer-one' and not otherWaits then
+    redis.call('HSET', slot, 'waiting', me, 'waitingUntil', string.format('%d', now + leaseMs))
+    return {'wait'}
+  end
+  -- Skipped: either busy under 'skip', or another occurrence already holds the one waiting place.
+  local ahead = running
+  if not busy then ahead = waiting end
+  redis.call('LPUSH', skips, cjson.encode({
+    schedule = schedule, idempotencyKey = me, nominalTime = nominal, policy = policy, runningKey = ahead, at = now
+  }))
+  redis.call('LTRIM', skips, 0, tonumber(maxSkips) - 1)
+  redis.call('PEXPIRE', skips, tonumber(skipsTtl))
+  return {'skip', ahead}
+end`;
+
+/** Frees the slot when `me` holds it; 1 if it did. */
+export const OVERLAP_LEAVE_FN = `
+local function overlapLeave(slot, me)
+  if redis.call('HGET', slot, 'running') ~= me then return 0 end
+  redis.call('HDEL', slot, 'running', 'runningUntil')
+  return 1
+end`;
+
+const ENTER = `${OVERLAP_ENTER_FN}
+return overlapEnter(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7])`;
 
 const RENEW = `
 local t = redis.call('TIME')
@@ -67,11 +80,14 @@ redis.call('HSET', KEYS[1], 'runningUntil', string.format('%d', now + tonumber(A
 return 1
 `;
 
-const LEAVE = `
-if redis.call('HGET', KEYS[1], 'running') ~= ARGV[1] then return 0 end
-redis.call('HDEL', KEYS[1], 'running', 'runningUntil')
-return 1
-`;
+const LEAVE = `${OVERLAP_LEAVE_FN}
+return overlapLeave(KEYS[1], ARGV[1])`;
+
+/** An enter as a script of another package runs it: its keys (slot, skips) and overlapEnter's other arguments. */
+export interface OverlapEnterCall {
+  keys: [slot: string, skips: string];
+  argv: (string | number)[];
+}
 
 type OverlapRedis = RedisClient & {
   tickworkOverlapEnter(slot: string, skips: string, ...args: (string | number)[]): Promise<string[]>;
@@ -106,23 +122,27 @@ export class OverlapGuard {
     return `${this.opts.prefix}:overlap:{${schedule}}:skips`;
   }
 
-  /** Decides whether the occurrence `key` of `schedule` may run now. `skip` outcomes are already recorded. */
-  async enter(schedule: string, key: string, policy: OverlapPolicy, nominalTime: Date | undefined): Promise<EnterOutcome> {
-    const [kind, ahead] = await this.redis.tickworkOverlapEnter(
-      this.slotKey(schedule),
-      this.skipsKey(schedule),
-      policy,
-      key,
-      this.opts.leaseMs,
-      schedule,
-      nominalTime?.toISOString() ?? '',
-      MAX_SKIP_RECORDS,
-      SKIP_RECORDS_TTL_MS,
-    );
+  /** An enter's keys and arguments, for a script that includes OVERLAP_ENTER_FN (enter is this script alone). */
+  enterArgs(schedule: string, key: string, policy: OverlapPolicy, nominalTime: Date | undefined): OverlapEnterCall {
+    return {
+      keys: [this.slotKey(schedule), this.skipsKey(schedule)],
+      argv: [policy, key, this.opts.leaseMs, schedule, nominalTime?.toISOString() ?? '', MAX_SKIP_RECORDS, SKIP_RECORDS_TTL_MS],
+    };
+  }
+
+  /** What an overlapEnter reply means to the run. */
+  outcomeOf(reply: readonly string[]): EnterOutcome {
+    const [kind, ahead] = reply;
     if (kind === 'run') return { kind };
     // A waiting occurrence polls: the running one has no way to wake a delayed BullMQ job cheaply.
     if (kind === 'wait') return { kind, retryInMs: this.opts.pollMs ?? 500 };
     return { kind: 'skip', runningKey: ahead ?? '' };
+  }
+
+  /** Decides whether the occurrence `key` of `schedule` may run now. `skip` outcomes are already recorded. */
+  async enter(schedule: string, key: string, policy: OverlapPolicy, nominalTime: Date | undefined): Promise<EnterOutcome> {
+    const { keys, argv } = this.enterArgs(schedule, key, policy, nominalTime);
+    return this.outcomeOf(await this.redis.tickworkOverlapEnter(...keys, ...argv));
   }
 
   async renew(schedule: string, key: string): Promise<boolean> {

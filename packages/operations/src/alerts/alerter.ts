@@ -112,6 +112,19 @@ export function createAlerter(opts: AlerterOptions): Alerter {
   // Under the queue's tag on a cluster (redis/keyspace.ts), as everything else about the queue's runs.
   const counterKey = (queue: string, scheduleId: string) => `${keyspaceOn(opts.redis, opts.prefix, queue).runPrefix}:meta:consecutive-failures:${queue}:${scheduleId}`;
 
+  /**
+   * Successes' resets asked for in this turn, by queue (one slot on a cluster): one DEL per queue once the
+   * turn ends, rather than one per run (a herd of scheduled runs completes thousands a second).
+   */
+  const resets = new Map<string, Set<string>>();
+  let resetting: Promise<void> | undefined;
+  const sendResets = async (): Promise<void> => {
+    const batches = [...resets.values()];
+    resets.clear();
+    resetting = undefined;
+    await Promise.all(batches.map((keys) => opts.redis.del(...keys)));
+  };
+
   const emit = (alert: Alert) => {
     alertsEmitted.inc({ type: alert.type });
     opts.log.error({ alert }, 'alert');
@@ -159,8 +172,11 @@ export function createAlerter(opts: AlerterOptions): Alerter {
     },
     scheduleHealth: emit,
     redisMemory: emit,
-    async scheduledRunSucceeded(queue, scheduleId) {
-      await opts.redis.del(counterKey(queue, scheduleId));
+    scheduledRunSucceeded(queue, scheduleId) {
+      let keys = resets.get(queue);
+      if (!keys) resets.set(queue, (keys = new Set()));
+      keys.add(counterKey(queue, scheduleId));
+      return (resetting ??= new Promise<void>((resolve) => setImmediate(resolve)).then(sendResets));
     },
     settle: (timeoutMs) => webhook?.settle(timeoutMs) ?? Promise.resolve(),
   };

@@ -4,7 +4,8 @@ import type { Logger } from '@tickwork/core';
 import { runScript } from '@tickwork/core';
 import type { Delivery } from '@tickwork/core';
 import { historyKeysOf, shardKeys, shardOf } from '../store/shard-keys.js';
-import { MERGE_RECORD, START_RUN } from '../store/lua.js';
+import { MERGE_RECORD, START_RUN, START_RUN_ENTER } from '../store/lua.js';
+import type { OverlapEnterCall } from '@tickwork/exactly-once';
 import { manualOccurrenceKey, occurrenceKey } from '@tickwork/core';
 
 /** Occurrences kept per catalog schedule; last success and last failure are kept apart and never trimmed. */
@@ -69,13 +70,44 @@ export async function mergeOccurrence(
   copyTo?: 'lastSuccess' | 'lastFailure',
   opts: { cap?: number; running?: string } = {},
 ): Promise<OccurrenceRecord> {
+  const { keys, argv } = mergeCall(prefix, schedule, id, nominalMs, patch, defaults, copyTo, opts.cap, opts.running);
+  return JSON.parse(String(await runScript(redis, MERGE_RECORD, keys, argv))) as OccurrenceRecord;
+}
+
+/**
+ * MERGE_RECORD's keys and arguments. `leave`: the run's overlap slot and holder, freed in the same call;
+ * `quiet`: the reply is whether it freed the slot (0 or 1) rather than the merged record.
+ */
+function mergeCall(
+  prefix: string,
+  schedule: string,
+  id: string,
+  nominalMs: number,
+  patch: Partial<OccurrenceRecord>,
+  defaults: Partial<OccurrenceRecord>,
+  copyTo: 'lastSuccess' | 'lastFailure' | undefined,
+  cap = HISTORY_CAP,
+  running?: string,
+  leave?: OverlapLeave,
+  quiet = false,
+): { keys: string[]; argv: (string | number)[] } {
   const k = historyKeysOf(prefix, schedule);
   const keys = [k.history, k.records];
   if (copyTo) keys.push(k[copyTo]);
-  if (opts.running) keys.push(shardKeys(prefix, shardOf(schedule)).running);
-  const argv = [opts.cap ?? HISTORY_CAP, id, nominalMs, JSON.stringify(patch), JSON.stringify(defaults), copyTo ? '1' : '0', opts.running ?? ''];
-  return JSON.parse(String(await runScript(redis, MERGE_RECORD, keys, argv))) as OccurrenceRecord;
+  if (running) keys.push(shardKeys(prefix, shardOf(schedule)).running);
+  if (leave) keys.push(leave.slot);
+  const argv = [cap, id, nominalMs, JSON.stringify(patch), JSON.stringify(defaults), copyTo ? '1' : '0', running ?? '', leave?.holder ?? '', quiet ? '1' : '0'];
+  return { keys, argv };
 }
+
+/** A run's overlap slot and the key it holds it under, freed by its end record (single Redis only: the slot has its own hash tag). */
+export interface OverlapLeave {
+  slot: string;
+  holder: string;
+}
+
+/** What the start with the overlap entry decided: the gate's verdict (entered when 'ok'), or the entry's. */
+export type StartEntered = { verdict: StartVerdict } | { entered: string[] };
 
 /** Newest first. */
 export async function readHistory(redis: RedisClient, prefix: string, schedule: string, limit = 50): Promise<OccurrenceRecord[]> {
@@ -109,9 +141,16 @@ export type StartVerdict = 'ok' | 'removed' | 'changed' | 'paused';
 export interface RunRecorder {
   /** Records the start; for occurrences of the schedule store also checks the schedule (see START_RUN). */
   started(attempt: number): Promise<StartVerdict>;
-  succeeded(): Promise<void>;
-  /** `final`: no retry follows, so the occurrence's outcome is `failed`. */
-  failed(err: unknown, final: boolean): Promise<void>;
+  /**
+   * started, with the run's overlap entry in the same call (START_RUN_ENTER; single Redis only). Its verdict
+   * is kept: a later `started` returns it without a call. Rejects on a failed call (the caller enters and
+   * starts on its own then, each with its usual handling of errors); `entered` is OVERLAP_ENTER_FN's reply.
+   */
+  startedEntering(attempt: number, enter: OverlapEnterCall): Promise<StartEntered>;
+  /** `leave`: frees the run's overlap slot in the same call; resolves true when the slot was freed by it. */
+  succeeded(leave?: OverlapLeave): Promise<boolean>;
+  /** `final`: no retry follows, so the occurrence's outcome is `failed`. `leave` as for succeeded. */
+  failed(err: unknown, final: boolean, leave?: OverlapLeave): Promise<boolean>;
   /** For the overlap policy: this occurrence is not run because an earlier run is still active. */
   skippedOverlap(reason?: string): Promise<void>;
   /** For the missed-run policy at the worker: this late occurrence is not run. */
@@ -170,34 +209,57 @@ export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, del
       }
     }
   };
-  const merge = (patch: Partial<OccurrenceRecord>, copyTo?: 'lastSuccess' | 'lastFailure') =>
+  // The reply (the merged record) is not read here: 'quiet' spares Redis encoding it and the worker parsing it.
+  const merge = (patch: Partial<OccurrenceRecord>, copyTo?: 'lastSuccess' | 'lastFailure', leave?: OverlapLeave) =>
     retried(async () => {
-      await mergeOccurrence(redis, prefix, schedule, id, nominalMs, patch, defaults, copyTo, { cap, ...(running && { running }) });
-    }, undefined);
+      const { keys, argv } = mergeCall(prefix, schedule, id, nominalMs, patch, defaults, copyTo, cap, running, leave, true);
+      return Number(await runScript(redis, MERGE_RECORD, keys, argv)) === 1;
+    }, false);
+  const note = async (patch: Partial<OccurrenceRecord>) => {
+    await merge(patch);
+  };
   const now = () => new Date().toISOString();
   let successOutcome: OccurrenceOutcome = trigger === 'catch-up' ? 'caught-up' : trigger === 'manual' ? 'manual' : 'completed';
+  /** START_RUN's keys and arguments. */
+  const startCall = (attempt: number) => {
+    const k = historyKeysOf(prefix, schedule);
+    const sk = shardKeys(prefix, shardOf(schedule));
+    // The gate applies to planned occurrences of the store (they carry the version), not to manual runs.
+    const version = scheduled?.v !== undefined && !manual ? String(scheduled.v) : '';
+    const slowAt = scheduled?.sa !== undefined ? String(Date.now() + scheduled.sa) : '';
+    const at = now();
+    const argv: (string | number)[] = [cap, id, nominalMs, JSON.stringify({ startedAt: at, attempts: attempt }), JSON.stringify(defaults), schedule, version, nominalMs, slowAt, at];
+    return { keys: [k.history, k.records, sk.defs, sk.running], argv };
+  };
+  /** startedEntering's verdict, for the run's `started` that follows it. */
+  let startedAs: StartVerdict | undefined;
   return {
-    started: (attempt) =>
-      retried(async () => {
-        const k = historyKeysOf(prefix, schedule);
-        const sk = shardKeys(prefix, shardOf(schedule));
-        // The gate applies to planned occurrences of the store (they carry the version), not to manual runs.
-        const version = scheduled?.v !== undefined && !manual ? String(scheduled.v) : '';
-        const slowAt = scheduled?.sa !== undefined ? String(Date.now() + scheduled.sa) : '';
-        const argv = [cap, id, nominalMs, JSON.stringify({ startedAt: now(), attempts: attempt }), JSON.stringify(defaults), schedule, version, nominalMs, slowAt, now()];
-        return (await runScript(redis, START_RUN, [k.history, k.records, sk.defs, sk.running], argv)) as StartVerdict;
-      }, 'ok' as StartVerdict),
-    succeeded: () => merge({ endedAt: now(), outcome: successOutcome }, 'lastSuccess'),
-    failed: (err, final) =>
+    started: (attempt) => {
+      if (startedAs !== undefined) return Promise.resolve(startedAs);
+      return retried(async () => {
+        const { keys, argv } = startCall(attempt);
+        return (await runScript(redis, START_RUN, keys, argv)) as StartVerdict;
+      }, 'ok' as StartVerdict);
+    },
+    startedEntering: async (attempt, enter) => {
+      const { keys, argv } = startCall(attempt);
+      const reply = (await runScript(redis, START_RUN_ENTER, [...keys, ...enter.keys], [...argv, ...enter.argv])) as string[];
+      const [kind] = reply;
+      if (kind === 'wait' || kind === 'skip') return { entered: reply };
+      startedAs = kind as StartVerdict;
+      return { verdict: startedAs };
+    },
+    succeeded: (leave) => merge({ endedAt: now(), outcome: successOutcome }, 'lastSuccess', leave),
+    failed: (err, final, leave) =>
       final
-        ? merge({ endedAt: now(), outcome: 'failed', error: (err as Error)?.message ?? String(err) }, 'lastFailure')
-        : merge({ error: (err as Error)?.message ?? String(err) }),
-    skippedOverlap: (reason) => merge({ endedAt: now(), outcome: 'skipped-overlap', ...(reason && { error: reason }) }),
-    missed: (reason) => merge({ endedAt: now(), outcome: 'missed', error: reason }),
-    cancelled: (reason) => merge({ endedAt: now(), outcome: 'cancelled', error: reason }),
+        ? merge({ endedAt: now(), outcome: 'failed', error: (err as Error)?.message ?? String(err) }, 'lastFailure', leave)
+        : merge({ error: (err as Error)?.message ?? String(err) }, undefined, leave),
+    skippedOverlap: (reason) => note({ endedAt: now(), outcome: 'skipped-overlap', ...(reason && { error: reason }) }),
+    missed: (reason) => note({ endedAt: now(), outcome: 'missed', error: reason }),
+    cancelled: (reason) => note({ endedAt: now(), outcome: 'cancelled', error: reason }),
     catchingUp: () => {
       successOutcome = 'caught-up';
-      return merge({ trigger: 'catch-up' });
+      return note({ trigger: 'catch-up' });
     },
   };
 }

@@ -1,4 +1,5 @@
 import { defineScript } from '@tickwork/core';
+import { OVERLAP_ENTER_FN, OVERLAP_LEAVE_FN } from '@tickwork/exactly-once';
 
 /**
  * The schedule store's scripts. Each touches the keys of one shard only (one hash tag), so each is one slot
@@ -18,8 +19,9 @@ local function trim(hk, rk, cap)
 end`;
 
 /**
- * Merges a JSON patch into a history record (JSON null deletes a field), fills defaults, trims. keepRun:
- * a patch with an outcome leaves alone a record whose run started (the planner's verdicts, see COMMIT).
+ * Merges a JSON patch into a history record (JSON null deletes a field), fills defaults, and indexes a new
+ * one and trims. keepRun: a patch with an outcome leaves alone a record whose run started (the planner's
+ * verdicts, see COMMIT).
  */
 export const MERGE_FN = `${TRIM_FN}
 local function merge(hk, rk, cap, id, score, patch, defaults, keepRun)
@@ -31,8 +33,11 @@ local function merge(hk, rk, cap, id, score, patch, defaults, keepRun)
   for k, v in pairs(defaults) do if rec[k] == nil then rec[k] = v end end
   local json = cjson.encode(rec)
   redis.call('HSET', rk, id, json)
-  redis.call('ZADD', hk, score, id)
-  trim(hk, rk, cap)
+  -- A record that was there is in the index already, at the same score (its nominal time).
+  if not cur then
+    redis.call('ZADD', hk, score, id)
+    trim(hk, rk, cap)
+  end
   return json
 end`;
 
@@ -180,49 +185,84 @@ end
 return committed`);
 
 /**
- * Merges into one history record; optionally copies it to a last-success/failure key and removes the run
- * from the slow-run index. KEYS: history, records, [last], [running]. ARGV: cap, id, score, patch, defaults,
- * copy ('1' = KEYS[3] is the last key), running member ('' = none; KEYS[4] or KEYS[3] is the index).
+ * Merges into one history record; optionally copies it to a last-success/failure key, removes the run from
+ * the slow-run index and frees the run's overlap slot (a run's end record: OVERLAP_LEAVE_FN). KEYS: history,
+ * records, then in this order the ones used: last, running, overlap slot. ARGV: cap, id, score, patch,
+ * defaults, copy ('1' = a last key), running member ('' = none), overlap holder ('' = none), quiet ('1':
+ * returns whether it freed the slot, 0 or 1, rather than the record).
  */
-export const MERGE_RECORD = defineScript(`${MERGE_FN}
+export const MERGE_RECORD = defineScript(`${MERGE_FN}${OVERLAP_LEAVE_FN}
 local json = merge(KEYS[1], KEYS[2], tonumber(ARGV[1]), ARGV[2], ARGV[3], cjson.decode(ARGV[4]), cjson.decode(ARGV[5]))
 local next = 3
 if ARGV[6] == '1' then
   redis.call('SET', KEYS[3], json)
   next = 4
 end
-if ARGV[7] ~= '' then redis.call('ZREM', KEYS[next], ARGV[7]) end
+if ARGV[7] ~= '' then
+  redis.call('ZREM', KEYS[next], ARGV[7])
+  next = next + 1
+end
+local left = 0
+if ARGV[8] ~= nil and ARGV[8] ~= '' then left = overlapLeave(KEYS[next], ARGV[8]) end
+if ARGV[9] == '1' then return left end
 return json`);
 
 /**
- * The worker's start of a scheduled run, with its gate in the same script (the definition shares the
- * history's slot, so the check costs no extra round trip): the run is skipped when its schedule is gone
- * ('removed'), was changed since the occurrence was planned ('changed'), or is paused since before the
- * occurrence's nominal time ('paused'); else 'ok', and a watched run enters the slow-run index.
+ * The start's gate: a run is skipped when its schedule is gone ('removed'), was changed since the occurrence
+ * was planned ('changed'), or is paused since before the occurrence's nominal time ('paused'); else 'ok'.
+ * version '' = no gate (manual runs).
+ */
+const GATE_FN = `
+local function gate(defs, schedule, version, nominal)
+  if version == '' then return 'ok' end
+  local def = redis.call('HGET', defs, schedule)
+  if not def then return 'removed' end
+  local nl = string.find(def, '\\n', 1, true)
+  local meta = cjson.decode(string.sub(def, nl + 1))
+  if tostring(meta[1]) ~= version then return 'changed' end
+  if meta[4] ~= nil and meta[4] ~= cjson.null and tonumber(nominal) >= tonumber(meta[4]) then return 'paused' end
+  return 'ok'
+end`;
+
+/**
+ * The start record after the gate's verdict: a run the gate refused ends with its outcome; a watched run
+ * that starts enters the slow-run index. Takes START_RUN's keys and arguments.
+ */
+const START_FN = `
+local function startRecord(verdict)
+  local patch = cjson.decode(ARGV[4])
+  if verdict ~= 'ok' then
+    patch = { endedAt = ARGV[10], outcome = 'skipped-' .. verdict }
+  elseif ARGV[9] ~= '' then
+    redis.call('ZADD', KEYS[4], ARGV[9], ARGV[2])
+  end
+  merge(KEYS[1], KEYS[2], tonumber(ARGV[1]), ARGV[2], ARGV[3], patch, cjson.decode(ARGV[5]))
+end`;
+
+/**
+ * The worker's start of a scheduled run, with its gate (GATE_FN) in the same script (the definition shares
+ * the history's slot, so the check costs no extra round trip). Returns the verdict.
  * KEYS: history, records, defs, running. ARGV: cap, id, score, patch, defaults, schedule id,
  * version ('' = no gate), nominal ms, slow deadline ('' = not watched), end time ISO.
  */
-export const START_RUN = defineScript(`${MERGE_FN}
-local verdict = 'ok'
-if ARGV[7] ~= '' then
-  local def = redis.call('HGET', KEYS[3], ARGV[6])
-  if not def then
-    verdict = 'removed'
-  else
-    local nl = string.find(def, '\\n', 1, true)
-    local meta = cjson.decode(string.sub(def, nl + 1))
-    if tostring(meta[1]) ~= ARGV[7] then
-      verdict = 'changed'
-    elseif meta[4] ~= nil and meta[4] ~= cjson.null and tonumber(ARGV[8]) >= tonumber(meta[4]) then
-      verdict = 'paused'
-    end
-  end
-end
-local patch = cjson.decode(ARGV[4])
-if verdict ~= 'ok' then
-  patch = { endedAt = ARGV[10], outcome = 'skipped-' .. verdict }
-elseif ARGV[9] ~= '' then
-  redis.call('ZADD', KEYS[4], ARGV[9], ARGV[2])
-end
-merge(KEYS[1], KEYS[2], tonumber(ARGV[1]), ARGV[2], ARGV[3], patch, cjson.decode(ARGV[5]))
+export const START_RUN = defineScript(`${MERGE_FN}${GATE_FN}${START_FN}
+local verdict = gate(KEYS[3], ARGV[6], ARGV[7], ARGV[8])
+startRecord(verdict)
 return verdict`);
+
+/**
+ * START_RUN with the run's overlap entry (OVERLAP_ENTER_FN) in the same call, on a single Redis (on a cluster
+ * the overlap slot is under the schedule's own tag, not the shard's). The gate comes first: a run it refuses
+ * is recorded and does not enter. Then the entry: an occurrence that must wait or is skipped gets no start
+ * record (the caller records a skip, as after the guard's own enter). Returns {verdict} ('ok': entered and
+ * started), {'wait'} or {'skip', running key}.
+ * KEYS: START_RUN's, then the overlap slot and skip list. ARGV: START_RUN's 10, then overlapEnter's 7.
+ */
+export const START_RUN_ENTER = defineScript(`${MERGE_FN}${GATE_FN}${START_FN}${OVERLAP_ENTER_FN}
+local verdict = gate(KEYS[3], ARGV[6], ARGV[7], ARGV[8])
+if verdict == 'ok' then
+  local entered = overlapEnter(KEYS[5], KEYS[6], ARGV[11], ARGV[12], ARGV[13], ARGV[14], ARGV[15], ARGV[16], ARGV[17])
+  if entered[1] ~= 'run' then return entered end
+end
+startRecord(verdict)
+return {verdict}`);

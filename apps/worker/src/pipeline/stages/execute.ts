@@ -24,7 +24,7 @@ const ends: AttemptEnds<JobRun> = {
     run.metrics.completed();
     run.timeline?.attempt('completed', ms, run.waitMs());
     if (run.logs('info')) run.log.info('job completed');
-    return run.history ? run.history.succeeded().then(() => result) : result;
+    return run.history ? run.history.succeeded(run.leave).then((left) => endedWith(run, left, result)) : result;
   },
 
   failed(run, err) {
@@ -43,11 +43,18 @@ const ends: AttemptEnds<JobRun> = {
     const final = err instanceof UnrecoverableError || run.attempt >= (run.job.opts.attempts ?? 1);
     run.timeline?.attempt(final ? 'failed' : 'retried', ms, run.waitMs());
     if (!run.history) throw err;
-    return run.history.failed(err, final).then(() => {
+    return run.history.failed(err, final, run.leave).then((left) => {
+      endedWith(run, left, undefined);
       throw err;
     });
   },
 };
+
+/** The end record freed the run's overlap slot (run.leave): the run's frame leaves it as it is. */
+function endedWith<T>(run: JobRun, left: boolean, result: T): T {
+  if (left && run.overlap) run.overlap.left = true;
+  return result;
+}
 
 /** The handler's time, from execute's start to the attempt's end, in its job's tally (every attempt, however it ends); in ms. */
 function countDuration(run: JobRun): number {

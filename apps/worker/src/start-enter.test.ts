@@ -1,0 +1,70 @@
+import { createLogger, defineJob, occurrenceKey } from '@tickwork/core';
+import { OverlapGuard } from '@tickwork/exactly-once';
+import { readHistory, runRecorder } from '@tickwork/schedules';
+import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { z } from 'zod';
+
+/**
+ * On a single Redis a scheduled run enters its overlap slot in its start record's call and frees it in its
+ * end record's (overlapPolicy, execute): the outcomes must be the guard's own, and the history the same.
+ */
+let server: RedisServerHandle;
+let redis: Redis;
+const log = createLogger('test', 'silent');
+const job = defineJob({ name: 'se.job', queue: 'q', schema: z.object({}), schedule: { every: { minutes: 1 }, tz: 'UTC' }, handler: async () => 1 });
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  redis = server.client();
+});
+afterAll(async () => server.stop());
+
+const occurrence = (id: string, nominal: number, v?: number) =>
+  runRecorder(redis, 'se', job, { id, name: job.name, data: {}, scheduled: { schedule: job.name, nominal, catchUp: false, ...(v !== undefined && { v }) } }, log);
+
+it('enters the slot with the start record, skips or buffers beside a running occurrence, and frees the slot with the end record', async () => {
+  const guard = new OverlapGuard(redis, { prefix: 'se', leaseMs: 30_000 });
+  const slot = guard.slotKey(job.name);
+  const key1 = occurrenceKey(job.name, new Date(60_000));
+  const first = occurrence('j1', 60_000);
+  expect(await first?.startedEntering(1, guard.enterArgs(job.name, key1, 'skip', new Date(60_000)))).toEqual({ verdict: 'ok' });
+  expect(await redis.hget(slot, 'running')).toBe(key1);
+  // Its verdict is kept: the run's own start (scheduleGate) makes no second call and no second record.
+  const calls = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
+  const before = await calls();
+  expect(await first?.started(1)).toBe('ok');
+  expect(await calls()).toBe(before);
+
+  // The next occurrence while the first runs: skipped under 'skip' (the guard's skip list has it), waits under 'buffer-one'.
+  const key2 = occurrenceKey(job.name, new Date(120_000));
+  const second = occurrence('j2', 120_000);
+  const skipped = await second?.startedEntering(1, guard.enterArgs(job.name, key2, 'skip', new Date(120_000)));
+  expect(skipped).toEqual({ entered: ['skip', key1] });
+  expect(guard.outcomeOf((skipped as { entered: string[] }).entered)).toEqual({ kind: 'skip', runningKey: key1 });
+  expect((await guard.skips(job.name))[0]).toMatchObject({ idempotencyKey: key2, runningKey: key1, policy: 'skip' });
+  const buffered = await second?.startedEntering(1, guard.enterArgs(job.name, key2, 'buffer-one', new Date(120_000)));
+  expect(guard.outcomeOf((buffered as { entered: string[] }).entered)).toMatchObject({ kind: 'wait' });
+  // Neither wrote a start record: a skipped or waiting occurrence is not running.
+  expect((await readHistory(redis, 'se', job.name)).find((r) => r.id === key2)).toBeUndefined();
+
+  // A run of a schedule gone since it was planned is refused by the gate before it enters: the slot is untouched.
+  const gone = occurrence('j3', 180_000, 7);
+  expect(await gone?.startedEntering(1, guard.enterArgs(job.name, occurrenceKey(job.name, new Date(180_000)), 'skip', new Date(180_000)))).toEqual({ verdict: 'removed' });
+  expect(await redis.hget(slot, 'running')).toBe(key1);
+
+  // The end record frees the slot only for its holder.
+  expect(await second?.succeeded({ slot, holder: key2 })).toBe(false);
+  expect(await redis.hget(slot, 'running')).toBe(key1);
+  expect(await first?.succeeded({ slot, holder: key1 })).toBe(true);
+  expect(await redis.hget(slot, 'running')).toBeNull();
+  const history = new Map((await readHistory(redis, 'se', job.name)).map((r) => [r.id, r]));
+  expect(history.get(key1)).toMatchObject({ outcome: 'completed', attempts: 1, jobId: 'j1' });
+  expect(history.get(key1)?.startedAt).toBeDefined();
+  expect(history.get(occurrenceKey(job.name, new Date(180_000)))).toMatchObject({ outcome: 'skipped-removed' });
+  // The buffered occurrence now enters, and a final failure frees the slot too.
+  expect(await second?.startedEntering(1, guard.enterArgs(job.name, key2, 'buffer-one', new Date(120_000)))).toEqual({ verdict: 'ok' });
+  expect(await second?.failed(new Error('boom'), true, { slot, holder: key2 })).toBe(true);
+  expect(await redis.hget(slot, 'running')).toBeNull();
+});
