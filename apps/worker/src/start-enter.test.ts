@@ -1,6 +1,6 @@
 import { createLogger, defineJob, occurrenceKey } from '@tickwork/core';
 import { OverlapGuard } from '@tickwork/exactly-once';
-import { readHistory, runRecorder } from '@tickwork/schedules';
+import { HistoryWriteError, readHistory, runRecorder, scheduleKeys, type RunRecorder } from '@tickwork/schedules';
 import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -67,4 +67,27 @@ it('enters the slot with the start record, skips or buffers beside a running occ
   expect(await second?.startedEntering(1, guard.enterArgs(job.name, key2, 'buffer-one', new Date(120_000)))).toEqual({ verdict: 'ok' });
   expect(await second?.failed(new Error('boom'), true, { slot, holder: key2 })).toBe(true);
   expect(await redis.hget(slot, 'running')).toBeNull();
+});
+
+it("many runs' history writes leave in few script calls, and one that fails in Redis fails its own run alone", async () => {
+  const guard = new OverlapGuard(redis, { prefix: 'se2', leaseMs: 30_000 });
+  const schedules = Array.from({ length: 20 }, (_, i) => `batch:s${i}`);
+  const recorders = schedules.map((s) => ({ s, rec: runRecorder(redis, 'se2', job, { id: `b-${s}`, name: job.name, data: {}, scheduled: { schedule: s, nominal: 60_000, catchUp: false } }, log) }));
+  // s7's records are not a hash: its write fails in Redis (WRONGTYPE), inside the batch the others share.
+  await redis.set(scheduleKeys('se2', 'batch:s7').records, 'not a hash');
+  const calls = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
+  const before = await calls();
+  const outcomes = await Promise.allSettled(
+    recorders.map(({ s, rec }) => (rec as RunRecorder).startedEntering(1, guard.enterArgs(s, occurrenceKey(s, new Date(60_000)), 'skip', new Date(60_000)))),
+  );
+  // The first write goes alone (nothing in flight), the other 19 together in the next call.
+  expect((await calls()) - before).toBeLessThanOrEqual(2);
+  outcomes.forEach((o, i) => {
+    if (i === 7) {
+      expect(o.status).toBe('rejected');
+      expect((o as PromiseRejectedResult).reason).toBeInstanceOf(HistoryWriteError);
+      expect(String((o as PromiseRejectedResult).reason.message)).toContain('WRONGTYPE');
+    } else expect(o).toEqual({ status: 'fulfilled', value: { verdict: 'ok' } });
+  });
+  for (const s of schedules.filter((_, i) => i !== 7)) expect((await readHistory(redis, 'se2', s))[0]?.startedAt).toBeDefined();
 });

@@ -52,6 +52,8 @@ export type { RedisOutageLog } from './redis/redis-startup.js';
 export { RedisTx } from './redis/redis-tx.js';
 export { keyNodes, scanKeys } from './redis/scan.js';
 export { defineScript, runScript, runScriptMany } from './redis/scripts.js';
+export { ScriptBatcher, settleBatch } from './redis/script-batcher.js';
+export type { BatchCodec, BatchedCall } from './redis/script-batcher.js';
 export type { Script, ScriptCall } from './redis/scripts.js';
 export { holdUntilTurnEnds, holdWritesOn } from './redis/turn-hold.js';
 export { exitOnStartupError, onShutdown } from './shutdown.js';

@@ -53,3 +53,14 @@ export class ScheduleShardsMismatchError extends TickworkError {
     );
   }
 }
+
+/** A history write of a run (its start or end record) failed in Redis; the run retries it (runRecorder). */
+export class HistoryWriteError extends TickworkError {
+  override name = 'HistoryWriteError';
+  constructor(
+    readonly occurrence: string,
+    reason: string,
+  ) {
+    super(`history of ${occurrence}: ${reason}`);
+  }
+}

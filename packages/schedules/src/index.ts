@@ -4,7 +4,7 @@ export { DEFAULT_HEAD_START_MS, MAX_HEAD_START_MS } from './dispatch/fire-lane.j
 export { createHeadStart } from './dispatch/head-start.js';
 export { DEFAULT_SCHEDULER_DEAD_AFTER_MS, DEFAULT_SCHEDULER_HEARTBEAT_MS, claimsHeldBy, createSchedulerRegistry, releaseClaims, schedulersKey } from './dispatch/takeover.js';
 export type { HeldClaim, SchedulerRegistry } from './dispatch/takeover.js';
-export { CatalogScheduleError, InvalidScheduleError, ScheduleIdError, ScheduleNotFoundError } from './errors.js';
+export { CatalogScheduleError, HistoryWriteError, InvalidScheduleError, ScheduleIdError, ScheduleNotFoundError } from './errors.js';
 export { claimBatchSize, claimsTakenOver, dueBacklogGauge, dueLagGauge, headStartGauge, occurrencesDispatched, scheduleHealthy, scheduleLastSuccess, scheduleSlowRuns, schedulerTakeovers } from './health/health-metrics.js';
 export { loadScheduleState, scheduleHealth, slowAfterMsOf } from './health/health.js';
 export type { HealthStatus, ScheduleHealth } from './health/health.js';

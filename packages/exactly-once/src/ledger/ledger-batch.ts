@@ -1,7 +1,7 @@
 import type { RedisClient } from '@tickwork/core';
 import { COMPLETE_AHEAD_LUA, LEDGER_LUA } from './ledger-lua.js';
-import { groupBySlot, slotOf } from '@tickwork/core';
-import { defineScript, runScript } from '@tickwork/core';
+import { groupBySlot } from '@tickwork/core';
+import { defineScript, ScriptBatcher, settleBatch, type BatchCodec, type BatchedCall } from '@tickwork/core';
 import { holdUntilTurnEnds } from '@tickwork/core';
 
 /**
@@ -41,106 +41,44 @@ export class LedgerCallError extends Error {
   override readonly name = 'LedgerCallError';
 }
 
-interface Entry {
-  op: LedgerOp;
-  key: string;
-  args: (string | number)[];
-  resolve: (reply: LedgerReply) => void;
-  reject: (err: Error) => void;
-}
+/** A ledger operation in a batch: `op` is its LedgerOp, `keys` its record key alone. */
+type Entry = BatchedCall<LedgerReply>;
 
-const entryKey = (e: Entry): string => e.key;
+const entryKey = (e: Entry): string => e.keys[0] as string;
 
-function encode(batch: readonly Entry[]): { keys: string[]; argv: (string | number)[] } {
-  const keys: string[] = [];
-  const argv: (string | number)[] = [];
-  for (const e of batch) {
-    keys.push(e.key);
-    argv.push(OP_CODES[e.op], e.args.length, ...e.args);
-  }
-  return { keys, argv };
-}
-
-function settle(batch: readonly Entry[], replies: Promise<LedgerReply[]>): Promise<void> {
-  return replies.then(
-    (list) => {
-      for (let i = 0; i < batch.length; i++) {
-        const e = batch[i] as Entry;
-        const reply = list[i];
-        if (Array.isArray(reply) && reply[0] === 'error') e.reject(new LedgerCallError(`ledger ${e.op} of ${e.key} failed in Redis: ${reply[1]}`));
-        else if (reply === undefined) e.reject(new LedgerCallError(`ledger ${e.op} of ${e.key} got no reply from its batch`));
-        else e.resolve(reply);
-      }
-    },
-    (err: unknown) => {
-      for (const e of batch) e.reject(err instanceof Error ? err : new LedgerCallError(String(err)));
-    },
-  );
-}
+/** A batch as LEDGER_LUA and COMPLETE_AHEAD_LUA read it: per operation its record key, and its code, argument count and arguments. */
+const codec: BatchCodec<LedgerReply> = {
+  encode(batch) {
+    const keys: string[] = [];
+    const argv: (string | number)[] = [];
+    for (const e of batch) {
+      keys.push(e.keys[0] as string);
+      argv.push(OP_CODES[e.op as LedgerOp], e.args.length, ...e.args);
+    }
+    return { keys, argv };
+  },
+  failed: (e, reason) => new LedgerCallError(`ledger ${e.op} of ${e.keys[0]} ${reason}`),
+};
 
 const LEDGER_SCRIPT = defineScript(LEDGER_LUA);
 
-/** The operations of one slot (one Redis: all of them) waiting for the batch in flight to return. */
-interface Lane {
-  /** Its slot on a cluster; -1 for the one lane of one Redis. */
-  slot: number;
-  queue: Entry[];
-  inFlight: boolean;
-}
-
 /**
- * Sends ledger operations in batches on the ledger's connection, one batch in flight at a time per lane.
- * On one Redis there is one lane. On a cluster each slot has its own lane: a master that stops answering
- * (frozen, or dead until its replica is promoted) holds up the claims, renewals and steps of the queues
- * it serves, not every queue, as one batch in flight for the whole process would.
- * A run's keys share its queue's slot (redis/keyspace.ts), so a cluster has about one lane per queue; a
- * lane is dropped once it is idle.
+ * Sends ledger operations in batches on the ledger's connection, one batch in flight at a time per lane
+ * (ScriptBatcher). On a cluster each slot has its own lane: a run's keys share its queue's slot
+ * (redis/keyspace.ts), so a cluster has about one lane per queue.
  */
 export class LedgerBatcher {
-  private readonly single: Lane = { slot: -1, queue: [], inFlight: false };
-  private readonly lanes = new Map<number, Lane>();
+  private readonly batcher: ScriptBatcher<LedgerReply>;
   /** Batches and operations sent so far (the bench reports the mean batch size). */
-  readonly sent = { batches: 0, ops: 0 };
+  readonly sent: { batches: number; ops: number };
 
-  constructor(
-    private readonly redis: RedisClient,
-    /** Caps a batch so one script call stays short and never holds Redis up noticeably. */
-    private readonly maxBatch = 128,
-  ) {}
+  constructor(redis: RedisClient, maxBatch = 128) {
+    this.batcher = new ScriptBatcher(redis, LEDGER_SCRIPT, codec, maxBatch);
+    this.sent = this.batcher.sent;
+  }
 
   call(op: LedgerOp, key: string, args: (string | number)[]): Promise<LedgerReply> {
-    return new Promise((resolve, reject) => {
-      const lane = this.laneOf(key);
-      lane.queue.push({ op, key, args, resolve, reject });
-      if (!lane.inFlight) this.send(lane);
-    });
-  }
-
-  private laneOf(key: string): Lane {
-    if (!this.redis.isCluster) return this.single;
-    const slot = slotOf(key);
-    let lane = this.lanes.get(slot);
-    if (!lane) this.lanes.set(slot, (lane = { slot, queue: [], inFlight: false }));
-    return lane;
-  }
-
-  /** Sends the lane's next batch; an idle cluster lane is dropped once its batch returns. */
-  private send(lane: Lane): void {
-    const batch = lane.queue.length <= this.maxBatch ? lane.queue : lane.queue.slice(0, this.maxBatch);
-    lane.queue = batch === lane.queue ? [] : lane.queue.slice(this.maxBatch);
-    lane.inFlight = true;
-    this.sent.batches++;
-    this.sent.ops += batch.length;
-    const { keys, argv } = encode(batch);
-    void settle(batch, this.run(keys, argv)).then(() => {
-      lane.inFlight = false;
-      if (lane.queue.length > 0) this.send(lane);
-      else if (lane !== this.single) this.lanes.delete(lane.slot);
-    });
-  }
-
-  private async run(keys: string[], argv: (string | number)[]): Promise<LedgerReply[]> {
-    return (await runScript(this.redis, LEDGER_SCRIPT, keys, argv)) as LedgerReply[];
+    return this.batcher.call(op, [key], args);
   }
 }
 
@@ -222,7 +160,7 @@ export class CompletionWriter {
       this.written = new Promise((resolve) => (this.markWritten = resolve));
       process.nextTick(() => this.flush(true));
     }
-    this.pending.push({ op, key, args, resolve: outcome, reject: outcome });
+    this.pending.push({ op, keys: [key], args, resolve: outcome, reject: outcome });
     const written = this.written;
     if (this.pending.length >= GROUP) this.flush(false);
     return written;
@@ -241,16 +179,16 @@ export class CompletionWriter {
       // One call per slot (each lands on the node, and connection, that acknowledges its jobs). EVAL: a
       // cluster client has no one connection a SCRIPT LOAD could go ahead on.
       for (const group of groupBySlot(this.redis, batch, entryKey)) {
-        const { keys, argv } = encode(group);
-        void settle(group, this.redis.eval(COMPLETE_AHEAD.lua, keys.length, ...keys, ...argv) as Promise<LedgerReply[]>);
+        const { keys, argv } = codec.encode(group);
+        void settleBatch(group, this.redis.eval(COMPLETE_AHEAD.lua, keys.length, ...keys, ...argv) as Promise<LedgerReply[]>, codec);
       }
     } else {
       if (!this.loaded) {
         this.loaded = true;
         void this.redis.script('LOAD', COMPLETE_AHEAD.lua).catch(() => (this.loaded = false));
       }
-      const { keys, argv } = encode(batch);
-      void settle(batch, this.evalsha(keys, argv));
+      const { keys, argv } = codec.encode(batch);
+      void settleBatch(batch, this.evalsha(keys, argv), codec);
     }
     markWritten();
   }

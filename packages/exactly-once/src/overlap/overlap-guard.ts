@@ -29,7 +29,7 @@ export type EnterOutcome =
  * the same hash tag, so `enter` is one atomic script on one slot.
  *
  * The rules are Lua functions so that a script of another package can include them (a scheduled run's start
- * record enters the slot in the same call on a single Redis: @tickwork/schedules START_RUN_ENTER).
+ * record enters the slot in the same call on a single Redis: @tickwork/schedules lua.ts startEntering).
  * overlapEnter's arguments are enterArgs' (below), in order; it returns {'run'}, {'wait'} or {'skip', ahead}.
  */
 export const OVERLAP_ENTER_FN = `

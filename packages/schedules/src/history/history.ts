@@ -1,10 +1,11 @@
 import type { RedisClient } from '@tickwork/core';
 import type { AnyJob } from '@tickwork/core';
 import type { Logger } from '@tickwork/core';
-import { runScript } from '@tickwork/core';
+import { runScript, ScriptBatcher, type BatchCodec } from '@tickwork/core';
 import type { Delivery } from '@tickwork/core';
 import { historyKeysOf, shardKeys, shardOf } from '../store/shard-keys.js';
-import { MERGE_RECORD, START_RUN, START_RUN_ENTER } from '../store/lua.js';
+import { HISTORY_BATCH, MERGE_RECORD } from '../store/lua.js';
+import { HistoryWriteError } from '../errors.js';
 import type { OverlapEnterCall } from '@tickwork/exactly-once';
 import { manualOccurrenceKey, occurrenceKey } from '@tickwork/core';
 
@@ -134,15 +135,39 @@ export async function lastOutcomes(
   return { lastSuccess: s ? (JSON.parse(s) as OccurrenceRecord) : null, lastFailure: f ? (JSON.parse(f) as OccurrenceRecord) : null };
 }
 
+/**
+ * A run's history writes go through one batcher per connection (HISTORY_BATCH): at a herd's rate the starts
+ * and ends of many runs leave in one script call, where one call each cost Node and Redis a call each.
+ */
+const historyCodec: BatchCodec<unknown> = {
+  encode(batch) {
+    const keys: string[] = [];
+    const argv: (string | number)[] = [];
+    for (const e of batch) {
+      keys.push(...e.keys);
+      argv.push(e.op, e.keys.length, e.args.length, ...e.args);
+    }
+    return { keys, argv };
+  },
+  failed: (e, reason) => new HistoryWriteError(String(e.args[1]), reason),
+};
+const batchers = new WeakMap<RedisClient, ScriptBatcher<unknown>>();
+
+function historyWrites(redis: RedisClient): ScriptBatcher<unknown> {
+  let batcher = batchers.get(redis);
+  if (!batcher) batchers.set(redis, (batcher = new ScriptBatcher(redis, HISTORY_BATCH, historyCodec)));
+  return batcher;
+}
+
 /** Why a scheduled run does not run at all (its start's gate): its schedule is gone, changed, or paused. */
 export type StartVerdict = 'ok' | 'removed' | 'changed' | 'paused';
 
 /** The worker side: what a run of a scheduled job records. Never throws (history must not fail a job). */
 export interface RunRecorder {
-  /** Records the start; for occurrences of the schedule store also checks the schedule (see START_RUN). */
+  /** Records the start; for occurrences of the schedule store also checks the schedule (lua.ts startRun). */
   started(attempt: number): Promise<StartVerdict>;
   /**
-   * started, with the run's overlap entry in the same call (START_RUN_ENTER; single Redis only). Its verdict
+   * started, with the run's overlap entry in the same call (lua.ts startEntering; single Redis only). Its verdict
    * is kept: a later `started` returns it without a call. Rejects on a failed call (the caller enters and
    * starts on its own then, each with its usual handling of errors); `entered` is OVERLAP_ENTER_FN's reply.
    */
@@ -169,7 +194,7 @@ export interface RunRecorder {
  * health (one failing ad-hoc run would otherwise make the schedule `failing` and page someone).
  *
  * Redis Cluster: a schedule's history stays in its schedule shard (`{sched:<k>}`), not under its queue's
- * tag, because the start gate (START_RUN) reads the definition and writes the history in one script, and
+ * tag, because the start gate (lua.ts startRun) reads the definition and writes the history in one script, and
  * the dispatcher commits history with its claims. So on a cluster these writes go to the shard's master,
  * on another connection than the job's acknowledgement. The order still holds: the worker awaits each
  * history write (execute stage) before it returns the result, so the write is done before the result is
@@ -188,6 +213,7 @@ export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, del
       ? manualOccurrenceKey(schedule, scheduled.m)
       : occurrenceKey(schedule, new Date(nominalMs));
   const cap = scheduled?.h ?? HISTORY_CAP;
+  const writes = historyWrites(redis);
   // Runs of watched schedules enter the slow-run index at start and leave it when they end.
   const running = scheduled?.sa !== undefined ? id : undefined;
   const defaults: Partial<OccurrenceRecord> = { id, schedule, nominal: new Date(nominalMs).toISOString(), trigger, jobId: delivery.id };
@@ -213,14 +239,14 @@ export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, del
   const merge = (patch: Partial<OccurrenceRecord>, copyTo?: 'lastSuccess' | 'lastFailure', leave?: OverlapLeave) =>
     retried(async () => {
       const { keys, argv } = mergeCall(prefix, schedule, id, nominalMs, patch, defaults, copyTo, cap, running, leave, true);
-      return Number(await runScript(redis, MERGE_RECORD, keys, argv)) === 1;
+      return Number(await writes.call('m', keys, argv)) === 1;
     }, false);
   const note = async (patch: Partial<OccurrenceRecord>) => {
     await merge(patch);
   };
   const now = () => new Date().toISOString();
   let successOutcome: OccurrenceOutcome = trigger === 'catch-up' ? 'caught-up' : trigger === 'manual' ? 'manual' : 'completed';
-  /** START_RUN's keys and arguments. */
+  /** startRun's keys and arguments (lua.ts). */
   const startCall = (attempt: number) => {
     const k = historyKeysOf(prefix, schedule);
     const sk = shardKeys(prefix, shardOf(schedule));
@@ -238,12 +264,12 @@ export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, del
       if (startedAs !== undefined) return Promise.resolve(startedAs);
       return retried(async () => {
         const { keys, argv } = startCall(attempt);
-        return (await runScript(redis, START_RUN, keys, argv)) as StartVerdict;
+        return (await writes.call('s', keys, argv)) as StartVerdict;
       }, 'ok' as StartVerdict);
     },
     startedEntering: async (attempt, enter) => {
       const { keys, argv } = startCall(attempt);
-      const reply = (await runScript(redis, START_RUN_ENTER, [...keys, ...enter.keys], [...argv, ...enter.argv])) as string[];
+      const reply = (await writes.call('e', [...keys, ...enter.keys], [...argv, ...enter.argv])) as string[];
       const [kind] = reply;
       if (kind === 'wait' || kind === 'skip') return { entered: reply };
       startedAs = kind as StartVerdict;

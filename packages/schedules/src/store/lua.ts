@@ -185,34 +185,53 @@ end
 return committed`);
 
 /**
- * Merges into one history record; optionally copies it to a last-success/failure key, removes the run from
- * the slow-run index and frees the run's overlap slot (a run's end record: OVERLAP_LEAVE_FN). KEYS: history,
- * records, then in this order the ones used: last, running, overlap slot. ARGV: cap, id, score, patch,
- * defaults, copy ('1' = a last key), running member ('' = none), overlap holder ('' = none), quiet ('1':
- * returns whether it freed the slot, 0 or 1, rather than the record).
+ * A run's history writes as functions of their own keys and arguments (K, A), so that the worker's batches
+ * (HISTORY_BATCH) run many runs' in one call, and each single script below runs one.
+ *
+ * mergeRecord: merges into one history record; optionally copies it to a last-success/failure key, removes
+ * the run from the slow-run index and frees the run's overlap slot (a run's end record: OVERLAP_LEAVE_FN).
+ * K: history, records, then in this order the ones used: last, running, overlap slot. A: cap, id, score,
+ * patch, defaults, copy ('1' = a last key), running member ('' = none), overlap holder ('' = none), quiet
+ * ('1': returns whether it freed the slot, 0 or 1, rather than the record).
  */
-export const MERGE_RECORD = defineScript(`${MERGE_FN}${OVERLAP_LEAVE_FN}
-local json = merge(KEYS[1], KEYS[2], tonumber(ARGV[1]), ARGV[2], ARGV[3], cjson.decode(ARGV[4]), cjson.decode(ARGV[5]))
-local next = 3
-if ARGV[6] == '1' then
-  redis.call('SET', KEYS[3], json)
-  next = 4
-end
-if ARGV[7] ~= '' then
-  redis.call('ZREM', KEYS[next], ARGV[7])
-  next = next + 1
-end
-local left = 0
-if ARGV[8] ~= nil and ARGV[8] ~= '' then left = overlapLeave(KEYS[next], ARGV[8]) end
-if ARGV[9] == '1' then return left end
-return json`);
+const MERGE_RECORD_FN = `
+local function mergeRecord(K, A)
+  local json = merge(K[1], K[2], tonumber(A[1]), A[2], A[3], cjson.decode(A[4]), cjson.decode(A[5]))
+  local next = 3
+  if A[6] == '1' then
+    redis.call('SET', K[3], json)
+    next = 4
+  end
+  if A[7] ~= '' then
+    redis.call('ZREM', K[next], A[7])
+    next = next + 1
+  end
+  local left = 0
+  if A[8] ~= nil and A[8] ~= '' then left = overlapLeave(K[next], A[8]) end
+  if A[9] == '1' then return left end
+  return json
+end`;
+
+/** mergeRecord as a script of its own (KEYS and ARGV as K and A above). */
+export const MERGE_RECORD = defineScript(`${MERGE_FN}${OVERLAP_LEAVE_FN}${MERGE_RECORD_FN}
+return mergeRecord(KEYS, ARGV)`);
 
 /**
- * The start's gate: a run is skipped when its schedule is gone ('removed'), was changed since the occurrence
- * was planned ('changed'), or is paused since before the occurrence's nominal time ('paused'); else 'ok'.
- * version '' = no gate (manual runs).
+ * The worker's start of a scheduled run, with its gate in the same script (the definition shares the
+ * history's slot, so the check costs no extra round trip): the run is skipped when its schedule is gone
+ * ('removed'), was changed since the occurrence was planned ('changed'), or is paused since before the
+ * occurrence's nominal time ('paused'); else 'ok', and a watched run enters the slow-run index.
+ * startRun returns the verdict. K: history, records, defs, running. A: cap, id, score, patch, defaults,
+ * schedule id, version ('' = no gate), nominal ms, slow deadline ('' = not watched), end time ISO.
+ *
+ * startEntering: startRun with the run's overlap entry (OVERLAP_ENTER_FN) in the same call, on a single
+ * Redis (on a cluster the overlap slot is under the schedule's own tag, not the shard's). The gate comes
+ * first: a run it refuses is recorded and does not enter. Then the entry: an occurrence that must wait or
+ * is skipped gets no start record (the caller records a skip, as after the guard's own enter). Returns
+ * {verdict} ('ok': entered and started), {'wait'} or {'skip', running key}. K: startRun's, then the overlap
+ * slot and skip list. A: startRun's 10, then overlapEnter's 7.
  */
-const GATE_FN = `
+const START_FN = `
 local function gate(defs, schedule, version, nominal)
   if version == '' then return 'ok' end
   local def = redis.call('HGET', defs, schedule)
@@ -222,47 +241,53 @@ local function gate(defs, schedule, version, nominal)
   if tostring(meta[1]) ~= version then return 'changed' end
   if meta[4] ~= nil and meta[4] ~= cjson.null and tonumber(nominal) >= tonumber(meta[4]) then return 'paused' end
   return 'ok'
-end`;
-
-/**
- * The start record after the gate's verdict: a run the gate refused ends with its outcome; a watched run
- * that starts enters the slow-run index. Takes START_RUN's keys and arguments.
- */
-const START_FN = `
-local function startRecord(verdict)
-  local patch = cjson.decode(ARGV[4])
-  if verdict ~= 'ok' then
-    patch = { endedAt = ARGV[10], outcome = 'skipped-' .. verdict }
-  elseif ARGV[9] ~= '' then
-    redis.call('ZADD', KEYS[4], ARGV[9], ARGV[2])
-  end
-  merge(KEYS[1], KEYS[2], tonumber(ARGV[1]), ARGV[2], ARGV[3], patch, cjson.decode(ARGV[5]))
-end`;
-
-/**
- * The worker's start of a scheduled run, with its gate (GATE_FN) in the same script (the definition shares
- * the history's slot, so the check costs no extra round trip). Returns the verdict.
- * KEYS: history, records, defs, running. ARGV: cap, id, score, patch, defaults, schedule id,
- * version ('' = no gate), nominal ms, slow deadline ('' = not watched), end time ISO.
- */
-export const START_RUN = defineScript(`${MERGE_FN}${GATE_FN}${START_FN}
-local verdict = gate(KEYS[3], ARGV[6], ARGV[7], ARGV[8])
-startRecord(verdict)
-return verdict`);
-
-/**
- * START_RUN with the run's overlap entry (OVERLAP_ENTER_FN) in the same call, on a single Redis (on a cluster
- * the overlap slot is under the schedule's own tag, not the shard's). The gate comes first: a run it refuses
- * is recorded and does not enter. Then the entry: an occurrence that must wait or is skipped gets no start
- * record (the caller records a skip, as after the guard's own enter). Returns {verdict} ('ok': entered and
- * started), {'wait'} or {'skip', running key}.
- * KEYS: START_RUN's, then the overlap slot and skip list. ARGV: START_RUN's 10, then overlapEnter's 7.
- */
-export const START_RUN_ENTER = defineScript(`${MERGE_FN}${GATE_FN}${START_FN}${OVERLAP_ENTER_FN}
-local verdict = gate(KEYS[3], ARGV[6], ARGV[7], ARGV[8])
-if verdict == 'ok' then
-  local entered = overlapEnter(KEYS[5], KEYS[6], ARGV[11], ARGV[12], ARGV[13], ARGV[14], ARGV[15], ARGV[16], ARGV[17])
-  if entered[1] ~= 'run' then return entered end
 end
-startRecord(verdict)
-return {verdict}`);
+local function startRecord(K, A, verdict)
+  local patch = cjson.decode(A[4])
+  if verdict ~= 'ok' then
+    patch = { endedAt = A[10], outcome = 'skipped-' .. verdict }
+  elseif A[9] ~= '' then
+    redis.call('ZADD', K[4], A[9], A[2])
+  end
+  merge(K[1], K[2], tonumber(A[1]), A[2], A[3], patch, cjson.decode(A[5]))
+end
+local function startRun(K, A)
+  local verdict = gate(K[3], A[6], A[7], A[8])
+  startRecord(K, A, verdict)
+  return verdict
+end
+local function startEntering(K, A)
+  local verdict = gate(K[3], A[6], A[7], A[8])
+  if verdict == 'ok' then
+    local entered = overlapEnter(K[5], K[6], A[11], A[12], A[13], A[14], A[15], A[16], A[17])
+    if entered[1] ~= 'run' then return entered end
+  end
+  startRecord(K, A, verdict)
+  return {verdict}
+end`;
+
+/**
+ * The worker's history writes of many runs in one call (@tickwork/core ScriptBatcher): per entry its code
+ * ('s' startRun, 'e' startEntering, 'm' mergeRecord), key count, argument count, then its arguments; its
+ * keys in order in KEYS (on a cluster, one shard's: one slot). Each entry runs under pcall, so a failed one
+ * fails its own caller alone ({'error', message}). Returns one reply per entry.
+ */
+export const HISTORY_BATCH = defineScript(`${MERGE_FN}${OVERLAP_ENTER_FN}${OVERLAP_LEAVE_FN}${MERGE_RECORD_FN}${START_FN}
+local ops = { s = startRun, e = startEntering, m = mergeRecord }
+local replies = {}
+local a, k, i = 1, 1, 1
+while a <= #ARGV do
+  local op, nk, na = ops[ARGV[a]], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+  local K = {unpack(KEYS, k, k + nk - 1)}
+  local A = {unpack(ARGV, a + 3, a + 2 + na)}
+  k = k + nk
+  a = a + 3 + na
+  local ok, reply = pcall(op, K, A)
+  if ok then
+    replies[i] = reply
+  else
+    replies[i] = {'error', type(reply) == 'table' and tostring(reply.err) or tostring(reply)}
+  end
+  i = i + 1
+end
+return replies`);
