@@ -102,7 +102,17 @@ describe("the lean path, against BullMQ's script", () => {
 
   const NOW = 1_796_000_000_000;
   const fold = ackFoldLua(moveToFinished.content);
-  type Scenario = { lock?: 'own' | 'other' | 'none'; active?: boolean; wait?: string[]; prioritized?: string[]; delayed?: [string, number][]; fetchNext?: '0' | '1' };
+  type Scenario = {
+    lock?: 'own' | 'other' | 'none';
+    active?: boolean;
+    wait?: string[];
+    prioritized?: string[];
+    delayed?: [string, number][];
+    fetchNext?: '0' | '1';
+    /** The acknowledgement's keepJobs (default: removed on completion) and jobs completed before it, with their finish times. */
+    keep?: { count?: number; age?: number };
+    completed?: [string, number][];
+  };
   const scenarios: Record<string, Scenario> = {
     'fetches the next waiting job, due delayed jobs promoted': { wait: ['2', '3'], delayed: [['4', NOW - 10], ['5', NOW + 60_000]] },
     'fetches a prioritized job when none waits': { prioritized: ['6'] },
@@ -113,6 +123,10 @@ describe("the lean path, against BullMQ's script", () => {
     'refuses a job locked by this delivery but not active (-3)': { active: false, wait: ['2'] },
     "refuses another's lock (-6)": { lock: 'other', wait: ['2'] },
     'refuses a missing lock (-2)': { lock: 'none', wait: ['2'] },
+    'keeps the job and trims the completed set to its count': { keep: { count: 2 }, completed: [['8', NOW - 5000], ['9', NOW - 4000]], wait: ['2'] },
+    'keeps the job and removes completed jobs past its age': { keep: { age: 1, count: 100 }, completed: [['8', NOW - 5000], ['9', NOW - 500]], wait: ['2'] },
+    'keeps every job when asked to (no count)': { keep: { count: -1 }, completed: [['8', NOW - 5000]] },
+    'refuses a kept job locked by this delivery but not active (-3)': { keep: { count: 2 }, active: false, wait: ['2'] },
   };
 
   async function setUp(q: string, s: Scenario): Promise<unknown[]> {
@@ -121,6 +135,11 @@ describe("the lean path, against BullMQ's script", () => {
     await job('1');
     for (const id of ['2', '3', '4', '5', '6']) await job(id, id === '6' ? 2 : 0);
     await job('7', 5);
+    for (const [id, at] of s.completed ?? []) {
+      await job(id);
+      await redis.hset(prefix + id, 'finishedOn', at, 'returnvalue', 'null');
+      await redis.zadd(`${prefix}completed`, at, id);
+    }
     if (s.active !== false) await redis.lpush(`${prefix}active`, '1');
     await redis.sadd(`${prefix}stalled`, '1');
     if ((s.lock ?? 'own') !== 'none') await redis.set(`${prefix}1:lock`, s.lock === 'other' ? 'w9:1' : 'w1:1', 'PX', 30_000);
@@ -128,7 +147,7 @@ describe("the lean path, against BullMQ's script", () => {
     for (const id of s.prioritized ?? []) await redis.zadd(`${prefix}prioritized`, 2 * 0x100000000 + 1, id);
     for (const [id, at] of s.delayed ?? []) await redis.zadd(`${prefix}delayed`, at * 0x1000, id);
     const keys = ['wait', 'active', 'prioritized', 'events', 'stalled', 'limiter', 'delayed', 'paused', 'meta', 'pc', 'completed', '1', 'metrics:completed', 'marker'].map((k) => prefix + k);
-    const options = new AckOptions('w1:1', new SharedAckOptions({ name: 'w1', keepJobs: { count: 0 }, lockDuration: 30_000, attempts: 1, maxMetricsSize: '', fpof: false, cpof: false, idof: false, rdof: false }));
+    const options = new AckOptions('w1:1', new SharedAckOptions({ name: 'w1', keepJobs: s.keep ?? { count: 0 }, lockDuration: 30_000, attempts: 1, maxMetricsSize: '', fpof: false, cpof: false, idof: false, rdof: false }));
     return [...keys, '1', NOW, 'returnvalue', '{"ok":true}', 'completed', s.fetchNext ?? '1', prefix, options, undefined];
   }
 

@@ -6,7 +6,7 @@
  * digest means: read the new text, bring the code `why` names in line with it, then record the digest here.
  */
 export const MIRRORED_SCRIPTS: readonly { file: string; digest: string; why: string }[] = [
-  { file: 'moveToFinished-14.lua', digest: '1397c0972911', why: 'the fold (ack/ack-fold-lua.ts) wraps it whole, and the lean path (ack/ack-lean-lua.ts) does its body for a completed job removed on completion' },
+  { file: 'moveToFinished-14.lua', digest: '1397c0972911', why: 'the fold (ack/ack-fold-lua.ts) wraps it whole, and the lean path (ack/ack-lean-lua.ts) does its body for a completed job, removed or kept' },
   { file: 'includes/fetchNextJob.lua', digest: '5b8b69fa20f3', why: "the lean path's leanFetch does its body (its include functions called as it calls them), promoting once per call" },
   { file: 'includes/getQueueMetadata.lua', digest: '101c49ce2b52', why: "the lean path's leanUsable reads the same meta fields (once per call) and refuses a queue with any of them" },
   { file: 'includes/getRateLimitTTL.lua', digest: 'adb74e7ed94c', why: 'the lean path skips it: without a limiter (maxJobs nil) it returns 0 and calls nothing' },
@@ -23,6 +23,14 @@ export const MIRRORED_SCRIPTS: readonly { file: string; digest: string; why: str
   { file: 'includes/getNextDelayedTimestamp.lua', digest: 'd7102f1dc277', why: "included by the lean path: the next delayed job's time when none is waiting; batch/batch-lua.ts mirrors it" },
   { file: 'includes/trimEvents.lua', digest: '07f299e9d10b', why: 'included by the lean path: the event stream trimmed once per call (leanAfter)' },
   { file: 'includes/getOrSetMaxEvents.lua', digest: '8f3067befe88', why: 'included by the lean path through trimEvents' },
+  { file: 'includes/removeJobsByMaxAge.lua', digest: 'eb5e8c4925a1', why: "included by the lean path: a kept job's completed set trimmed by age (once per call, leanAfter)" },
+  { file: 'includes/removeJobsByMaxCount.lua', digest: '80f2cf23dc90', why: "included by the lean path: a kept job's completed set trimmed by count (once per call, leanAfter)" },
+  { file: 'includes/removeJob.lua', digest: '34fad2266815', why: 'included by the lean path through removeJobsByMaxAge and removeJobsByMaxCount: a trimmed job removed' },
+  { file: 'includes/batches.lua', digest: 'dbf3401211e6', why: 'included by the lean path through removeJobsByMaxAge' },
+  { file: 'includes/removeDeduplicationKeyIfNeededOnRemoval.lua', digest: '877239e3a07b', why: 'included by the lean path through removeJob' },
+  { file: 'includes/removeParentDependencyKey.lua', digest: 'bb0836791b38', why: 'included by the lean path through removeJob' },
+  { file: 'includes/destructureJobKey.lua', digest: '3e99bf498c66', why: 'included by the lean path through removeParentDependencyKey' },
+  { file: 'includes/isQueuePausedOrMaxed.lua', digest: '201fc8715fa0', why: 'included by the lean path through removeParentDependencyKey' },
   { file: 'moveStalledJobsToWait-9.lua', digest: '8b5a9d001bd6', why: 'stalls.ts counts stalls as it does: the same stc and defa fields of the job hash, rjk jobs never failed, only while the lock is held' },
   { file: 'extendLock-2.lua', digest: 'bf787b8dd0a1', why: "the lock format tickwork reads and writes: <job key>:lock holding the token, set with PX (the fold's relock, stalls.ts)" },
   { file: 'extendLocks-1.lua', digest: '0f3a44a7aac0', why: "the lock format tickwork reads and writes: <job key>:lock holding the token, set with PX (stalls.ts's activeLockedBy, the fold's relock)" },
