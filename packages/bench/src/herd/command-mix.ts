@@ -17,11 +17,18 @@ export function keyShape(key: string): string {
   return key.replace(/[0-9a-f]{8,}/gi, '#').replace(/\d+/g, '#');
 }
 
+/** More keys than this in one script call: a batch (the history's, the scheduler's commits), counted as one shape. */
+const BATCH_KEYS = 16;
+
 /** A command's shape: its name and, for a script, its first key's shape and key count; else its key's shape. */
 function commandShape(args: readonly string[]): string {
   const cmd = (args[0] ?? '?').toLowerCase();
-  return cmd === 'evalsha' || cmd === 'eval' ? `${cmd} ${keyShape(args[3] ?? '')} (${args[2] ?? '?'} keys)` : `${cmd} ${keyShape(args[1] ?? '')}`;
+  if (cmd !== 'evalsha' && cmd !== 'eval') return `${cmd} ${keyShape(args[1] ?? '')}`;
+  // A script by its first key and key count; a batch of many entries (its key count varies) as one shape.
+  const keys = Number(args[2]);
+  return `${cmd} ${keyShape(args[3] ?? '')} (${keys > BATCH_KEYS ? `batch of more than ${BATCH_KEYS}` : (args[2] ?? '?')} keys)`;
 }
+
 
 export async function watchCommandMix(url: string): Promise<CommandMix> {
   const redis = new Redis(url, { lazyConnect: true });
