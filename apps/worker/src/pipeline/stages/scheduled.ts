@@ -57,8 +57,8 @@ export const overlapPolicy: Stage = (run, next) => {
  * On a single Redis, a run enters its overlap slot in its start record's write (startEntering: @tickwork/
  * schedules lua.ts) and its end record's write frees the slot (execute): two round trips fewer per
  * scheduled run. On a cluster the slot's hash tag is the schedule's, the history's its shard's, so the guard
- * enters and leaves on its own. A failed
- * call falls back to the guard's own enter (and scheduleGate to its own start record, retried as ever).
+ * enters and leaves on its own. A failed write falls back to the guard's own enter (and scheduleGate to its
+ * own start record, retried as ever).
  */
 async function enterStarting(run: JobRun, overlap: RunOverlap): Promise<EnterOutcome> {
   const guard = run.deps.exactlyOnce.overlap;
