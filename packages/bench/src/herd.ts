@@ -4,7 +4,8 @@
  * same N, worker concurrency and machine, each side on its own private redis-server, one side after the other.
  * Prints, per side, each run's lag from the minute (p50/p95/p99/max), whether every schedule ran exactly
  * once, and where the time went (CPU of the scheduler, the worker and Redis per occurrence, Redis commands per
- * occurrence, when tickwork's scheduler had added every occurrence); then MET / NOT MET against
+ * occurrence, when tickwork's scheduler had added every occurrence, how busy each process was while the herd
+ * ran: all well below one core means the side waits on round trips, not CPU); then MET / NOT MET against
  * "tickwork's p99 <= half of BullMQ's, every schedule once".
  *
  * Env: BENCH_HERD (N list, default 100000; e.g. 100000,1000000), BENCH_HERD_SIDES (bullmq,tickwork),
@@ -47,6 +48,12 @@ function rates(r: HerdResult): string {
   return ` (${r.ranByAddsDone.toLocaleString('en-US')} had run by then, ${perS(before)}${after === null ? '' : `; the rest ran at ${perS(after)}`})`;
 }
 
+/** How busy each process was while the herd ran (1 core = 100%). */
+function busyLine(b: NonNullable<HerdResult['busy']>): string {
+  const pc = (x: number) => `${Math.round(x * 100)}%`;
+  return `busy from the minute until every run was recorded (CPU per second, one core = 100%): worker ${pc(b.worker)}, ${b.scheduler === null ? '' : `scheduler ${pc(b.scheduler)}, `}Redis ${pc(b.redis)}`;
+}
+
 function line(r: HerdResult): string {
   const ran = r.lags.length;
   const who = r.system === 'tickwork' ? 'tickwork (runtime schedules, 1 scheduler + 1 worker)' : 'BullMQ (job schedulers, 1 bare Worker)';
@@ -57,6 +64,7 @@ function line(r: HerdResult): string {
     `${r.system === 'tickwork' ? `scheduler had claimed every occurrence (due entries moved on) ${s1(r.addsDoneMs)} after the minute${rates(r)}; ` : ''}` +
     `per occurrence: scheduler CPU ${us(r.cpuS.scheduler, r.n)}, worker CPU ${us(r.cpuS.worker, r.n)}, Redis CPU ${us(r.cpuS.redis, r.n)}, ` +
     `${(r.commands / r.n).toFixed(1)} Redis commands` +
+    (r.busy ? `\n  ${busyLine(r.busy)}` : '') +
     `\n  Redis time per occurrence by command (INFO commandstats; EVALSHA's includes its scripts' commands):\n${r.redisTime.join('\n')}` +
     (r.perShape ? `\n  Redis time per occurrence by command shape (SLOWLOG, every command):\n${r.perShape.join('\n')}` : '') +
     (r.mix ? `\n  Redis commands per occurrence by shape (MONITOR on):\n${r.mix.join('\n')}` : '')

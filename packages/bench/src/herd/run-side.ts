@@ -59,6 +59,18 @@ export interface HerdResult {
   redisTime: string[];
   /** BENCH_HERD_SLOWLOG=1: Redis's time per occurrence by command shape (SLOWLOG). */
   perShape?: string[];
+  /**
+   * How busy each process was from F until every run was recorded: CPU seconds per second of that span (1 =
+   * one core saturated). A side whose processes all stay well below 1 waits on round trips rather than CPU.
+   */
+  busy: { scheduler: number | null; worker: number; redis: number } | null;
+}
+
+/** CPU of each process and of Redis at one moment, for the busy fractions. */
+interface CpuMark {
+  at: number;
+  processes: number[];
+  redis: number;
 }
 
 const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
@@ -106,12 +118,19 @@ export async function runSide(system: 'tickwork' | 'bullmq', n: number, s: HerdS
     let doneMs: number | null = null;
     const deadline = at + s.deadlineMs;
     let lastReport = Date.now();
+    const mark = async (): Promise<CpuMark> => ({ at: Date.now(), processes: processes.map((c) => processCpuS(c.pid)), redis: (await redisCounters(redis.client)).cpuS });
+    let fromF: CpuMark | undefined;
+    let toDone: CpuMark | undefined;
     for (;;) {
+      if (!fromF && Date.now() >= at) fromF = await mark();
       const claimedAll = addsDone && addsDoneMs === null && Date.now() >= at && (await addsDone(at));
       if (claimedAll) addsDoneMs = Date.now() - at;
       const total = await totalRuns(workers);
       if (claimedAll) ranByAddsDone = total;
-      if (total >= n) doneMs = Date.now() - at;
+      if (total >= n) {
+        doneMs = Date.now() - at;
+        toDone = await mark();
+      }
       if (total >= n || Date.now() > deadline) break;
       if (Date.now() - lastReport > 5000) {
         lastReport = Date.now();
@@ -139,6 +158,7 @@ export async function runSide(system: 'tickwork' | 'bullmq', n: number, s: HerdS
     }
     const cpuOf = (c: Child | undefined) => (c === undefined ? null : (cpu1[processes.indexOf(c)] ?? 0) - (cpu0[processes.indexOf(c)] ?? 0));
     const workerCpu = workers.reduce((a, w) => a + (cpuOf(w) ?? 0), 0);
+    const busy = fromF && toDone && toDone.at > fromF.at ? busyBetween(fromF, toDone, processes, workers, scheduler) : null;
     return {
       system,
       n,
@@ -153,6 +173,7 @@ export async function runSide(system: 'tickwork' | 'bullmq', n: number, s: HerdS
       cpuS: { scheduler: cpuOf(scheduler), worker: workerCpu, redis: redis1.cpuS - redis0.cpuS },
       commands: redis1.commands - redis0.commands,
       redisTime: statLines(stats0, stats1, n),
+      busy,
       ...(perShape && { perShape }),
       ...(mixCounts && { mix: mixLines(mixCounts, n) }),
     };
@@ -160,6 +181,13 @@ export async function runSide(system: 'tickwork' | 'bullmq', n: number, s: HerdS
     await Promise.all(children.map((c) => c.stop()));
     await redis.stop();
   }
+}
+
+/** CPU seconds per second between two marks: the workers summed, the scheduler, Redis. */
+function busyBetween(a: CpuMark, b: CpuMark, processes: Child[], workers: Child[], scheduler: Child | undefined): NonNullable<HerdResult['busy']> {
+  const s = (b.at - a.at) / 1000;
+  const of = (c: Child) => ((b.processes[processes.indexOf(c)] ?? 0) - (a.processes[processes.indexOf(c)] ?? 0)) / s;
+  return { scheduler: scheduler ? of(scheduler) : null, worker: workers.reduce((x, w) => x + of(w), 0), redis: (b.redis - a.redis) / s };
 }
 
 interface Started {
