@@ -98,17 +98,34 @@ export function createDispatcher(opts: DispatcherOptions) {
     return Array.from({ length: SCHEDULE_SHARDS }, (_, i) => (start + i) % SCHEDULE_SHARDS);
   };
 
-  /** Claim rounds on `shards` until none returns a full batch (at most maxRounds). */
+  /**
+   * Claim rounds on `shards` until none returns a full batch (at most maxRounds). A round's claim and plan
+   * overlap the previous round's adds and commit (at most one round firing while the next claims): the
+   * scheduler plans while Redis adds, so a herd's claims are not paced by one side waiting on the other.
+   * Rounds claim disjoint entries (a claimed entry leaves the due index), so their order does not matter.
+   */
   async function rounds(shards: number[], now: number, startedAt: number, result: DispatchResult): Promise<void> {
-    for (let r = 0; r < maxRounds; r++) {
-      result.rounds++;
-      const before = result.claimed;
-      const full = await round(shards, now, startedAt, result);
-      if (!full || result.claimed === before) break;
+    let firing: Promise<void> | undefined;
+    try {
+      for (let r = 0; r < maxRounds; r++) {
+        result.rounds++;
+        const before = result.claimed;
+        const { full, fired } = await round(shards, now, startedAt, result);
+        const previous = firing;
+        firing = fired;
+        if (previous) await previous;
+        if (!full || result.claimed === before) break;
+      }
+    } catch (err) {
+      // The tick fails with its first error; a round still firing ends first, its own error logged.
+      await firing?.catch((e: unknown) => log.error({ err: { message: (e as Error).message } }, 'could not add a claim round\'s occurrences; they are re-claimed when the lease expires'));
+      throw err;
     }
+    await firing;
   }
 
-  async function round(shards: number[], now: number, startedAt: number, result: DispatchResult): Promise<boolean> {
+  /** One claim round: claims and plans, and starts adding what is due (`fired`, settled once added and committed). */
+  async function round(shards: number[], now: number, startedAt: number, result: DispatchResult): Promise<{ full: boolean; fired: Promise<void> | undefined }> {
     const token = `${replica}.${++seq}`;
     const claimArgs = [now, now + opts.lookaheadMs, batch, now + leaseMs, token];
     const replies = await runScriptMany(
@@ -144,9 +161,11 @@ export function createDispatcher(opts: DispatcherOptions) {
       );
       addInto(result, tookOver);
     }
-    if (claimed.length === 0) return false;
-    await lane.fire(claimed, now, startedAt, token, result, headStartNow());
-    return full;
+    if (claimed.length === 0) return { full: false, fired: undefined };
+    const fired = lane.fire(claimed, now, startedAt, token, result, headStartNow());
+    // Awaited by `rounds` (after the next round's claim): until then a failure is not unhandled.
+    fired.catch(() => undefined);
+    return { full, fired };
   }
 
   /**

@@ -89,7 +89,11 @@ export function createFireLane(opts: {
         }
       }
       // Due now: planned at the tick's start, so late by whatever the claim round took beyond that.
-      if (ready.length > 0) result.committed += await opts.fire(ready, token, headStartMs, Date.now() - startedAt);
+      // Read `result` only once the fire returns: another round's fire may add to it meanwhile.
+      if (ready.length > 0) {
+        const committed = await opts.fire(ready, token, headStartMs, Date.now() - startedAt);
+        result.committed += committed;
+      }
       const waits: Promise<void>[] = [];
       for (const [at, group] of held) {
         waits.push(hold(at, startedAt + (at - now), group, token, headStartMs, result));
