@@ -18,7 +18,7 @@
  */
 import { cpus, loadavg } from 'node:os';
 import { cleanupAll, installSignalCleanup, percentile } from './schedules/harness.js';
-import { runSide, type HerdResult, type HerdSettings } from './herd/run-side.js';
+import { runSide, type Busy, type HerdResult, type HerdSettings } from './herd/run-side.js';
 
 const list = (v: string | undefined, d: string) => (v ?? d).split(',').map((x) => x.trim()).filter(Boolean);
 const NS = list(process.env.BENCH_HERD, '100000').map(Number);
@@ -48,10 +48,12 @@ function rates(r: HerdResult): string {
   return ` (${r.ranByAddsDone.toLocaleString('en-US')} had run by then, ${perS(before)}${after === null ? '' : `; the rest ran at ${perS(after)}`})`;
 }
 
-/** How busy each process was while the herd ran (1 core = 100%). */
-function busyLine(b: NonNullable<HerdResult['busy']>): string {
+/** How busy each process was while the herd ran (1 core = 100%), and for tickwork while its scheduler claimed and after. */
+function busyLine(r: HerdResult): string {
   const pc = (x: number) => `${Math.round(x * 100)}%`;
-  return `busy from the minute until every run was recorded (CPU per second, one core = 100%): worker ${pc(b.worker)}, ${b.scheduler === null ? '' : `scheduler ${pc(b.scheduler)}, `}Redis ${pc(b.redis)}`;
+  const of = (b: Busy) => `worker ${pc(b.worker)}, ${b.scheduler === null ? '' : `scheduler ${pc(b.scheduler)}, `}Redis ${pc(b.redis)}`;
+  const phases = r.busyClaiming && r.busyAfter ? `; while the scheduler claimed: ${of(r.busyClaiming)}; after: ${of(r.busyAfter)}` : '';
+  return r.busy ? `\n  busy from the minute until every run was recorded (CPU per second, one core = 100%): ${of(r.busy)}${phases}` : '';
 }
 
 function line(r: HerdResult): string {
@@ -64,7 +66,7 @@ function line(r: HerdResult): string {
     `${r.system === 'tickwork' ? `scheduler had claimed every occurrence (due entries moved on) ${s1(r.addsDoneMs)} after the minute${rates(r)}; ` : ''}` +
     `per occurrence: scheduler CPU ${us(r.cpuS.scheduler, r.n)}, worker CPU ${us(r.cpuS.worker, r.n)}, Redis CPU ${us(r.cpuS.redis, r.n)}, ` +
     `${(r.commands / r.n).toFixed(1)} Redis commands` +
-    (r.busy ? `\n  ${busyLine(r.busy)}` : '') +
+    busyLine(r) +
     `\n  Redis time per occurrence by command (INFO commandstats; EVALSHA's includes its scripts' commands):\n${r.redisTime.join('\n')}` +
     (r.perShape ? `\n  Redis time per occurrence by command shape (SLOWLOG, every command):\n${r.perShape.join('\n')}` : '') +
     (r.mix ? `\n  Redis commands per occurrence by shape (MONITOR on):\n${r.mix.join('\n')}` : '')

@@ -63,7 +63,16 @@ export interface HerdResult {
    * How busy each process was from F until every run was recorded: CPU seconds per second of that span (1 =
    * one core saturated). A side whose processes all stay well below 1 waits on round trips rather than CPU.
    */
-  busy: { scheduler: number | null; worker: number; redis: number } | null;
+  busy: Busy | null;
+  /** tickwork: the same, split at the moment the scheduler had claimed every occurrence (addsDoneMs), where it came after F. */
+  busyClaiming: Busy | null;
+  busyAfter: Busy | null;
+}
+
+export interface Busy {
+  scheduler: number | null;
+  worker: number;
+  redis: number;
 }
 
 /** CPU of each process and of Redis at one moment, for the busy fractions. */
@@ -121,10 +130,14 @@ export async function runSide(system: 'tickwork' | 'bullmq', n: number, s: HerdS
     const mark = async (): Promise<CpuMark> => ({ at: Date.now(), processes: processes.map((c) => processCpuS(c.pid)), redis: (await redisCounters(redis.client)).cpuS });
     let fromF: CpuMark | undefined;
     let toDone: CpuMark | undefined;
+    let claimsDone: CpuMark | undefined;
     for (;;) {
       if (!fromF && Date.now() >= at) fromF = await mark();
       const claimedAll = addsDone && addsDoneMs === null && Date.now() >= at && (await addsDone(at));
-      if (claimedAll) addsDoneMs = Date.now() - at;
+      if (claimedAll) {
+        addsDoneMs = Date.now() - at;
+        claimsDone = await mark();
+      }
       const total = await totalRuns(workers);
       if (claimedAll) ranByAddsDone = total;
       if (total >= n) {
@@ -158,7 +171,7 @@ export async function runSide(system: 'tickwork' | 'bullmq', n: number, s: HerdS
     }
     const cpuOf = (c: Child | undefined) => (c === undefined ? null : (cpu1[processes.indexOf(c)] ?? 0) - (cpu0[processes.indexOf(c)] ?? 0));
     const workerCpu = workers.reduce((a, w) => a + (cpuOf(w) ?? 0), 0);
-    const busy = fromF && toDone && toDone.at > fromF.at ? busyBetween(fromF, toDone, processes, workers, scheduler) : null;
+    const busyOf = (a: CpuMark | undefined, b: CpuMark | undefined) => (a && b && b.at - a.at >= 1000 ? busyBetween(a, b, processes, workers, scheduler) : null);
     return {
       system,
       n,
@@ -173,7 +186,9 @@ export async function runSide(system: 'tickwork' | 'bullmq', n: number, s: HerdS
       cpuS: { scheduler: cpuOf(scheduler), worker: workerCpu, redis: redis1.cpuS - redis0.cpuS },
       commands: redis1.commands - redis0.commands,
       redisTime: statLines(stats0, stats1, n),
-      busy,
+      busy: busyOf(fromF, toDone),
+      busyClaiming: busyOf(fromF, claimsDone),
+      busyAfter: busyOf(claimsDone, toDone),
       ...(perShape && { perShape }),
       ...(mixCounts && { mix: mixLines(mixCounts, n) }),
     };
@@ -184,7 +199,7 @@ export async function runSide(system: 'tickwork' | 'bullmq', n: number, s: HerdS
 }
 
 /** CPU seconds per second between two marks: the workers summed, the scheduler, Redis. */
-function busyBetween(a: CpuMark, b: CpuMark, processes: Child[], workers: Child[], scheduler: Child | undefined): NonNullable<HerdResult['busy']> {
+function busyBetween(a: CpuMark, b: CpuMark, processes: Child[], workers: Child[], scheduler: Child | undefined): Busy {
   const s = (b.at - a.at) / 1000;
   const of = (c: Child) => ((b.processes[processes.indexOf(c)] ?? 0) - (a.processes[processes.indexOf(c)] ?? 0)) / s;
   return { scheduler: scheduler ? of(scheduler) : null, worker: workers.reduce((x, w) => x + of(w), 0), redis: (b.redis - a.redis) / s };
