@@ -220,10 +220,13 @@ describe("the worker on BullMQ's public paths only (WORKER_BULLMQ_FAST_PATH=off)
     // An id of its own: the events list is shared with the other tests' jobs, whose generated ids repeat across queues.
     const { id } = await enqueue()(ppStuck, { n: 9 }, { jobId: 'stuck-1' });
     const starts = async () => (await events(PP_KEYS.events)).filter((e) => e.startsWith(`started:${id}:`)).length;
+    // The step's *record* (the ledger's steps hash), not its effect: a kill between the two would have the next
+    // delivery run the step again and record it, which is progress, and the run would rightly not be dead-lettered.
+    const stepsKey = new IdempotencyLedger(redis, { prefix: 'tickwork' }).stepsKeyOf(`${ppStuck.name}#${id}`);
     for (let k = 1; k <= 3; k++) {
       const w = await startPublicWorker('ppstuck', short);
       // Its first step is recorded by the first delivery only; later ones replay it and wait.
-      await waitFor(async () => (await starts()) >= k && (await events(PP_KEYS.events)).some((e) => e.startsWith(`first:${id}:`)), { timeoutMs: 30_000, what: `delivery ${k} waiting` });
+      await waitFor(async () => (await starts()) >= k && (await redis.hlen(stepsKey)) >= 1, { timeoutMs: 30_000, what: `delivery ${k} waiting` });
       await w.app.stop('SIGKILL');
     }
     const last = await startPublicWorker('ppstuck', short);
