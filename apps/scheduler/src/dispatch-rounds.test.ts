@@ -6,7 +6,7 @@
  * claimed by the next tick.
  */
 import { createCatalog, createLogger, defineJob, QueueSet } from '@tickwork/core';
-import { createDispatcher, createSchedules, readHistory, SCHEDULE_SHARDS, shardKeys } from '@tickwork/schedules';
+import { createDispatcher, createSchedules, dueBacklog, readHistory, SCHEDULE_SHARDS } from '@tickwork/schedules';
 import { expect, it } from 'vitest';
 import { z } from 'zod';
 import { useRedisPerFile } from './testing/redis-per-file.js';
@@ -30,12 +30,8 @@ async function herd() {
   for (let i = 0; i < N; i++) await store.upsert(`user:${i}`, { job: 'ping', pattern: '* * * * *', tz: 'UTC', data: { i } });
   const dispatcher = () => createDispatcher({ redis: t.redis, queues, catalog, log, graceMs: 10 * MIN, lookaheadMs: 0, leaseMs: LEASE_MS, batch: BATCH });
   const queued = () => queues.get('q').getJobCountByTypes('wait', 'delayed');
-  /** Due entries at or before `at`, over every shard. */
-  const dueBy = async (at: number) => {
-    let due = 0;
-    for (let s = 0; s < SCHEDULE_SHARDS; s++) due += await t.redis.zcount(shardKeys(prefix, s).due, '-inf', at);
-    return due;
-  };
+  /** Due entries at or before `at`, over every shard (the scheduler's backlog gauge). */
+  const dueBy = async (at: number) => (await dueBacklog(t.redis, prefix, at)).backlog;
   return { prefix, queues, dispatcher, queued, dueBy };
 }
 
