@@ -8,7 +8,7 @@ import { claimsHeldBy, occurrenceJobId, readHistory, readOccurrence, schedulersK
 import { QueueSet, createLogger } from '@tickwork/core';
 import { startRedisServer, waitFor, type AppProcess, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureApps } from './testing/fixture-apps.js';
 import { everySecond, runCounts, unsettled } from './testing/takeover-fixture.js';
 
@@ -36,6 +36,12 @@ beforeAll(async () => {
 afterAll(async () => {
   await server.stop();
 });
+/** The test's processes: killed after it, also when it fails midway (they would go on retrying a stopped Redis). */
+let started: ReturnType<typeof fixtureApps> | undefined;
+afterEach(async () => {
+  await started?.killAll();
+  started = undefined;
+});
 
 /** Several node processes starting at once on a shared 2-core machine can take a while. */
 const ready = (a: AppProcess) => a.waitForLog((l) => l.msg === 'scheduler ready' || l.msg === 'worker ready', 'ready', 90_000);
@@ -47,7 +53,7 @@ const replicaOf = async (a: AppProcess) => String((await ready(a)).replica);
  * second are mostly claimed by whichever ticks first after the second, so it is not always the same one.
  */
 async function cluster(prefix: string) {
-  const apps = fixtureApps(() => server.url, prefix);
+  const apps = (started = fixtureApps(() => server.url, prefix));
   const ids = await everySecond(redis, prefix, prefix, SCHEDULES);
   const schedulers = await Promise.all([apps.start('scheduler', env), apps.start('scheduler', env)]);
   const worker = await apps.start('worker', { ...env, WORKER_CONCURRENCY: '20', WORKER_QUEUES: 'fxt' });
@@ -167,7 +173,7 @@ describe('a scheduler that dies holding claims', { timeout: 240_000 }, () => {
   });
 
   it('stopped cleanly: leaves no member in the registry', async () => {
-    const apps = fixtureApps(() => server.url, 'tk3');
+    const apps = (started = fixtureApps(() => server.url, 'tk3'));
     const s = await apps.start('scheduler', env);
     const replica = await replicaOf(s);
     await waitFor(async () => (await redis.zscore(schedulersKey('tk3'), replica)) !== null, { what: 'the scheduler registered' });

@@ -1,5 +1,5 @@
 import { createLogger, defineJob, occurrenceKey } from '@tickwork/core';
-import { OverlapGuard } from '@tickwork/exactly-once';
+import { IdempotencyLedger, OverlapGuard } from '@tickwork/exactly-once';
 import { HistoryWriteError, readHistory, runRecorder, scheduleKeys, type RunRecorder } from '@tickwork/schedules';
 import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
@@ -90,4 +90,57 @@ it("many runs' history writes leave in few script calls, and one that fails in R
     } else expect(o).toEqual({ status: 'fulfilled', value: { verdict: 'ok' } });
   });
   for (const s of schedules.filter((_, i) => i !== 7)) expect((await readHistory(redis, 'se2', s))[0]?.startedAt).toBeDefined();
+});
+
+it("a scheduled run's claim carries its start: one call claims a new run, starts it and enters its slot; a claim of a run done or held starts nothing", async () => {
+  const guard = new OverlapGuard(redis, { prefix: 'se3', leaseMs: 30_000 });
+  const ledger = new IdempotencyLedger(redis, { prefix: 'se3' });
+  const slot = guard.slotKey(job.name);
+  const rec = (id: string, nominal: number) =>
+    runRecorder(redis, 'se3', job, { id, name: job.name, data: {}, scheduled: { schedule: job.name, nominal, catchUp: false } }, log) as RunRecorder;
+  const calls = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
+  const history = async () => new Map((await readHistory(redis, 'se3', job.name)).map((r) => [r.id, r]));
+
+  const key1 = occurrenceKey(job.name, new Date(60_000));
+  const call1 = guard.enterArgs(job.name, key1, 'skip', new Date(60_000));
+  const first = rec('c1', 60_000);
+  let before = await calls();
+  const claimed = await ledger.claim(key1, { kind: 'key' }, 'owner-a', undefined, first.claimStarting(1, call1));
+  expect(claimed).toMatchObject({ kind: 'claimed', tookOver: false });
+  expect(await calls()).toBe(before + 1);
+  expect(await redis.hget(slot, 'running')).toBe(key1);
+  expect((await history()).get(key1)).toMatchObject({ attempts: 1, jobId: 'c1' });
+  // The run's own entry and start (overlapPolicy, scheduleGate) take the kept outcome: no call.
+  before = await calls();
+  expect(await first.startedEntering(1, call1)).toEqual({ verdict: 'ok' });
+  expect(await first.started(1)).toBe('ok');
+  expect(await calls()).toBe(before);
+
+  // A second delivery of the held run: busy, and its attempt 2 is not recorded as a start.
+  const dup = rec('c1', 60_000);
+  expect(await ledger.claim(key1, { kind: 'key' }, 'owner-b', undefined, dup.claimStarting(2, call1))).toMatchObject({ kind: 'busy', holder: 'owner-a' });
+  // Once done, a duplicate gets the recorded result, and starts nothing either.
+  if (claimed.kind !== 'claimed') throw new Error('unreachable');
+  expect(await claimed.run.complete('paid')).toBe(true);
+  await first.succeeded({ slot, holder: key1 });
+  expect(await ledger.claim(key1, { kind: 'key' }, 'owner-c', undefined, rec('c1', 60_000).claimStarting(3, call1))).toMatchObject({ kind: 'done', result: 'paid' });
+  expect((await history()).get(key1)).toMatchObject({ attempts: 1, outcome: 'completed' });
+
+  // The next occurrence while another holds the slot: claimed (a new run) but skipped, with no start record.
+  await redis.hset(slot, 'running', 'other-run', 'runningUntil', String(Date.now() + 60_000));
+  const key2 = occurrenceKey(job.name, new Date(120_000));
+  const call2 = guard.enterArgs(job.name, key2, 'skip', new Date(120_000));
+  const second = rec('c2', 120_000);
+  expect(await ledger.claim(key2, { kind: 'key' }, 'owner-d', undefined, second.claimStarting(1, call2))).toMatchObject({ kind: 'claimed' });
+  before = await calls();
+  expect(await second.startedEntering(1, call2)).toEqual({ entered: ['skip', 'other-run'] });
+  expect(await calls()).toBe(before);
+  expect((await history()).get(key2)).toBeUndefined();
+
+  // A call that fails (here: the history's records are not a hash) leaves the claim to the ledger's own, which claims the run.
+  const key3 = occurrenceKey('broken', new Date(60_000));
+  await redis.set(scheduleKeys('se3', 'broken').records, 'not a hash');
+  const broken = runRecorder(redis, 'se3', job, { id: 'c3', name: job.name, data: {}, scheduled: { schedule: 'broken', nominal: 60_000, catchUp: false } }, log) as RunRecorder;
+  expect(await ledger.claim(key3, { kind: 'key' }, 'owner-e', undefined, broken.claimStarting(1))).toMatchObject({ kind: 'claimed' });
+  expect(await ledger.inspect(key3)).toMatchObject({ state: 'running', owner: 'owner-e' });
 });

@@ -1,11 +1,11 @@
 export { LeaseLostError, RunClaimRefusedError, StepError } from './ledger/errors.js';
 export { CompletionWriter, LedgerCallError, OP_CODES, completionWriter } from './ledger/ledger-batch.js';
 export type { AheadOp, AheadOutcome, LedgerReply } from './ledger/ledger-batch.js';
-export { COMPLETE_OP_LUA, JOB_RECORD_FIELD, parseLedgerRecord, unclaimedDoneRecord } from './ledger/ledger-lua.js';
+export { CLAIM_FN_LUA, COMPLETE_OP_LUA, JOB_RECORD_FIELD, parseLedgerRecord, unclaimedDoneRecord } from './ledger/ledger-lua.js';
 export { startLedgerCompactor } from './ledger/compactor.js';
 export type { LedgerCompactor, LedgerCompactorOptions } from './ledger/compactor.js';
 export { DEFAULT_FULL_RECORD_MS, IdempotencyLedger, jobRecordKey } from './ledger/ledger.js';
-export type { RunRecordPlace } from './ledger/ledger.js';
+export type { ClaimVia, RunRecordPlace } from './ledger/ledger.js';
 export { duplicatesRanUnclaimed, leasesLost } from './ledger/metrics.js';
 export { runRecordPlaceOf } from './ledger/record-place.js';
 export { createExactlyOnce, runExactlyOnce } from './ledger/run-exactly-once.js';

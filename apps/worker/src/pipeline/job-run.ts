@@ -34,6 +34,8 @@ export class JobRun implements AbortSource, RunExactlyOnceOptions {
   /** Set when a late occurrence is allowed to run by its missed-run policy (judgeLate). */
   lateCatchUp = false;
   preempt: RunExactlyOnceOptions['preempt'];
+  /** Set by overlapPolicy: the claim that carries the run's start record (single Redis). */
+  claimVia: RunExactlyOnceOptions['claimVia'];
   overlap: RunExactlyOnceOptions['overlap'];
   /** The overlap slot this run entered in its start record's call, freed by its end record's (overlapPolicy). */
   leave: OverlapLeave | undefined;

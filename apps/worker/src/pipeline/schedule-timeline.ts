@@ -39,6 +39,8 @@ export function countedRuns(recorder: RunRecorder, timeline: ScheduleTimeline, d
       if ('verdict' in outcome) count(at, attempt, outcome.verdict);
       return outcome;
     },
+    // The start it keeps is counted when the run asks for it (started, startedEntering).
+    claimStarting: (attempt, enter) => recorder.claimStarting(attempt, enter),
     succeeded(leave) {
       timeline.ended('completed', ranFor());
       return recorder.succeeded(leave);

@@ -15,7 +15,7 @@ export async function claimRun(
   opts: RunExactlyOnceOptions,
   owner: string = newOwner(eo.liveness?.tag),
 ): Promise<ClaimOutcome | (ClaimOutcome & { holderDead: true })> {
-  const claim = await eo.ledger.claim(opts.key, opts.place, owner);
+  const claim = await eo.ledger.claim(opts.key, opts.place, owner, undefined, opts.claimVia);
   if (claim.kind !== 'busy' || !eo.liveness) return claim;
   // A failed check changes nothing: the delivery is deferred as if the holder were alive. A holder not dead
   // yet says when it would be (the registry's hold after an outage, or a silence just begun): the delivery

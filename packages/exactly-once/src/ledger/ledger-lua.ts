@@ -119,7 +119,12 @@ end
 
 `;
 
-const OPS = `
+/**
+ * The claim (op `c`) as a function of its own, `ledgerClaim(key, mode, owner, leaseMs, unfinishedTtl,
+ * stepsKey, fpRoot, window, deadHolder)`, so a script of another package can claim a run in its own call
+ * (CLAIM_FN_LUA: the schedules' history claims a scheduled run with its start record). Same reply as op `c`.
+ */
+const CLAIM_FN = `
 local function withSteps(out, stepsKey, unfinishedTtl)
   local steps = redis.call('HGETALL', stepsKey)
   if #steps == 0 then return out end
@@ -132,7 +137,7 @@ end
 -- lease is taken over as if expired. Compared to the record's holder here, so the takeover is a CAS.
 -- fpRoot, window (mode k, a window long enough to compact; else ''): a new record is first looked up among
 -- the compacted runs (compact-lua.ts); a run found there is done, without its result ({'done', '', '', 'c'}).
-ops.c = function(key, mode, owner, leaseMs, unfinishedTtl, stepsKey, fpRoot, window, deadHolder)
+local function ledgerClaim(key, mode, owner, leaseMs, unfinishedTtl, stepsKey, fpRoot, window, deadHolder)
   local fresh
   if mode == 'j' then
     if redis.call('EXISTS', key) == 0 then error('the job is gone from its queue (removed while it was being processed)') end
@@ -161,6 +166,11 @@ ops.c = function(key, mode, owner, leaseMs, unfinishedTtl, stepsKey, fpRoot, win
   return withSteps({'claimed', tookOver}, stepsKey, unfinishedTtl)
 end
 
+`;
+
+const OPS = `
+ops.c = ledgerClaim
+
 ops.r = function(key, mode, owner, leaseMs)
   local state, holder, _, claims = parse(rget(mode, key))
   if state ~= 'r' or holder ~= owner then return 0 end
@@ -188,7 +198,15 @@ end
 
 /** Every operation: the script of the ledger's own connection. */
 
-export const LEDGER_LUA = `${PRELUDE}${FINGERPRINT_LUA}${SHAPE_LUA}${LOOKUP_LUA}local ops = {}\n${OPS}${OP_COMPLETE}${DISPATCH}`;
+export const LEDGER_LUA = `${PRELUDE}${FINGERPRINT_LUA}${SHAPE_LUA}${LOOKUP_LUA}${CLAIM_FN}local ops = {}\n${OPS}${OP_COMPLETE}${DISPATCH}`;
+
+/**
+ * The claim alone, as `ledgerClaim` (CLAIM_FN above) with what it needs (the clock, the record format, the
+ * lookup among compacted runs), for another package's script to include at its top. Its top-level names
+ * (`now`, `parse`, `running`, ...) are locals of the including script: names it defines after shadow
+ * them for its own code only.
+ */
+export const CLAIM_FN_LUA = `${PRELUDE}${FINGERPRINT_LUA}${SHAPE_LUA}${LOOKUP_LUA}${CLAIM_FN}`;
 
 /** The sweeper's script (compactor.ts): see COMPACT_BODY_LUA. */
 export const COMPACT_LUA = `${PRELUDE}${FINGERPRINT_LUA}${SHAPE_LUA}${COMPACT_BODY_LUA}`;

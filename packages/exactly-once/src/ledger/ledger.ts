@@ -1,5 +1,5 @@
 import { defineScript, jobKeyOf, keyspaceOn, queueKeyspace, runScript, TickworkError, type RedisClient } from '@tickwork/core';
-import { LedgerBatcher, type AheadOutcome, type CompletionWriter } from './ledger-batch.js';
+import { LedgerBatcher, type AheadOutcome, type CompletionWriter, type LedgerReply } from './ledger-batch.js';
 import { COMPACTED_LUA, JOB_RECORD_FIELD, parseLedgerRecord, TX_STEP_LUA } from './ledger-lua.js';
 import { decodeValue, encodeValue, newOwner } from './record-values.js';
 import { runTxStepScript } from './tx-step.js';
@@ -50,6 +50,13 @@ export type JobRecordPlace = { kind: 'job'; jobKey: string; queue?: string | und
 export function jobRecordKey(prefix: string, queue: string, jobId: string, clustered = false): string {
   return jobKeyOf(queueKeyspace(prefix, queue, clustered), queue, jobId);
 }
+
+/**
+ * A claim sent in a script call of the caller's own (CLAIM_FN_LUA's `ledgerClaim` with these arguments on
+ * the run's record key), answering as op `c` does: the schedules' history claims a scheduled run with its
+ * start record in one call. Single Redis only (the record and the caller's keys share no slot on a cluster).
+ */
+export type ClaimVia = (record: string, args: (string | number)[]) => Promise<LedgerReply>;
 
 export type ClaimOutcome =
   | { kind: 'claimed'; run: LedgerRun; tookOver: boolean }
@@ -152,12 +159,15 @@ export class IdempotencyLedger {
     place: RunRecordPlace = { kind: 'key' },
     owner: string = newOwner(),
     takeOverFrom?: string,
+    via?: ClaimVia,
   ): Promise<ClaimOutcome> {
     if (owner.includes('|')) throw new TickworkError(`ledger owner "${owner}" must not contain "|" (the record's separator)`);
     const at = this.locate(idempotencyKey, place);
     const args: (string | number)[] = [at.mode, owner, this.leaseMs, this.unfinishedTtlMs, at.steps, at.fpRoot, at.doneTtlMs];
     if (takeOverFrom !== undefined) args.push(takeOverFrom);
-    const reply = await this.batcher.call('claim', at.record, args);
+    // A claim sent again by the same owner is claimed again (its record already names it), so a failed
+    // call of the caller's own can be followed by the ledger's.
+    const reply = via ? await via(at.record, args).catch(() => this.batcher.call('claim', at.record, args)) : await this.batcher.call('claim', at.record, args);
     if (typeof reply === 'number') return { kind: 'claimed', tookOver: false, run: new LedgerRun(this, idempotencyKey, at, owner, undefined) };
     const [kind, a, b] = reply;
     if (kind === 'done') {

@@ -1,6 +1,6 @@
 import type { Logger, OverlapPolicy, OwnerLiveness, RedisClient, RedisStepFn, StepFn } from '@tickwork/core';
 import type { EnterOutcome, OverlapGuard } from '../overlap/overlap-guard.js';
-import type { IdempotencyLedger, RunRecordPlace } from './ledger.js';
+import type { ClaimVia, IdempotencyLedger, RunRecordPlace } from './ledger.js';
 
 /*
  * The types of a run's exactly-once frame (run-exactly-once.ts), in a file of their own so the frame's
@@ -57,6 +57,11 @@ export interface RunExactlyOnceOptions {
   ackJobKey?: string | undefined;
   /** Told when a step of this run is newly recorded (the run made progress). */
   onStepRecorded?: (() => Promise<void>) | undefined;
+  /**
+   * Sends the run's claim in a call of the caller's own instead of the ledger's batch (ClaimVia): the worker
+   * claims a scheduled run with its start record in one call on a single Redis. Not for a lazily claimed run.
+   */
+  claimVia?: ClaimVia | undefined;
   /** Set for scheduled occurrences whose policy is not `allow`. */
   overlap?: RunOverlap | undefined;
   /** Called once when the overlap policy skips this occurrence, with the run still holding the slot (the schedule's history records it). */

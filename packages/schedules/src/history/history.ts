@@ -6,7 +6,7 @@ import type { Delivery } from '@tickwork/core';
 import { historyKeysOf, shardKeys, shardOf } from '../store/shard-keys.js';
 import { HISTORY_BATCH, MERGE_RECORD } from '../store/lua.js';
 import { HistoryWriteError } from '../errors.js';
-import type { OverlapEnterCall } from '@tickwork/exactly-once';
+import type { ClaimVia, LedgerReply, OverlapEnterCall } from '@tickwork/exactly-once';
 import { manualOccurrenceKey, occurrenceKey } from '@tickwork/core';
 
 /** Occurrences kept per catalog schedule; last success and last failure are kept apart and never trimmed. */
@@ -149,7 +149,8 @@ const historyCodec: BatchCodec<unknown> = {
     }
     return { keys, argv };
   },
-  failed: (e, reason) => new HistoryWriteError(String(e.args[1]), reason),
+  // The occurrence's id: its start's argument 2 (after claimStarting's own and the claim's, for 'c').
+  failed: (e, reason) => new HistoryWriteError(String(e.op === 'c' ? e.args[3 + Number(e.args[1])] : e.args[1]), reason),
 };
 const batchers = new WeakMap<RedisClient, ScriptBatcher<unknown>>();
 
@@ -172,6 +173,14 @@ export interface RunRecorder {
    * starts on its own then, each with its usual handling of errors); `entered` is OVERLAP_ENTER_FN's reply.
    */
   startedEntering(attempt: number, enter: OverlapEnterCall): Promise<StartEntered>;
+  /**
+   * The run's claim with its start (lua.ts claimStarting; single Redis only), as the ledger's ClaimVia: the
+   * claim answers as the ledger's own would, and when it claimed a new run, its start (with the overlap entry
+   * when `enter` is given) is kept for the run's `started` or `startedEntering`, which then make no call.
+   * A claim that started nothing leaves them to make their own. Rejects on a failed call (the ledger then
+   * claims on its own: a claim sent again by the same owner is claimed again).
+   */
+  claimStarting(attempt: number, enter?: OverlapEnterCall): ClaimVia;
   /** `leave`: frees the run's overlap slot in the same call; resolves true when the slot was freed by it. */
   succeeded(leave?: OverlapLeave): Promise<boolean>;
   /** `final`: no retry follows, so the occurrence's outcome is `failed`. `leave` as for succeeded. */
@@ -257,8 +266,10 @@ export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, del
     const argv: (string | number)[] = [cap, id, nominalMs, JSON.stringify({ startedAt: at, attempts: attempt }), JSON.stringify(defaults), schedule, version, nominalMs, slowAt, at];
     return { keys: [k.history, k.records, sk.defs, sk.running], argv };
   };
-  /** startedEntering's verdict, for the run's `started` that follows it. */
+  /** startedEntering's verdict (or claimStarting's), for the run's `started` that follows it. */
   let startedAs: StartVerdict | undefined;
+  /** claimStarting's overlap entry when it did not enter ('wait' or 'skip'), for the run's `startedEntering`. */
+  let enteredAs: string[] | undefined;
   return {
     started: (attempt) => {
       if (startedAs !== undefined) return Promise.resolve(startedAs);
@@ -268,12 +279,27 @@ export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, del
       }, 'ok' as StartVerdict);
     },
     startedEntering: async (attempt, enter) => {
+      if (enteredAs) return { entered: enteredAs };
+      if (startedAs !== undefined) return { verdict: startedAs };
       const { keys, argv } = startCall(attempt);
       const reply = (await writes.call('e', [...keys, ...enter.keys], [...argv, ...enter.argv])) as string[];
       const [kind] = reply;
       if (kind === 'wait' || kind === 'skip') return { entered: reply };
       startedAs = kind as StartVerdict;
       return { verdict: startedAs };
+    },
+    claimStarting: (attempt, enter) => async (record, claimArgs) => {
+      const { keys, argv } = startCall(attempt);
+      const reply = (await writes.call(
+        'c',
+        enter ? [record, ...keys, ...enter.keys] : [record, ...keys],
+        enter ? ['e', claimArgs.length, ...claimArgs, ...argv, ...enter.argv] : ['s', claimArgs.length, ...claimArgs, ...argv],
+      )) as [string, ...unknown[]];
+      const [kind] = reply;
+      if (kind === 'claim') return reply[1] as LedgerReply;
+      if (kind === 'wait' || kind === 'skip') enteredAs = reply as string[];
+      else startedAs = kind as StartVerdict;
+      return 1; // claimed, a new run: what the ledger's own claim answers
     },
     succeeded: (leave) => merge({ endedAt: now(), outcome: successOutcome }, 'lastSuccess', leave),
     failed: (err, final, leave) =>

@@ -1,5 +1,5 @@
 import { defineScript } from '@tickwork/core';
-import { OVERLAP_ENTER_FN, OVERLAP_LEAVE_FN } from '@tickwork/exactly-once';
+import { CLAIM_FN_LUA, OVERLAP_ENTER_FN, OVERLAP_LEAVE_FN } from '@tickwork/exactly-once';
 
 /**
  * The schedule store's scripts. Each touches the keys of one shard only (one hash tag), so each is one slot
@@ -267,13 +267,32 @@ local function startEntering(K, A)
 end`;
 
 /**
+ * claimStarting: a run's ledger claim (CLAIM_FN_LUA's ledgerClaim) and, when it claims a new run, its start
+ * (startRun, or startEntering with its overlap entry) in the same call, on a single Redis: one round trip
+ * where the claim and the start took one each. A claim that finds the run done, held, taken over or with
+ * recorded steps starts nothing: it returns {'claim', the claim's reply}, and the worker goes on as after a
+ * claim of the ledger's own (its start record follows in a call of its own). Else the start's reply: startRun's
+ * verdict as {verdict}, or startEntering's. K: the run's record key, then the start's keys. A: 's' or 'e',
+ * the claim's argument count, its arguments, then the start's.
+ */
+const CLAIM_START_FN = `
+local function claimStarting(K, A)
+  local nc = tonumber(A[2])
+  local claimed = ledgerClaim(K[1], unpack(A, 3, 2 + nc))
+  if claimed ~= 1 then return {'claim', claimed} end
+  local S, SA = {unpack(K, 2)}, {unpack(A, 3 + nc)}
+  if A[1] == 'e' then return startEntering(S, SA) end
+  return {startRun(S, SA)}
+end`;
+
+/**
  * The worker's history writes of many runs in one call (@tickwork/core ScriptBatcher): per entry its code
- * ('s' startRun, 'e' startEntering, 'm' mergeRecord), key count, argument count, then its arguments; its
+ * ('s' startRun, 'e' startEntering, 'm' mergeRecord, 'c' claimStarting), key count, argument count, then its arguments; its
  * keys in order in KEYS (on a cluster, one shard's: one slot). Each entry runs under pcall, so a failed one
  * fails its own caller alone ({'error', message}). Returns one reply per entry.
  */
-export const HISTORY_BATCH = defineScript(`${MERGE_FN}${OVERLAP_ENTER_FN}${OVERLAP_LEAVE_FN}${MERGE_RECORD_FN}${START_FN}
-local ops = { s = startRun, e = startEntering, m = mergeRecord }
+export const HISTORY_BATCH = defineScript(`${CLAIM_FN_LUA}${MERGE_FN}${OVERLAP_ENTER_FN}${OVERLAP_LEAVE_FN}${MERGE_RECORD_FN}${START_FN}${CLAIM_START_FN}
+local ops = { s = startRun, e = startEntering, m = mergeRecord, c = claimStarting }
 local replies = {}
 local a, k, i = 1, 1, 1
 while a <= #ARGV do

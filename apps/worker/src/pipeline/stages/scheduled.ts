@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DEFAULT_OVERLAP_POLICY } from '@tickwork/core';
 import { MAX_HEAD_START_MS } from '@tickwork/schedules';
 import { judgeLateOccurrence } from '../../late-occurrence.js';
-import type { EnterOutcome, RunOverlap } from '@tickwork/exactly-once';
+import type { EnterOutcome, OverlapEnterCall, RunOverlap } from '@tickwork/exactly-once';
 import type { RunRecorder, StartEntered } from '@tickwork/schedules';
 import type { MissedRunResult } from '../deps.js';
 import type { JobRun } from '../job-run.js';
@@ -18,8 +18,11 @@ export const judgeLate: Stage = (run, next) => {
   const { job, delivery, deps, def } = run;
   const scheduled = delivery.scheduled;
   if (!scheduled || scheduled.m !== undefined || scheduled.catchUp || delivery.redrive || job.attemptsMade !== 0 || job.attemptsStarted > 1) return next(run);
+  // On time as it is delivered (the common case): nothing to judge, and the claim may carry the start (overlapPolicy).
+  const graceMs = deps.graceMs ?? 60_000;
+  if (Date.now() - scheduled.nominal <= graceMs) return next(run);
   run.preempt = async () => {
-    const d = await judgeLateOccurrence(deps.redis, deps.exactlyOnce.prefix, def, scheduled, deps.graceMs ?? 60_000);
+    const d = await judgeLateOccurrence(deps.redis, deps.exactlyOnce.prefix, def, scheduled, graceMs);
     if (d.action === 'run' && !d.catchUp) return undefined;
     const fields = { schedule: scheduled.schedule, nominalTime: run.nominalTime, lateByMs: d.lateByMs, laterDue: d.laterDue };
     if (d.action === 'run') {
@@ -45,24 +48,33 @@ export const overlapPolicy: Stage = (run, next) => {
   const scheduled = run.delivery.scheduled;
   const schedule = scheduled?.m === undefined ? scheduled?.schedule : undefined;
   const policy = scheduled?.v !== undefined ? (scheduled.o ?? DEFAULT_OVERLAP_POLICY) : (run.def.schedule?.overlap ?? DEFAULT_OVERLAP_POLICY);
+  const history = run.history;
+  const single = history !== undefined && !run.deps.redis.isCluster;
+  let call: OverlapEnterCall | undefined;
   if (schedule && policy !== 'allow') {
     const overlap: RunOverlap = { schedule, policy, nominalTime: run.nominalTime };
-    if (run.history && !run.deps.redis.isCluster) overlap.enter = () => enterStarting(run, overlap);
+    if (single) {
+      const entering = (call = run.deps.exactlyOnce.overlap.enterArgs(schedule, run.key, policy, overlap.nominalTime));
+      overlap.enter = () => enterStarting(run, entering);
+    }
     run.overlap = overlap;
   }
+  // The claim carries the start (and the entry): not for a late occurrence, judged before it starts.
+  if (single && !run.preempt) run.claimVia = history.claimStarting(run.attempt, call);
   return next(run);
 };
 
 /**
  * On a single Redis, a run enters its overlap slot in its start record's write (startEntering: @tickwork/
- * schedules lua.ts) and its end record's write frees the slot (execute): two round trips fewer per
- * scheduled run. On a cluster the slot's hash tag is the schedule's, the history's its shard's, so the guard
- * enters and leaves on its own. A failed write falls back to the guard's own enter (and scheduleGate to its
- * own start record, retried as ever).
+ * schedules lua.ts), which its claim carries when it claims a new run (claimStarting), and its end
+ * record's write frees the slot (execute): three round trips fewer per scheduled run. On a cluster the
+ * slot's hash tag is the schedule's, the history's its shard's, and the run's record its queue's, so the
+ * claim, the guard and the start each make their own call. A failed write falls back to the guard's own
+ * enter (and scheduleGate to its own start record, retried as ever).
  */
-async function enterStarting(run: JobRun, overlap: RunOverlap): Promise<EnterOutcome> {
+async function enterStarting(run: JobRun, call: OverlapEnterCall): Promise<EnterOutcome> {
   const guard = run.deps.exactlyOnce.overlap;
-  const call = guard.enterArgs(overlap.schedule, run.key, overlap.policy, overlap.nominalTime);
+  const overlap = run.overlap as RunOverlap;
   let outcome: StartEntered;
   try {
     outcome = await (run.history as RunRecorder).startedEntering(run.attempt, call);
