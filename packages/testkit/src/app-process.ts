@@ -14,6 +14,17 @@ export interface AppProcess {
   exited: Promise<number | null>;
 }
 
+const LIVE = Symbol.for('tickwork.testkit.liveApps');
+
+/**
+ * The app processes started in this process and not exited yet: the tests' setup kills those a test file
+ * left running (vitest-setup.ts), a test that failed midway before stopping its own, say.
+ */
+export function liveApps(): Set<ChildProcess> {
+  const g = globalThis as typeof globalThis & { [LIVE]?: Set<ChildProcess> };
+  return (g[LIVE] ??= new Set());
+}
+
 /** Runs a built app (`node <entry>`) as a real child process and captures its log lines. `cwd`: its working directory (default ours). */
 export function startApp(entry: string, env: Record<string, string>, args: string[] = [], opts: { cwd?: string } = {}): AppProcess {
   const proc = spawn(process.execPath, [entry, ...args], {
@@ -27,7 +38,14 @@ export function startApp(entry: string, env: Record<string, string>, args: strin
   };
   proc.stdout?.on('data', collect);
   proc.stderr?.on('data', collect);
-  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  const live = liveApps();
+  live.add(proc);
+  const exited = new Promise<number | null>((resolve) =>
+    proc.once('exit', (code) => {
+      live.delete(proc);
+      resolve(code);
+    }),
+  );
   const logs = () =>
     lines.flatMap((l) => {
       try {

@@ -3,10 +3,11 @@
  * process (`isolate: false`), so what a file leaves open outlives it: Redis clients it handed to BullMQ (which
  * does not close a connection it was given), or one it forgot, would go on reconnecting to a redis-server
  * the file has stopped. Each file's Redis and Cluster clients still open after its own hooks are closed
- * here, as the end of its own process closed them when each file had one.
+ * here, as the end of its own process closed them when each file had one; so are app processes it left running.
  */
 import { Cluster, Redis } from 'ioredis';
 import { afterAll } from 'vitest';
+import { liveApps } from './app-process.js';
 
 interface Tracker {
   open: Set<Redis | Cluster>;
@@ -32,4 +33,7 @@ const tracker = global[KEY];
 afterAll(() => {
   for (const client of tracker.open) if (client.status !== 'end') client.disconnect();
   tracker.open.clear();
+  // App processes the file left running (a test that failed before stopping its own) would go on
+  // retrying a redis-server the file has stopped, taking CPU from the files after it.
+  for (const proc of liveApps()) proc.kill('SIGKILL');
 });
