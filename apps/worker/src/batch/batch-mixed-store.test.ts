@@ -71,7 +71,8 @@ describe('a batch queue run by a public and a fast store', () => {
     expect(await a.store.complete('tA', refs(committed), new RedisTx().incrby('mx:effects', committed.length))).toBe('done');
     expect(await redis.hlen(q.key('batch-done'))).toBe(6);
 
-    const f = store('fast', q.name, 500);
+    // 2 s: longer than its own fetch-to-complete on a busy machine, short enough for the wait below.
+    const f = store('fast', q.name, 2000);
     // The fast fetch takes the waiting jobs only: A's are active, under their locks.
     const rest = await fetchJobs(f.store, 'f1', 10);
     expect(ids(rest)).toEqual(q.ids.filter((id) => !committed.some((j) => j[0] === id)).sort());
@@ -105,7 +106,7 @@ describe('a batch queue run by a public and a fast store', () => {
   it('drops the public mark once no public store can hold a job, and done records no delivery will use', async () => {
     const q = await filled(3);
     const [x, y, z] = q.ids as [string, string, string];
-    const f = store('fast', q.name, 200);
+    const f = store('fast', q.name, 2000);
     const first = await fetchJobs(f.store, 'f1', 1);
     expect(first.map((j) => j[0])).toEqual([x]);
     expect(await f.store.complete('f1', refs(first), new RedisTx())).toBe('done');
@@ -127,7 +128,8 @@ describe('a batch queue run by a public and a fast store', () => {
 
   it('writes none of the public keys on a queue no public store ran', async () => {
     const q = await filled(5);
-    const f = store('fast', q.name, 200);
+    // A lease that outlasts the test on any machine: the scan must find nothing expired to take back.
+    const f = store('fast', q.name, 60_000);
     const jobs = await fetchJobs(f.store, 'f1', 5);
     expect(await f.store.reclaimExpired()).toEqual({ back: 0, failed: [], orphans: 0 });
     expect(await f.store.complete('f1', refs(jobs), new RedisTx())).toBe('done');
