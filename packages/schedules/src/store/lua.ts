@@ -4,8 +4,9 @@ import { CLAIM_FN_LUA, OVERLAP_ENTER_FN, OVERLAP_LEAVE_FN } from '@tickwork/exac
 /**
  * The schedule store's scripts. Each touches the keys of one shard only (one hash tag), so each is one slot
  * on Redis Cluster; the worker's batch op 'c' (claimStarting), which also claims the run's ledger record
- * and enters its overlap slot, is sent on a single Redis only, as 'e' is. Definitions are `<core JSON>\n<meta JSON array>` (definition.ts): scripts compare cores
- * as strings and read the meta with cjson when they need the version or the pause.
+ * and enters its overlap slot, is sent on a single Redis only, as 'e' is. Definitions are
+ * `<core JSON>\n<meta JSON array>` (definition.ts): scripts compare cores as strings and read the meta with
+ * cjson when they need the version or the pause.
  */
 
 /** Trims a history zset to its cap, deleting the evicted records. */
@@ -289,8 +290,8 @@ end`;
 /**
  * The worker's history writes of many runs in one call (@tickwork/core ScriptBatcher): per entry its code
  * ('s' startRun, 'e' startEntering, 'm' mergeRecord, 'c' claimStarting), key count, argument count, then
- * its arguments; its keys in order in KEYS (on a cluster, one shard's: one slot). Each entry runs under pcall, so a failed one
- * fails its own caller alone ({'error', message}). Returns one reply per entry.
+ * its arguments; its keys in order in KEYS (on a cluster, one shard's: one slot). Each entry runs under
+ * pcall, so a failed one fails its own caller alone ({'error', message}). Returns one reply per entry.
  */
 export const HISTORY_BATCH = defineScript(`${CLAIM_FN_LUA}${MERGE_FN}${OVERLAP_ENTER_FN}${OVERLAP_LEAVE_FN}${MERGE_RECORD_FN}${START_FN}${CLAIM_START_FN}
 local ops = { s = startRun, e = startEntering, m = mergeRecord, c = claimStarting }
