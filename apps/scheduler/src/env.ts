@@ -21,6 +21,12 @@ const schema = z
     /** Occurrences due within this window are claimed ahead and added to their queue at their exact time. */
     SCHEDULE_LOOKAHEAD_MS: wholeNumber(1000, { min: 0, format: 'must be a whole number of ms, 0 or more' }),
     /**
+     * Occurrences due within this window (beyond the look-ahead) are claimed, added to their queue as delayed
+     * jobs and committed ahead of their time, then moved to the head of the wait list at their time: a herd's
+     * adds are done before its minute. 0 (or at most the look-ahead): added at their time only.
+     */
+    SCHEDULE_ADD_AHEAD_MS: wholeNumber(30_000, { min: 0, format: 'must be a whole number of ms, 0 or more' }),
+    /**
      * How long before its time an on-time occurrence is added to its queue; the worker holds it until its time
      * (0: added at its time). Within the look-ahead: an occurrence is claimed at most that far ahead.
      */

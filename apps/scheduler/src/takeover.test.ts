@@ -16,6 +16,8 @@ const SCHEDULES = 30;
 const LEASE_MS = 30_000;
 /** Heartbeat 1 s + dead-after 3 s + a tick, with room for a busy 2-core machine; far under the lease. */
 const TAKEOVER_BOUND_MS = 8_000;
+// Every-second schedules: more frequent than the add-ahead window, so their claims are held within the
+// look-ahead (what these tests take over) rather than added ahead (add-ahead.test.ts, and the test below).
 const env = {
   SCHEDULE_TICK_MS: '250',
   SCHEDULE_LOOKAHEAD_MS: '1000',
@@ -169,6 +171,39 @@ describe('a scheduler that dies holding claims', { timeout: 240_000 }, () => {
     // What B recorded missed for the occurrences A held did not run after all.
     const final = await Promise.all(waiting.map((c) => readOccurrence(redis, prefix, c.id, c.nominal)));
     expect(waiting.filter((_, i) => decided[i]?.outcome === 'missed' && final[i]?.outcome !== 'missed').map((c) => c.id)).toEqual([]);
+    await apps.killAll();
+  });
+
+  it('adding ahead: a scheduler killed -9 leaves its occurrences added ahead to run from the queue, each once, none missed', async () => {
+    const prefix = 'tk4';
+    const apps = (started = fixtureApps(() => server.url, prefix));
+    const ids = await everySecond(redis, prefix, prefix, SCHEDULES);
+    // A window of a second (the schedules' interval) beyond a 300 ms look-ahead: each occurrence is added ahead.
+    const ahead = { ...env, SCHEDULE_LOOKAHEAD_MS: '300', SCHEDULE_ADD_AHEAD_MS: '1000' };
+    const [a, b] = await Promise.all([apps.start('scheduler', ahead), apps.start('scheduler', ahead)]);
+    const worker = await apps.start('worker', { ...env, WORKER_CONCURRENCY: '20', WORKER_QUEUES: 'fxt' });
+    await Promise.all([a, b, worker].map((p) => ready(p as AppProcess)));
+    const ran = async () => Object.keys(await runCounts(redis)).filter((k) => k.startsWith(`${prefix}:`)).length;
+    await waitFor(async () => (await ran()) >= 2 * SCHEDULES, { timeoutMs: 60_000, intervalMs: 250, what: 'the schedules running' });
+    const queues = new QueueSet(redis, prefix, log);
+    const aheadKey = queues.get('fxt').toKey('tickwork-ahead');
+    await queues.close();
+    await waitFor(async () => (await redis.zcard(aheadKey)) > 0, { intervalMs: 10, what: 'occurrences added ahead, waiting for their lift' });
+    await (a as AppProcess).stop('SIGKILL');
+    // Every second from the kill for 8 s (what A had added ahead, and what B adds after) runs on schedule.
+    const first = Math.ceil(Date.now() / 1000) * 1000;
+    const seconds = Array.from({ length: 8 }, (_, k) => first + k * 1000);
+    await waitFor(
+      async () => {
+        const records = await Promise.all(ids.flatMap((id) => seconds.map((t) => readOccurrence(redis, prefix, id, t))));
+        return records.every((r) => r?.outcome === 'completed' && r.trigger === 'schedule');
+      },
+      { timeoutMs: 60_000, intervalMs: 250, what: 'every occurrence after the kill completed on schedule' },
+    );
+    await drain(prefix, [b as AppProcess], worker);
+    const counts = await runCounts(redis);
+    expect(Object.entries(counts).filter(([k, c]) => k.startsWith(`${prefix}:`) && c !== '1')).toEqual([]); // nothing ran twice
+    expect(await unsettled(redis, prefix, ids)).toEqual([]);
     await apps.killAll();
   });
 

@@ -1,3 +1,4 @@
+import type { AheadLift } from '@tickwork/schedules';
 import { claimBatchSize, claimsTakenOver, createDispatcher, dueBacklog, dueBacklogGauge, dueLagGauge, occurrencesDispatched, type DispatchResult } from '@tickwork/schedules';
 import type { Catalog, Logger, QueueSet, RedisClient } from '@tickwork/core';
 
@@ -13,6 +14,8 @@ export interface TickDeps {
   leaseMs?: number | undefined;
   /** Occurrences added later than this after their planned time first check their claim still holds (below SCHEDULER_DEAD_AFTER_MS). */
   staleAfterMs?: number | undefined;
+  /** SCHEDULE_ADD_AHEAD_MS with the engine's lift, when the installed BullMQ allows it (dispatch/lift-lane.ts). */
+  addAhead?: { ms: number; lift: AheadLift; queues: () => readonly string[] } | undefined;
 }
 
 /**
@@ -32,6 +35,7 @@ export function createTicker(deps: TickDeps) {
     ...(deps.leaseMs !== undefined && { leaseMs: deps.leaseMs }),
     ...(deps.staleAfterMs !== undefined && { staleAfterMs: deps.staleAfterMs }),
     ...(deps.headStartMs !== undefined && { headStartMs: deps.headStartMs }),
+    ...(deps.addAhead && { addAhead: deps.addAhead }),
   });
   return {
     /** The dispatcher's replica id, the scheduler registry's member (its lease tokens' prefix). */
@@ -46,7 +50,7 @@ export function createTicker(deps: TickDeps) {
       if (result.skippedPaused) occurrencesDispatched.inc({ action: 'skipped-paused' }, result.skippedPaused);
       return result;
     },
-    /** Resolves once the occurrences held for their exact time are added (awaited on shutdown). */
+    /** Resolves once the occurrences held for their exact time are added, then stops lifting (awaited on shutdown). */
     idle: () => dispatcher.idle(),
     /** The backlog gauges: 32 cheap commands in one round trip (ZCOUNT and the first entry per shard). */
     async measure(now = Date.now()): Promise<void> {

@@ -56,6 +56,12 @@ function busyLine(r: HerdResult): string {
   return r.busy ? `\n  busy from the minute until every run was recorded (CPU per second, one core = 100%): ${of(r.busy)}${phases}` : '';
 }
 
+/** When tickwork's scheduler had claimed (and added) every occurrence: before the minute when it adds ahead. */
+function claimedLine(r: HerdResult): string {
+  if (r.addsDoneMs !== null && r.addsDoneMs < 0) return `scheduler had claimed and added every occurrence ahead (due entries moved on) ${s1(-r.addsDoneMs)} before the minute`;
+  return `scheduler had claimed every occurrence (due entries moved on) ${s1(r.addsDoneMs)} after the minute${rates(r)}`;
+}
+
 function line(r: HerdResult): string {
   const ran = r.lags.length;
   const who = r.system === 'tickwork' ? 'tickwork (runtime schedules, 1 scheduler + 1 worker)' : 'BullMQ (job schedulers, 1 bare Worker)';
@@ -63,9 +69,10 @@ function line(r: HerdResult): string {
     `  ${who}: stored in ${r.storeS.toFixed(1)} s; ${ran.toLocaleString('en-US')} runs: ${r.once.toLocaleString('en-US')} schedules once, ` +
     `${r.twice} more than once, ${r.never} never; lag from the minute p50 ${s1(percentile(r.lags, 0.5))}, p95 ${s1(percentile(r.lags, 0.95))}, ` +
     `p99 ${s1(percentile(r.lags, 0.99))}, max ${s1(r.lags[r.lags.length - 1] ?? null)}; ` +
-    `${r.system === 'tickwork' ? `scheduler had claimed every occurrence (due entries moved on) ${s1(r.addsDoneMs)} after the minute${rates(r)}; ` : ''}` +
-    `per occurrence: scheduler CPU ${us(r.cpuS.scheduler, r.n)}, worker CPU ${us(r.cpuS.worker, r.n)}, Redis CPU ${us(r.cpuS.redis, r.n)}, ` +
-    `${(r.commands / r.n).toFixed(1)} Redis commands` +
+    `${r.system === 'tickwork' ? `${claimedLine(r)}; ` : ''}` +
+    `per occurrence from 2 s before the minute: scheduler CPU ${us(r.cpuS.scheduler, r.n)}, worker CPU ${us(r.cpuS.worker, r.n)}, Redis CPU ${us(r.cpuS.redis, r.n)}, ` +
+    `${(r.commands / r.n).toFixed(1)} Redis commands; from the processes' start: scheduler CPU ${us(r.cpuSWhole.scheduler, r.n)}, ` +
+    `worker CPU ${us(r.cpuSWhole.worker, r.n)}, Redis CPU ${us(r.cpuSWhole.redis, r.n)}` +
     busyLine(r) +
     `\n  Redis time per occurrence by command (INFO commandstats; EVALSHA's includes its scripts' commands):\n${r.redisTime.join('\n')}` +
     (r.perShape ? `\n  Redis time per occurrence by command shape (SLOWLOG, every command):\n${r.perShape.join('\n')}` : '') +

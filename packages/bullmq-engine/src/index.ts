@@ -18,3 +18,5 @@ export { consumerState } from './worker/consumer-state.js';
 export type { ServerInfo } from './ready-check.js';
 export { failUnreadableActive, isJobDecodeError, unreadableReason } from './unreadable.js';
 export type { FailUnreadableOptions, UnreadableJob } from './unreadable.js';
+export { createLiftAhead, LIFT_CHUNK } from './delayed/lift-ahead.js';
+export type { LiftAhead } from './delayed/lift-ahead.js';

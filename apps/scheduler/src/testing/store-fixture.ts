@@ -1,4 +1,5 @@
 import { createCatalog, createLogger, defineJob, QueueSet, type ScheduleSpec } from '@tickwork/core';
+import { createLiftAhead } from '@tickwork/bullmq-engine';
 import { createCatalogSource, createDispatcher, createSchedules } from '@tickwork/schedules';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
@@ -13,7 +14,7 @@ export const KINDS: ScheduleKind[] = ['catalog', 'runtime'];
 const log = createLogger('test', 'silent');
 let n = 0;
 
-export async function scheduleOf(redis: Redis, kind: ScheduleKind, spec: ScheduleSpec, createdAt: number, opts: { graceMs?: number; lookaheadMs?: number; leaseMs?: number; headStartMs?: number } = {}) {
+export async function scheduleOf(redis: Redis, kind: ScheduleKind, spec: ScheduleSpec, createdAt: number, opts: { graceMs?: number; lookaheadMs?: number; leaseMs?: number; headStartMs?: number; addAheadMs?: number } = {}) {
   const prefix = `k${++n}${kind[0]}`;
   const queues = new QueueSet(redis, prefix, log);
   const handler = async () => undefined;
@@ -27,6 +28,25 @@ export async function scheduleOf(redis: Redis, kind: ScheduleKind, spec: Schedul
   if (kind === 'catalog') await createCatalogSource({ redis, queues, catalog, log, now: () => createdAt }).put(job);
   // A history cap large enough for these tests' outages (the runtime default keeps 5).
   else await store.upsert(id, { job: 'minutely', history: 50, ...spec } as Parameters<typeof store.upsert>[1]);
-  const dispatcher = () => createDispatcher({ redis, queues, catalog, log, graceMs: opts.graceMs ?? 10_000, lookaheadMs: opts.lookaheadMs ?? 0, ...(opts.leaseMs && { leaseMs: opts.leaseMs }), ...(opts.headStartMs && { headStartMs: opts.headStartMs }) });
+  // Adding ahead: the engine's lift, as the scheduler's main.ts binds it. A dispatcher that adds ahead lifts
+  // until its idle() (its sweep), so a test awaits idle() on each it made.
+  const lift = opts.addAheadMs ? createLiftAhead(log) : undefined;
+  const addAhead = lift && {
+    ms: opts.addAheadMs as number,
+    lift: { note: (q: string, jobs: readonly { id: string; at: number }[]) => lift.note(queues, q, jobs), lift: (q: string, at?: number) => lift.lift(queues, q, at) },
+    queues: () => catalog.queues,
+  };
+  const dispatcher = () =>
+    createDispatcher({
+      redis,
+      queues,
+      catalog,
+      log,
+      graceMs: opts.graceMs ?? 10_000,
+      lookaheadMs: opts.lookaheadMs ?? 0,
+      ...(opts.leaseMs && { leaseMs: opts.leaseMs }),
+      ...(opts.headStartMs && { headStartMs: opts.headStartMs }),
+      ...(addAhead && { addAhead }),
+    });
   return { prefix, queues, catalog, id, store, dispatcher, storeAt: (now: number) => createSchedules({ redis, queues, catalog, log, now: () => now }) };
 }

@@ -45,13 +45,16 @@ export interface HerdResult {
   once: number;
   twice: number;
   never: number;
-  /** tickwork: ms after F when the scheduler had claimed every schedule's F (its due entries moved on; claims within the look-ahead come before F). */
+  /** tickwork: ms after F when the scheduler had claimed every schedule's F (its due entries moved on); negative: before F (added ahead). */
   addsDoneMs: number | null;
   /** tickwork: runs recorded by then (how fast the worker ran beside the scheduler's claims, and after them). */
   ranByAddsDone: number | null;
   /** ms after F when the last run was recorded (as the bench polls, every 100 ms). */
   doneMs: number | null;
+  /** CPU seconds from 2 s before F until every run was recorded. */
   cpuS: { scheduler: number | null; worker: number; redis: number };
+  /** The same from the processes' start: with a scheduler's adds ahead of F. */
+  cpuSWhole: { scheduler: number | null; worker: number; redis: number };
   commands: number;
   /** BENCH_HERD_MIX=1: the top command shapes per occurrence. */
   mix?: string[];
@@ -114,7 +117,18 @@ export async function runSide(system: 'tickwork' | 'bullmq', n: number, s: HerdS
     if (Date.now() > at - 3000) {
       throw new Error(`${system}: storing and starting took until ${new Date().toISOString()}, past the herd's minute less 3 s; raise BENCH_HERD_LEAD_S`);
     }
-    await sleep(at - 2000 - Date.now());
+    // From the processes' start: a scheduler that adds ahead does its work before the minute.
+    const cpuStart = processes.map((c) => processCpuS(c.pid));
+    const redisStart = await redisCounters(redis.client);
+    let addsDoneMs: number | null = null;
+    let ranByAddsDone: number | null = null;
+    while (Date.now() < at - 2000) {
+      if (addsDone && addsDoneMs === null && (await addsDone(at))) {
+        addsDoneMs = Date.now() - at;
+        ranByAddsDone = 0;
+      }
+      await sleep(Math.min(100, Math.max(0, at - 2000 - Date.now())));
+    }
     const cpu0 = processes.map((c) => processCpuS(c.pid));
     const redis0 = await redisCounters(redis.client);
     const stats0 = await commandStats(redis.client);
@@ -122,8 +136,6 @@ export async function runSide(system: 'tickwork' | 'bullmq', n: number, s: HerdS
     const slowlog = process.env.BENCH_HERD_SLOWLOG === '1';
     if (slowlog) await startSlowlog(redis.client);
     progress(`  waiting for the herd at ${new Date(at).toISOString()}`);
-    let addsDoneMs: number | null = null;
-    let ranByAddsDone: number | null = null;
     let doneMs: number | null = null;
     const deadline = at + s.deadlineMs;
     let lastReport = Date.now();
@@ -169,7 +181,7 @@ export async function runSide(system: 'tickwork' | 'bullmq', n: number, s: HerdS
       else if (c === 0) never++;
       else twice++;
     }
-    const cpuOf = (c: Child | undefined) => (c === undefined ? null : (cpu1[processes.indexOf(c)] ?? 0) - (cpu0[processes.indexOf(c)] ?? 0));
+    const cpuOf = (c: Child | undefined, from = cpu0) => (c === undefined ? null : (cpu1[processes.indexOf(c)] ?? 0) - (from[processes.indexOf(c)] ?? 0));
     const workerCpu = workers.reduce((a, w) => a + (cpuOf(w) ?? 0), 0);
     const busyOf = (a: CpuMark | undefined, b: CpuMark | undefined) => (a && b && b.at - a.at >= 1000 ? busyBetween(a, b, processes, workers, scheduler) : null);
     return {
@@ -184,6 +196,7 @@ export async function runSide(system: 'tickwork' | 'bullmq', n: number, s: HerdS
       ranByAddsDone,
       doneMs,
       cpuS: { scheduler: cpuOf(scheduler), worker: workerCpu, redis: redis1.cpuS - redis0.cpuS },
+      cpuSWhole: { scheduler: cpuOf(scheduler, cpuStart), worker: workers.reduce((a, w) => a + (cpuOf(w, cpuStart) ?? 0), 0), redis: redis1.cpuS - redisStart.cpuS },
       commands: redis1.commands - redis0.commands,
       redisTime: statLines(stats0, stats1, n),
       busy: busyOf(fromF, toDone),

@@ -12,6 +12,7 @@ import type { Commit, DispatchResult } from './types.js';
 import { createFireLane, MAX_HEAD_START_MS } from './fire-lane.js';
 import type { Claimed } from './types.js';
 import { planClaim, type PlanContext } from './plan-claim.js';
+import { createLiftLane, LIFT_SLACK_MS, type AheadLift } from './lift-lane.js';
 
 export interface DispatcherOptions {
   redis: RedisClient;
@@ -22,6 +23,13 @@ export interface DispatcherOptions {
   graceMs: number;
   /** Occurrences due within this are claimed ahead and added at their exact time, less the head start (fire-lane.ts). */
   lookaheadMs: number;
+  /**
+   * Adding ahead (lift-lane.ts): occurrences due within `ms` (more than the look-ahead) are claimed, added
+   * as delayed jobs and committed at once, and `lift` moves them to the head of the wait list at their time.
+   * A herd's claims, adds and commits are then done before its minute. `queues`: the queues every sweep
+   * lifts. Without it, occurrences are claimed only within the look-ahead.
+   */
+  addAhead?: { ms: number; lift: AheadLift; queues: () => readonly string[] };
   /**
    * How long before its time an on-time occurrence is added (fire-lane.ts; at most MAX_HEAD_START_MS), or
    * a function read at each claim round (the scheduler's HeadStart: SCHEDULE_HEAD_START_MS while every
@@ -57,6 +65,11 @@ export interface DispatcherOptions {
 
 export const DEFAULT_CLAIM_LEASE_MS = 10_000;
 export const DEFAULT_CLAIM_BATCH = 200;
+/**
+ * Adding ahead, a claim looks at most this many batches' worth of entries in the window: schedules too
+ * frequent to add ahead wait there for the look-ahead (skipped), and must not hide the ones behind them.
+ */
+const AHEAD_SCAN = 4;
 export const DEFAULT_STALE_AFTER_MS = 1000;
 const DEFAULT_STUCK_SHARD_MS = 500;
 
@@ -90,7 +103,9 @@ export function createDispatcher(opts: DispatcherOptions) {
   const headStartNow = (): number => Math.min(Math.max(typeof headStart === 'function' ? headStart() : headStart, 0), MAX_HEAD_START_MS);
   const replica = randomBytes(4).toString('hex');
   let seq = 0;
-  const planning: PlanContext = { catalog, log, graceMs: opts.graceMs, lookaheadMs: opts.lookaheadMs };
+  const ahead = opts.addAhead && opts.addAhead.ms > opts.lookaheadMs ? opts.addAhead : undefined;
+  const planning: PlanContext = { catalog, log, graceMs: opts.graceMs, lookaheadMs: opts.lookaheadMs, addAheadMs: ahead?.ms };
+  const lifts = ahead && createLiftLane({ lift: ahead.lift, queues: ahead.queues, log });
 
   /** Every shard, starting at a random one, so replicas spread. */
   const shardOrder = (): number[] => {
@@ -127,13 +142,14 @@ export function createDispatcher(opts: DispatcherOptions) {
   /** One claim round: claims and plans, and starts adding what is due (`fired`, settled once added and committed). */
   async function round(shards: number[], now: number, startedAt: number, result: DispatchResult): Promise<{ full: boolean; fired: Promise<void> | undefined }> {
     const token = `${replica}.${++seq}`;
-    const claimArgs = [now, now + opts.lookaheadMs, batch, now + leaseMs, token];
+    // Adding ahead, the entries due in the window beyond the look-ahead too, among the first AHEAD_SCAN of them.
+    const claimArgs = [now, now + opts.lookaheadMs, batch, now + leaseMs, token, ...(ahead ? [now + ahead.ms, batch * AHEAD_SCAN] : [])];
     const replies = await runScriptMany(
       redis,
       CLAIM,
       shards.map((s): ScriptCall => {
         const k = shardKeys(prefix, s);
-        return { keys: [k.due, k.claimed, k.inflight, k.defs], argv: claimArgs };
+        return { keys: [k.due, k.claimed, k.inflight, k.defs, k.notAhead], argv: claimArgs };
       }),
     );
     let full = false;
@@ -177,7 +193,10 @@ export function createDispatcher(opts: DispatcherOptions) {
   async function fire(group: readonly Claimed[], token: string, headStartMs: number, lateMs: number): Promise<number> {
     if (lateMs > staleAfterMs) group = await stillHeld(group, token, lateMs);
     if (group.length === 0) return 0;
-    await addOccurrenceJobs(queues, catalog, group.flatMap((c) => c.runs), Date.now(), headStartMs);
+    const added = lifts && { slackMs: LIFT_SLACK_MS, jobs: new Map<string, { id: string; at: number }[]>() };
+    await addOccurrenceJobs(queues, catalog, group.flatMap((c) => c.runs), Date.now(), headStartMs, added);
+    // Noted before the commit: a claim committed without its note would leave its job to BullMQ's promotion.
+    if (added && added.jobs.size > 0) await lifts.note(added.jobs);
     const byShard = new Map<number, Commit[]>();
     for (const c of group) {
       let list = byShard.get(c.shard);
@@ -196,16 +215,18 @@ export function createDispatcher(opts: DispatcherOptions) {
     }
     return held;
   }
-  const lane = createFireLane({ fire, log, waitHeld: opts.waitHeld ?? true, maxHoldMs: leaseMs / 2 });
+  // Adding ahead, what is due beyond the look-ahead is added at once (delayed, then lifted); else only runs
+  // due so far ahead that holding them would near the lease are.
+  const lane = createFireLane({ fire, log, waitHeld: opts.waitHeld ?? true, maxHoldMs: ahead ? opts.lookaheadMs : leaseMs / 2 });
 
   function commitCall(shard: number, token: string, list: readonly Commit[]): ScriptCall {
     const k = shardKeys(prefix, shard);
-    const keys = [k.due, k.claimed, k.inflight, k.watch];
+    const keys = [k.due, k.claimed, k.inflight, k.watch, k.notAhead];
     const argv: (string | number)[] = [token, list.length];
     for (const c of list) {
       const h = historyKeysOf(prefix, c.id);
       keys.push(h.history, h.records);
-      argv.push(c.id, c.next ?? '', c.watchDeadline ?? '', keys.length - 1, c.cap, c.records.length);
+      argv.push(c.id, c.next ?? '', c.watchDeadline ?? '', keys.length - 1, c.cap, c.notAhead ? '1' : '', c.records.length);
       for (const r of c.records) argv.push(r.id, r.score, JSON.stringify(r.patch), JSON.stringify(r.defaults));
     }
     return { keys, argv };
@@ -266,10 +287,14 @@ export function createDispatcher(opts: DispatcherOptions) {
       else await clusterTick(now, startedAt, result);
       return result;
     },
-    /** Resolves once every held occurrence has been added and committed, and every shard's rounds ended (shutdown). */
+    /**
+     * Resolves once every held occurrence has been added and committed, and every shard's rounds ended
+     * (shutdown); then stops lifting what was added ahead (another replica's sweep lifts it).
+     */
     idle: async () => {
       await Promise.all(busy.values());
       await lane.idle();
+      lifts?.stop();
     },
   };
 }

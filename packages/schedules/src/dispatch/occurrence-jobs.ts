@@ -34,11 +34,21 @@ export function scheduledRunFor(o: OccurrenceJob): ScheduledRun {
  * replica re-planning a claim it took over adds nothing twice). The dispatcher adds an on-time occurrence
  * at its time (fire-lane.ts): it goes to the head of the wait list (`lifo`), ahead of any backlog, as does
  * a manual run; a catch-up run queues behind the backlog like any late work. An on-time occurrence is
- * added up to its head start before its time (the worker holds it until then); one due later than that (a
- * caller with its own clock) is delayed until its head start before its time.
+ * added up to its head start before its time (the worker holds it until then); one due later than that is
+ * delayed until its head start before its time. With `ahead` (the dispatcher's add-ahead, lift-lane.ts),
+ * such an occurrence is delayed `ahead.slackMs` longer and pushed onto `ahead.jobs` by queue: its lift
+ * moves it to the head of the wait list at its head start before its time, and BullMQ's own promotion
+ * (to the back) is the fallback when no lift comes.
  * Returns the ids of runs whose job is unknown to this catalog (not added).
  */
-export async function addOccurrenceJobs(queues: QueueSet, catalog: Catalog, runs: readonly OccurrenceJob[], now = Date.now(), headStartMs = 0): Promise<string[]> {
+export async function addOccurrenceJobs(
+  queues: QueueSet,
+  catalog: Catalog,
+  runs: readonly OccurrenceJob[],
+  now = Date.now(),
+  headStartMs = 0,
+  ahead?: { slackMs: number; jobs: Map<string, { id: string; at: number }[]> },
+): Promise<string[]> {
   const byQueue = new Map<string, { name: string; data: unknown; opts: JobsOptions }[]>();
   const unknown: string[] = [];
   for (const r of runs) {
@@ -48,10 +58,17 @@ export async function addOccurrenceJobs(queues: QueueSet, catalog: Catalog, runs
       continue;
     }
     const early = r.nominal - headStartMs - now;
-    const delay = early > FIRE_NOW_MS ? early : 0;
+    const jobId = r.manual?.jobId ?? occurrenceJobId(r.id, new Date(r.nominal));
+    let delay = early > FIRE_NOW_MS ? early : 0;
+    if (ahead && delay > 0 && !r.catchUp && !r.manual) {
+      delay += ahead.slackMs;
+      let noted = ahead.jobs.get(job.queue);
+      if (!noted) ahead.jobs.set(job.queue, (noted = []));
+      noted.push({ id: jobId, at: r.nominal - headStartMs });
+    }
     const opts = {
       ...jobOptions(job),
-      jobId: r.manual?.jobId ?? occurrenceJobId(r.id, new Date(r.nominal)),
+      jobId,
       delay,
       ...(delay === 0 && !r.catchUp && { lifo: true }),
       [SCHEDULED_RUN_OPTION]: scheduledRunFor(r),

@@ -25,6 +25,8 @@ export interface PlanContext {
   log: Logger;
   graceMs: number;
   lookaheadMs: number;
+  /** The add-ahead window, when the dispatcher adds ahead (lift-lane.ts): entries due beyond the look-ahead were claimed up to it. */
+  addAheadMs?: number | undefined;
 }
 
 /**
@@ -45,7 +47,19 @@ export function planClaim(ctx: PlanContext, entry: ClaimedEntry, now: number, ru
   }
   const rule = ruleOfCore(id, def.core);
   const policies = policiesOfCore(def.core);
-  const planned = planOccurrences({ rule, policies, cursor: nominal - 1, now, graceMs: ctx.graceMs, lookaheadMs: ctx.lookaheadMs, supersede: entry.takenOver });
+  // Claimed ahead (beyond the look-ahead): added ahead only when it is the schedule's one occurrence in the
+  // window, so a schedule has at most one occurrence added ahead at a time (its history is not filled with
+  // runs to come, nor its queue with delayed jobs). A more frequent schedule, or a paused one (a resume
+  // before its time must find it unjudged), goes back to wait for the look-ahead, noted so that claims ahead
+  // skip it until then.
+  const window = ctx.addAheadMs;
+  const ahead = window !== undefined && nominal > now + ctx.lookaheadMs;
+  if (ahead) {
+    const interval = intervalAfter(rule, nominal);
+    if (def.paused || (interval !== null && interval < window)) return { id, next: nominal, watchDeadline: null, cap, records: [], notAhead: true };
+  }
+  const lookaheadMs = ahead ? nominal - now : ctx.lookaheadMs;
+  const planned = planOccurrences({ rule, policies, cursor: nominal - 1, now, graceMs: ctx.graceMs, lookaheadMs, supersede: entry.takenOver });
   const after = planned.items.length > 0 ? planned.cursor : nominal - 1;
   const next = nextOccurrences(rule, new Date(after), 1)[0]?.at.getTime() ?? null;
   // The deadline index is for runtime schedules that opted in; catalog schedules have the watchdog's full pass.

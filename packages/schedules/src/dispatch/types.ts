@@ -25,6 +25,8 @@ export interface Commit {
   watchDeadline: number | null;
   cap: number;
   records: { id: string; score: number; patch: Record<string, unknown>; defaults: Record<string, unknown> }[];
+  /** A claim ahead that puts its own nominal back (too frequent to add ahead): COMMIT notes it in `notAhead`. */
+  notAhead?: true;
 }
 
 /** One run to add: a schedule's occurrence (on time or catch-up) or a manual run. */

@@ -1,6 +1,6 @@
 import type { DstPolicy, MissedPolicy, ScheduleSpec } from '@tickwork/core';
 import { DEFAULT_OVERLAP_POLICY, spreadOffsetMs, type OverlapPolicy } from '@tickwork/core';
-import { ruleOf, type OccurrenceRule } from '../rules/occurrences.js';
+import { nextOccurrences, ruleOf, type OccurrenceRule } from '../rules/occurrences.js';
 import { DEFAULT_CATCH_UP_WINDOW_MS, DEFAULT_DST, DEFAULT_MAX_CATCH_UP, DEFAULT_MISSED, type SchedulePolicies } from '@tickwork/core';
 import type { ScheduleSource, ScheduleView } from './api.js';
 
@@ -149,8 +149,21 @@ export function isWatched(core: DefCore): boolean {
   return core.S === 1 || core.W === 1;
 }
 
-export function viewOf(id: string, def: StoredDef, queue: string, due: number | null): ScheduleView {
+/**
+ * A schedule's next run as a user reads it: its due entry, unless an earlier occurrence of its rule after
+ * `now` has been claimed already (added ahead by the scheduler's SCHEDULE_ADD_AHEAD_MS, or held within its
+ * look-ahead), and the due entry moved past it.
+ */
+export function nextRunOf(id: string, def: StoredDef, due: number | null, now: number): number | null {
+  if (due === null || due <= now || def.paused) return due;
+  const first = nextOccurrences(ruleOfCore(id, def.core), new Date(now), 1)[0]?.at.getTime();
+  return first !== undefined && first < due ? first : due;
+}
+
+/** `due`: the schedule's due entry (or its in-flight claim's nominal); with `now`, `next` is nextRunOf's. */
+export function viewOf(id: string, def: StoredDef, queue: string, due: number | null, now?: number): ScheduleView {
   const { core } = def;
+  const next = now === undefined ? due : nextRunOf(id, def, due, now);
   return {
     id,
     source: sourceOf(core),
@@ -165,7 +178,7 @@ export function viewOf(id: string, def: StoredDef, queue: string, due: number | 
     watch: isWatched(core),
     historyCap: historyCapOf(core),
     paused: def.paused ? { reason: def.paused.reason, at: new Date(def.paused.at).toISOString() } : null,
-    next: due === null ? null : new Date(due).toISOString(),
+    next: next === null ? null : new Date(next).toISOString(),
     version: def.version,
     createdAt: new Date(def.createdAt).toISOString(),
     updatedAt: new Date(def.updatedAt).toISOString(),

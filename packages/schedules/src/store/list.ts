@@ -54,6 +54,7 @@ async function loadViews(redis: RedisClient, prefix: string, ids: readonly strin
     reads.push(['hget', sk.defs, id], ['zscore', sk.due, id], ['hget', sk.inflight, id]);
   }
   const replies = await pipelineBySlot(redis, reads);
+  const now = Date.now();
   const views: ScheduleView[] = [];
   ids.forEach((id, i) => {
     const raw = replies[3 * i]?.[1] as string | null;
@@ -62,7 +63,7 @@ async function loadViews(redis: RedisClient, prefix: string, ids: readonly strin
     const inflight = replies[3 * i + 2]?.[1] as string | null;
     const def = parseDef(raw);
     const next = due !== null ? Number(due) : inflight ? Number(inflight.split(':')[0]) : null;
-    views.push(viewOf(id, def, queueOf(def), next));
+    views.push(viewOf(id, def, queueOf(def), next, now));
   });
   return views;
 }

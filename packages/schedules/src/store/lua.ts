@@ -71,13 +71,13 @@ return 1`);
 
 /**
  * Compare-and-delete of a definition with every index entry.
- * KEYS: defs, due, claimed, inflight, ids, job index, watch, stale.
+ * KEYS: defs, due, claimed, inflight, ids, job index, watch, stale, notAhead.
  */
 export const DELETE_DEF = defineScript(`
 local cur = redis.call('HGET', KEYS[1], ARGV[1]) or ''
 if cur ~= ARGV[2] or cur == '' then return 0 end
 redis.call('HDEL', KEYS[1], ARGV[1])
-for i = 2, 8 do
+for i = 2, 9 do
   if i == 4 then redis.call('HDEL', KEYS[i], ARGV[1]) else redis.call('ZREM', KEYS[i], ARGV[1]) end
 end
 return 1`);
@@ -86,9 +86,14 @@ return 1`);
  * CLAIM: expired leases first (their dispatcher died between claim and commit: its lease ran out, or a live
  * scheduler released it, RELEASE_CLAIMS), then due entries with a score up to ARGV[2] (now + look-ahead), at
  * most ARGV[3] in all. Each moves to `claimed` with the lease deadline ARGV[4]; `inflight` keeps its nominal
- * and the lease token ARGV[5]. Entries whose definition is gone are dropped. Returns how many of the entries
- * were taken over (they come first), then flat (id, nominal, definition) triples.
- * KEYS: due, claimed, inflight, defs. ARGV: now, horizon, batch, lease deadline, token.
+ * and the lease token ARGV[5]. Entries whose definition is gone are dropped. Adding ahead (ARGV[6], the
+ * add-ahead horizon; absent: none), while the batch has room, then entries with a score after ARGV[2] up to
+ * ARGV[6], among the first ARGV[7] there, except one that `notAhead` (KEYS[5]) holds at its very score: a
+ * claim ahead found that schedule too frequent to add ahead (dispatch/plan-claim.ts), so it waits for the
+ * look-ahead. Returns how many of the entries were taken over (they come first), then flat (id, nominal,
+ * definition) triples.
+ * KEYS: due, claimed, inflight, defs(, notAhead). ARGV: now, horizon, batch, lease deadline, token(, add-ahead
+ * horizon, add-ahead scan).
  */
 export const CLAIM = defineScript(`
 local out = {}
@@ -111,20 +116,28 @@ for _, id in ipairs(expired) do
     redis.call('HDEL', KEYS[3], id)
   end
 end
-if n < batch then
-  local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[2], 'WITHSCORES', 'LIMIT', 0, batch - n)
-  for i = 1, #due, 2 do
-    local id = due[i]
-    local nominal = due[i + 1]
-    redis.call('ZREM', KEYS[1], id)
-    local def = redis.call('HGET', KEYS[4], id)
-    if def then
-      redis.call('ZADD', KEYS[2], ARGV[4], id)
-      redis.call('HSET', KEYS[3], id, nominal .. ':' .. ARGV[5])
-      out[#out + 1] = id
-      out[#out + 1] = nominal
-      out[#out + 1] = def
-    end
+local taken = n
+local function take(id, nominal)
+  redis.call('ZREM', KEYS[1], id)
+  local def = redis.call('HGET', KEYS[4], id)
+  if def then
+    redis.call('ZADD', KEYS[2], ARGV[4], id)
+    redis.call('HSET', KEYS[3], id, nominal .. ':' .. ARGV[5])
+    out[#out + 1] = id
+    out[#out + 1] = nominal
+    out[#out + 1] = def
+    taken = taken + 1
+  end
+end
+if taken < batch then
+  local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[2], 'WITHSCORES', 'LIMIT', 0, batch - taken)
+  for i = 1, #due, 2 do take(due[i], due[i + 1]) end
+end
+if ARGV[6] and taken < batch then
+  local ahead = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[2], ARGV[6], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[7]))
+  for i = 1, #ahead, 2 do
+    if taken >= batch then break end
+    if redis.call('ZSCORE', KEYS[5], ahead[i]) ~= ahead[i + 1] then take(ahead[i], ahead[i + 1]) end
   end
 end
 table.insert(out, 1, n)
@@ -159,17 +172,19 @@ return n`);
  * A planner's verdict (a patch with an outcome: missed, skipped-paused) never overwrites the record of a run
  * that started: after a claimer died between adding its runs and committing, the replica that takes over
  * re-plans the same occurrences later than they were due, and may judge missed one that ran.
- * KEYS: due, claimed, inflight, watch, then per commit its history and records keys.
+ * A commit marked not-ahead (a claim ahead of a schedule too frequent to add ahead, which puts back its own
+ * nominal) also enters `notAhead` at that score, so that claims ahead skip it until the look-ahead takes it.
+ * KEYS: due, claimed, inflight, watch, notAhead, then per commit its history and records keys.
  * ARGV: token, commits, then per commit: id, next ('' = none), watch deadline ('' = none), key index,
- * history cap, record count, then per record: id, score, patch JSON, defaults JSON.
+ * history cap, not-ahead ('1' or ''), record count, then per record: id, score, patch JSON, defaults JSON.
  */
 export const COMMIT = defineScript(`${MERGE_FN}
 local token = ':' .. ARGV[1]
 local i = 3
 local committed = 0
 for c = 1, tonumber(ARGV[2]) do
-  local id, nxt, wd, k, cap, nrec = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4]), tonumber(ARGV[i + 5])
-  i = i + 6
+  local id, nxt, wd, k, cap, notAhead, nrec = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4]), ARGV[i + 5], tonumber(ARGV[i + 6])
+  i = i + 7
   local inf = redis.call('HGET', KEYS[3], id)
   local held = inf and string.sub(inf, -#token) == token
   if held then
@@ -177,6 +192,7 @@ for c = 1, tonumber(ARGV[2]) do
     redis.call('ZREM', KEYS[2], id)
     if nxt ~= '' then redis.call('ZADD', KEYS[1], nxt, id) end
     if wd ~= '' then redis.call('ZADD', KEYS[4], 'NX', wd, id) end
+    if notAhead == '1' then redis.call('ZADD', KEYS[5], nxt, id) end
     committed = committed + 1
   end
   for r = 1, nrec do

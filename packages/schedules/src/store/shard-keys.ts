@@ -50,6 +50,11 @@ export function shardKeys(prefix: string, shard: number) {
     stale: `${base}:stale`,
     /** ZSET occurrence key -> when its run becomes slow (started runs of watched schedules). */
     running: `${base}:running`,
+    /**
+     * ZSET id -> the due score a claim ahead left it at, finding it too frequent to add ahead: claims ahead
+     * skip it while its due entry keeps that score (dispatch/plan-claim.ts).
+     */
+    notAhead: `${base}:not-ahead`,
   };
 }
 

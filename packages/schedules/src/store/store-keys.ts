@@ -38,7 +38,7 @@ export function setDefKeys(prefix: string, id: string, job: string, previousJob:
 export function deleteDefKeys(prefix: string, id: string, job: string): string[] {
   const shard = shardOf(id);
   const sk = shardKeys(prefix, shard);
-  return [sk.defs, sk.due, sk.claimed, sk.inflight, sk.ids, jobIndexKey(prefix, shard, job), sk.watch, sk.stale];
+  return [sk.defs, sk.due, sk.claimed, sk.inflight, sk.ids, jobIndexKey(prefix, shard, job), sk.watch, sk.stale, sk.notAhead];
 }
 
 const checked = new WeakMap<RedisClient, Set<string>>();

@@ -9,7 +9,7 @@ import { runScript } from '@tickwork/core';
 import { manualOccurrenceJobId, REMOVED_SCHEDULE_STATE_TTL_MS } from '../keys.js';
 import { manualOccurrenceKey } from '@tickwork/core';
 import type { ListPage, ListQuery, ScheduleInput, Schedules, ScheduleView, UpsertResult } from './api.js';
-import { encodeDef, parseDef, viewOf, type StoredDef } from './definition.js';
+import { encodeDef, parseDef, nextRunOf, viewOf, type StoredDef } from './definition.js';
 import { createWriter, nextAfter } from './writer.js';
 import { CatalogScheduleError, ScheduleNotFoundError } from '../errors.js';
 import { coreFromInput } from './input.js';
@@ -76,7 +76,7 @@ export function createSchedules(opts: ScheduleStoreOptions): Schedules {
         const old = state.def;
         if (old.core.S === 1) throw new CatalogScheduleError(id, 'upsert');
         if (old.coreJson === coreJson) {
-          const due = state.due ?? state.inflight;
+          const due = nextRunOf(id, old, state.due ?? state.inflight, now);
           return { created: false, changed: false, next: due === null ? null : new Date(due) };
         }
         const replaced = await replaceDef(id, state as ScheduleState & { raw: string; def: StoredDef }, core, coreJson, now);
@@ -109,7 +109,7 @@ export function createSchedules(opts: ScheduleStoreOptions): Schedules {
       await ensureShards(redis, prefix);
       const state = await readState(redis, prefix, id);
       if (!state.def) return null;
-      return viewOf(id, state.def, queueOf(state.def), state.due ?? state.inflight);
+      return viewOf(id, state.def, queueOf(state.def), state.due ?? state.inflight, clock());
     },
 
     async getRemoved(id: string) {
