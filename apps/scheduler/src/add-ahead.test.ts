@@ -32,6 +32,18 @@ async function headOfQueue(prefix: string, queues: QueueSet) {
 
 const nominalOf = (j: Job) => scheduledRunOf(j.opts)?.nominal ?? 0;
 
+/** Ticks `d` until the queue holds a delayed job (an occurrence added ahead); the delayed jobs. */
+function tickUntilAdded(d: { tick(now?: number): Promise<unknown> }, q: ReturnType<QueueSet['get']>, what: string): Promise<Job[]> {
+  return waitFor(
+    async () => {
+      await d.tick(Date.now());
+      const delayed = await q.getDelayed();
+      return delayed.length > 0 ? delayed : undefined;
+    },
+    { timeoutMs: 20_000, intervalMs: 250, what },
+  );
+}
+
 /** A schedule every 10 s (the window) whose dispatcher has ticked until it added an occurrence ahead. */
 async function addedAhead(kind: ScheduleKind) {
   const now = Date.now();
@@ -39,14 +51,7 @@ async function addedAhead(kind: ScheduleKind) {
   t.queueSets.push(s.queues);
   const first = s.dispatcher();
   const q = s.queues.get('q');
-  const [job] = await waitFor(
-    async () => {
-      await first.tick(Date.now());
-      const delayed = await q.getDelayed();
-      return delayed.length > 0 ? delayed : undefined;
-    },
-    { timeoutMs: 20_000, intervalMs: 250, what: 'an occurrence added ahead' },
-  );
+  const [job] = await tickUntilAdded(first, q, 'an occurrence added ahead');
   return { s, first, q, job: job as Job };
 }
 
@@ -108,14 +113,7 @@ it('a change to a runtime schedule removes its occurrence added ahead, and the n
     const store = s.storeAt(Date.now());
     await store.upsert(s.id, { job: 'minutely', every: { seconds: 10 }, tz: 'UTC', history: 40 } as Parameters<typeof store.upsert>[1]);
     expect(await q.getJob(before.id as string)).toBeUndefined();
-    const [after] = await waitFor(
-      async () => {
-        await first.tick(Date.now());
-        const delayed = await q.getDelayed();
-        return delayed.length > 0 ? delayed : undefined;
-      },
-      { timeoutMs: 20_000, intervalMs: 250, what: 'the new rule\'s occurrence added ahead' },
-    );
+    const [after] = await tickUntilAdded(first, q, "the new rule's occurrence added ahead");
     expect(scheduledRunOf(after!.opts)?.v).toBeGreaterThan(scheduledRunOf(before.opts)?.v as number);
   } finally {
     await first.idle();

@@ -98,36 +98,33 @@ return 1`);
 export const CLAIM = defineScript(`
 local out = {}
 local batch = tonumber(ARGV[3])
-local n = 0
+local taken = 0
+-- One entry claimed under this lease, and returned.
+local function hold(id, nominal, def)
+  redis.call('ZADD', KEYS[2], ARGV[4], id)
+  redis.call('HSET', KEYS[3], id, nominal .. ':' .. ARGV[5])
+  out[#out + 1] = id
+  out[#out + 1] = nominal
+  out[#out + 1] = def
+  taken = taken + 1
+end
 local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, batch)
 for _, id in ipairs(expired) do
   local inf = redis.call('HGET', KEYS[3], id)
   local def = redis.call('HGET', KEYS[4], id)
   if inf and def then
-    local nominal = string.match(inf, '^([^:]+)')
-    redis.call('ZADD', KEYS[2], ARGV[4], id)
-    redis.call('HSET', KEYS[3], id, nominal .. ':' .. ARGV[5])
-    out[#out + 1] = id
-    out[#out + 1] = nominal
-    out[#out + 1] = def
-    n = n + 1
+    hold(id, string.match(inf, '^([^:]+)'), def)
   else
     redis.call('ZREM', KEYS[2], id)
     redis.call('HDEL', KEYS[3], id)
   end
 end
-local taken = n
+local n = taken
+-- A due entry claimed, or dropped when its definition is gone.
 local function take(id, nominal)
   redis.call('ZREM', KEYS[1], id)
   local def = redis.call('HGET', KEYS[4], id)
-  if def then
-    redis.call('ZADD', KEYS[2], ARGV[4], id)
-    redis.call('HSET', KEYS[3], id, nominal .. ':' .. ARGV[5])
-    out[#out + 1] = id
-    out[#out + 1] = nominal
-    out[#out + 1] = def
-    taken = taken + 1
-  end
+  if def then hold(id, nominal, def) end
 end
 if taken < batch then
   local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[2], 'WITHSCORES', 'LIMIT', 0, batch - taken)
