@@ -6,7 +6,10 @@
  * Worker (concurrency 50), each on its own private Redis. For each, BENCH_LANE_SECONDS (default 45) with
  * the queue idle, then as long with a producer keeping the backlog at 20,000 or more; the lag of each
  * occurrence (handler start - nominal time) is recorded in the worker's memory (schedules/lag-recorder.ts).
- * Targets: tickwork p99 <= 100 ms behind the backlog, <= 20 ms idle.
+ * tickwork runs twice: as it fires an every-second schedule (at its time, within the look-ahead), and with
+ * each occurrence added ahead (a 300 ms look-ahead and a 1 s add-ahead window: added as a delayed job and
+ * lifted to the head of the wait list at its head start before its time, as a daily schedule's is).
+ * Targets, for both: tickwork p99 <= 100 ms behind the backlog, <= 20 ms idle.
  */
 import { createLogger, createRedis, QueueSet } from '@tickwork/core';
 import { createSchedules, DEFAULT_HEAD_START_MS } from '@tickwork/schedules';
@@ -91,7 +94,10 @@ async function window(worker: Child, seconds: number, during?: () => ReturnType<
   return { n: lags.length, p50: percentile(lags, 0.5), p99: percentile(lags, 0.99), max: lags.at(-1) ?? NaN, ...(minWaiting !== undefined && { minWaiting }) };
 }
 
-async function tickworkSide(): Promise<{ idle: Lags; backlog: Lags }> {
+/** The scheduler's settings that add each every-second occurrence ahead (SCHEDULE_ADD_AHEAD_MS). */
+const ADDED_AHEAD = { SCHEDULE_LOOKAHEAD_MS: '300', SCHEDULE_ADD_AHEAD_MS: '1000' };
+
+async function tickworkSide(schedulerEnv: Record<string, string> = {}): Promise<{ idle: Lags; backlog: Lags }> {
   const redis = await privateRedis();
   const command = createRedis(redis.url, 'command');
   const queues = new QueueSet(command, 'tw', createLogger('bench', 'silent'));
@@ -100,7 +106,7 @@ async function tickworkSide(): Promise<{ idle: Lags; backlog: Lags }> {
     const worker = await startChild('worker', { ...env, WORKER_CONCURRENCY: '50' }, { lagPort: true });
     await msUntilOk(worker, '/readyz', 60_000);
     await createSchedules({ redis: command, queues, catalog }).upsert('lane:tick', { job: benchTick, every: { seconds: 1 }, tz: 'UTC', data: { i: 0 } });
-    const scheduler = await startChild('scheduler', { ...env, SCHEDULE_HEAD_START_MS: HEAD_START_MS });
+    const scheduler = await startChild('scheduler', { ...env, SCHEDULE_HEAD_START_MS: HEAD_START_MS, ...schedulerEnv });
     await msUntilOk(scheduler, '/readyz', 60_000);
     await sleep(3000);
     const idle = await window(worker, SECONDS);
@@ -140,11 +146,16 @@ export async function laneSection(out: (s: string) => void): Promise<void> {
   try {
     const tw = await tickworkSide();
     await cleanupAll();
+    const ahead = await tickworkSide(ADDED_AHEAD);
+    await cleanupAll();
     const bull = await bullmqSide();
     out(`  tickwork idle     ${fmt(tw.idle)}\n  tickwork backlog  ${fmt(tw.backlog)}\n`);
+    out(`  tickwork, added ahead: idle     ${fmt(ahead.idle)}\n  tickwork, added ahead: backlog  ${fmt(ahead.backlog)}\n`);
     out(`  bullmq   idle     ${fmt(bull.idle)}\n  bullmq   backlog  ${fmt(bull.backlog)}\n`);
-    out(`  target: tickwork p99 <= ${IDLE_P99_MS} ms idle (${tw.idle.p99.toFixed(0)} ms): ${tw.idle.p99 <= IDLE_P99_MS ? 'MET' : 'NOT MET'}\n`);
-    out(`  target: tickwork p99 <= ${BACKLOG_P99_MS} ms behind the backlog (${tw.backlog.p99.toFixed(0)} ms): ${tw.backlog.p99 <= BACKLOG_P99_MS ? 'MET' : 'NOT MET'}\n`);
+    for (const [name, side] of [['tickwork', tw], ['tickwork added ahead', ahead]] as const) {
+      out(`  target: ${name} p99 <= ${IDLE_P99_MS} ms idle (${side.idle.p99.toFixed(0)} ms): ${side.idle.p99 <= IDLE_P99_MS ? 'MET' : 'NOT MET'}\n`);
+      out(`  target: ${name} p99 <= ${BACKLOG_P99_MS} ms behind the backlog (${side.backlog.p99.toFixed(0)} ms): ${side.backlog.p99 <= BACKLOG_P99_MS ? 'MET' : 'NOT MET'}\n`);
+    }
   } finally {
     await cleanupAll();
   }
