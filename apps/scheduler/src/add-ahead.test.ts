@@ -120,6 +120,27 @@ it('a change to a runtime schedule removes its occurrence added ahead, and the n
   }
 });
 
+it('each occurrence added ahead is lifted by its own timer, not left to a later sweep', async () => {
+  // A timer may fire a millisecond before its time; its lift must still take the jobs due at that time
+  // (else they wait for the next sweep: without sweeps, here, they would stay delayed).
+  const now = Date.now();
+  const s = await scheduleOf(t.redis, 'runtime', { every: { seconds: 1 }, tz: 'UTC' }, now - 60_000, { lookaheadMs: 300, leaseMs: 10_000, headStartMs: 50, addAheadMs: 1000, sweep: false });
+  t.queueSets.push(s.queues);
+  const d = s.dispatcher();
+  const q = s.queues.get('q');
+  try {
+    const until = Date.now() + 10_000;
+    while (Date.now() < until) await d.tick(Date.now());
+    const done = Date.now() - 200;
+    const jobs = (await q.getJobs(['delayed', 'wait'], 0, -1)).filter((j) => (j.opts.delay ?? 0) > 0 && (scheduledRunOf(j.opts)?.nominal ?? 0) < done);
+    expect(jobs.length).toBeGreaterThanOrEqual(5); // added ahead
+    const states = await Promise.all(jobs.map(async (j) => `${scheduledRunOf(j.opts)?.nominal}: ${await q.getJobState(j.id as string)}`));
+    expect(states.filter((st) => !st.endsWith('waiting'))).toEqual([]);
+  } finally {
+    await d.idle();
+  }
+});
+
 it('a schedule more frequent than the window is added at its time, never ahead', async () => {
   const now = Date.now();
   const s = await scheduleOf(t.redis, 'runtime', { every: { seconds: 3 }, tz: 'UTC' }, now - 60_000, { lookaheadMs: 1000, leaseMs: 10_000, addAheadMs: WINDOW_MS });

@@ -14,7 +14,7 @@ export const KINDS: ScheduleKind[] = ['catalog', 'runtime'];
 const log = createLogger('test', 'silent');
 let n = 0;
 
-export async function scheduleOf(redis: Redis, kind: ScheduleKind, spec: ScheduleSpec, createdAt: number, opts: { graceMs?: number; lookaheadMs?: number; leaseMs?: number; headStartMs?: number; addAheadMs?: number } = {}) {
+export async function scheduleOf(redis: Redis, kind: ScheduleKind, spec: ScheduleSpec, createdAt: number, opts: { graceMs?: number; lookaheadMs?: number; leaseMs?: number; headStartMs?: number; addAheadMs?: number; sweep?: false } = {}) {
   const prefix = `k${++n}${kind[0]}`;
   const queues = new QueueSet(redis, prefix, log);
   const handler = async () => undefined;
@@ -34,7 +34,8 @@ export async function scheduleOf(redis: Redis, kind: ScheduleKind, spec: Schedul
   const addAhead = lift && {
     ms: opts.addAheadMs as number,
     lift: { note: (q: string, jobs: readonly { id: string; at: number }[]) => lift.note(queues, q, jobs), lift: (q: string, at?: number) => lift.lift(queues, q, at) },
-    queues: () => catalog.queues,
+    // sweep: false leaves only the lift's timers (each replica's sweep of every queue is off).
+    queues: () => (opts.sweep === false ? [] : catalog.queues),
   };
   const dispatcher = () =>
     createDispatcher({

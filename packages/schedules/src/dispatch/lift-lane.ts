@@ -28,22 +28,26 @@ export const LIFT_SWEEP_MS = 1000;
  */
 export function createLiftLane(opts: { lift: AheadLift; queues: () => readonly string[]; log: Logger; sweepMs?: number }) {
   const timers = new Map<string, NodeJS.Timeout>();
-  /** Queues whose lift is in flight, and whether another was asked for meanwhile (one call at a time per queue). */
-  const lifting = new Map<string, boolean>();
+  /**
+   * Queues whose lift is in flight, with the latest time another lift was asked for meanwhile (0: none): one
+   * call at a time per queue, so a master that does not answer (frozen) does not pile up a call a second.
+   */
+  const lifting = new Map<string, number>();
   let failing = false;
 
-  async function liftQueue(queue: string): Promise<void> {
-    // A master that does not answer (frozen) must not pile up a call a second: the one in flight goes again.
-    if (lifting.has(queue)) {
-      lifting.set(queue, true);
+  /** Lifts the queue's jobs due by `upTo` (or by now, if later). */
+  async function liftQueue(queue: string, upTo: number): Promise<void> {
+    const inFlight = lifting.get(queue);
+    if (inFlight !== undefined) {
+      lifting.set(queue, Math.max(inFlight, upTo));
       return;
     }
-    lifting.set(queue, false);
     try {
-      do {
-        lifting.set(queue, false);
-        await opts.lift.lift(queue);
-      } while (lifting.get(queue));
+      for (let next = upTo; next > 0; next = lifting.get(queue) ?? 0) {
+        lifting.set(queue, 0);
+        // A timer may fire a millisecond early: the jobs it is for are due by its time, not by the clock's.
+        await opts.lift.lift(queue, Math.max(Date.now(), next));
+      }
       failing = false;
     } catch (err) {
       // The jobs stay noted: the next sweep lifts them, and BullMQ promotes them LIFT_SLACK_MS after their time.
@@ -55,7 +59,7 @@ export function createLiftLane(opts: { lift: AheadLift; queues: () => readonly s
   }
 
   const sweeper = setInterval(() => {
-    for (const queue of opts.queues()) void liftQueue(queue);
+    for (const queue of opts.queues()) void liftQueue(queue, Date.now());
   }, opts.sweepMs ?? LIFT_SWEEP_MS);
   sweeper.unref();
 
@@ -70,7 +74,7 @@ export function createLiftLane(opts: { lift: AheadLift; queues: () => readonly s
             if (timers.has(key)) continue;
             const timer = setTimeout(() => {
               timers.delete(key);
-              void liftQueue(queue);
+              void liftQueue(queue, at);
             }, Math.max(0, at - Date.now()));
             timer.unref();
             timers.set(key, timer);
