@@ -52,11 +52,11 @@ export function planClaim(ctx: PlanContext, entry: ClaimedEntry, now: number, ru
   // runs to come, nor its queue with delayed jobs). A more frequent schedule, or a paused one (a resume
   // before its time must find it unjudged), goes back to wait for the look-ahead, noted so that claims ahead
   // skip it until then.
-  const window = ctx.addAheadMs;
-  const ahead = window !== undefined && nominal > now + ctx.lookaheadMs;
+  const aheadMs = ctx.addAheadMs;
+  const ahead = aheadMs !== undefined && nominal > now + ctx.lookaheadMs;
   if (ahead) {
     const interval = intervalAfter(rule, nominal);
-    if (def.paused || (interval !== null && interval < window)) return { id, next: nominal, watchDeadline: null, cap, records: [], notAhead: true };
+    if (def.paused || (interval !== null && interval < aheadMs)) return { id, next: nominal, watchDeadline: null, cap, records: [], notAhead: true };
   }
   const lookaheadMs = ahead ? nominal - now : ctx.lookaheadMs;
   const planned = planOccurrences({ rule, policies, cursor: nominal - 1, now, graceMs: ctx.graceMs, lookaheadMs, supersede: entry.takenOver });
