@@ -27,7 +27,7 @@ async function main(): Promise<void> {
   await headStart.refresh();
   headStart.start();
   // Adding ahead needs the engine's lift (a BullMQ internal): without it, occurrences are added at their time.
-  const liftAhead = env.SCHEDULE_ADD_AHEAD_MS > env.SCHEDULE_LOOKAHEAD_MS ? createLiftAhead(log) : undefined;
+  const liftAhead = env.SCHEDULE_ADD_AHEAD_MS > env.SCHEDULE_LOOKAHEAD_MS ? createLiftAhead(queues, log) : undefined;
   const ticker = createTicker({
     queues,
     redis,
@@ -39,11 +39,7 @@ async function main(): Promise<void> {
     leaseMs: env.SCHEDULE_LEASE_MS,
     // A stall this long may have had this scheduler judged dead (the registry below) and its claims taken over.
     staleAfterMs: Math.min(DEFAULT_STALE_AFTER_MS, env.SCHEDULER_DEAD_AFTER_MS / 2),
-    addAhead: liftAhead && {
-      ms: env.SCHEDULE_ADD_AHEAD_MS,
-      lift: { note: (queue, jobs) => liftAhead.note(queues, queue, jobs), lift: (queue, now) => liftAhead.lift(queues, queue, now) },
-      queues: () => catalog.queues,
-    },
+    addAhead: liftAhead && { ms: env.SCHEDULE_ADD_AHEAD_MS, lift: liftAhead, queues: () => catalog.queues },
   });
   // The scheduler registry: a replica killed mid-way has its claims released as soon as it is found silent,
   // instead of holding them for SCHEDULE_LEASE_MS (dispatch/takeover.ts). A connection of its own, so a large

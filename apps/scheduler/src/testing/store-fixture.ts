@@ -30,10 +30,10 @@ export async function scheduleOf(redis: Redis, kind: ScheduleKind, spec: Schedul
   else await store.upsert(id, { job: 'minutely', history: 50, ...spec } as Parameters<typeof store.upsert>[1]);
   // Adding ahead: the engine's lift, as the scheduler's main.ts binds it. A dispatcher that adds ahead lifts
   // until its idle() (its sweep), so a test awaits idle() on each it made.
-  const lift = opts.addAheadMs ? createLiftAhead(log) : undefined;
+  const lift = opts.addAheadMs ? createLiftAhead(queues, log) : undefined;
   const addAhead = lift && {
     ms: opts.addAheadMs as number,
-    lift: { note: (q: string, jobs: readonly { id: string; at: number }[]) => lift.note(queues, q, jobs), lift: (q: string, at?: number) => lift.lift(queues, q, at) },
+    lift,
     // sweep: false leaves only the lift's timers (each replica's sweep of every queue is off).
     queues: () => (opts.sweep === false ? [] : catalog.queues),
   };

@@ -26,7 +26,7 @@ afterAll(async () => {
 
 describe('createLiftAhead', () => {
   it('moves delayed jobs to the head of the wait list, ahead of the backlog, and leaves the rest alone', async () => {
-    const lift = createLiftAhead(log);
+    const lift = createLiftAhead(queues, log);
     expect(lift).toBeDefined();
     const queue = queues.get('lifted');
     await queue.addBulk([1, 2, 3].map((n) => ({ name: 'plain', data: { n }, opts: { jobId: `backlog-${n}` } })));
@@ -34,17 +34,17 @@ describe('createLiftAhead', () => {
     await queue.remove('gone');
 
     const now = Date.now();
-    await lift!.note(queues, 'lifted', [
+    await lift!.note('lifted', [
       { id: 'a', at: now - 10 },
       { id: 'b', at: now },
       { id: 'gone', at: now },
       { id: 'missing', at: now },
       { id: 'later', at: now + 60_000 },
     ]);
-    expect(await lift!.lift(queues, 'lifted', now)).toBe(2);
+    expect(await lift!.lift('lifted', now)).toBe(2);
     // Lifted once: nothing moves twice, and what is not due stays noted.
-    await lift!.note(queues, 'lifted', [{ id: 'a', at: now }]);
-    expect(await lift!.lift(queues, 'lifted', now)).toBe(0);
+    await lift!.note('lifted', [{ id: 'a', at: now }]);
+    expect(await lift!.lift('lifted', now)).toBe(0);
     expect(await redis.zrange(queue.toKey('tickwork-ahead'), '0', '-1')).toEqual(['later']);
     expect(await queue.getJobState('later')).toBe('delayed');
     expect(await queue.getJobState('a')).toBe('waiting');
@@ -67,12 +67,12 @@ describe('createLiftAhead', () => {
   });
 
   it('lifts more ids than one call takes', async () => {
-    const lift = createLiftAhead(log)!;
+    const lift = createLiftAhead(queues, log)!;
     const queue = queues.get('many');
     const ids = Array.from({ length: LIFT_CHUNK + 5 }, (_, i) => `m${i}`);
     await queue.addBulk(ids.map((id) => ({ name: 'occ', data: {}, opts: { jobId: id, delay: 60_000 } })));
-    await lift.note(queues, 'many', ids.map((id) => ({ id, at: 1 })));
-    expect(await lift.lift(queues, 'many')).toBe(ids.length);
+    await lift.note('many', ids.map((id) => ({ id, at: 1 })));
+    expect(await lift.lift('many')).toBe(ids.length);
     expect(await queue.getDelayedCount()).toBe(0);
     expect(await queue.getWaitingCount()).toBe(ids.length);
   });

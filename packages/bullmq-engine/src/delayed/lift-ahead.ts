@@ -49,16 +49,16 @@ return {moved, #ids}
 /** Jobs per call: bounds one call's time in Redis (a herd's lift is many calls, other clients' commands between them). */
 export const LIFT_CHUNK = 1000;
 
+/** The lift of one QueueSet's queues (the scheduler's AheadLift, dispatch/lift-lane.ts in @tickwork/schedules). */
 export interface LiftAhead {
   /** Notes jobs of the queue `name`, added as delayed jobs, to move to the head of its wait list at `at` (ms). */
-  note(queues: QueueSet, name: string, jobs: readonly { id: string; at: number }[]): Promise<void>;
+  note(name: string, jobs: readonly { id: string; at: number }[]): Promise<void>;
   /** Moves the queue's noted jobs due by `now`; resolves to how many moved. */
-  lift(queues: QueueSet, name: string, now?: number): Promise<number>;
+  lift(name: string, now?: number): Promise<number>;
 }
 
 let script: Script | undefined;
 
-const aheadKey = (queues: QueueSet, name: string) => queues.get(name).toKey('tickwork-ahead');
 
 /**
  * The lift, when the installed BullMQ matches tickwork's contract (contract/contract.ts: promote-9.lua and
@@ -67,7 +67,7 @@ const aheadKey = (queues: QueueSet, name: string) => queues.get(name).toKey('tic
  * and never lifted (every scheduler stopped) is promoted by BullMQ itself at its delay, to the back of the
  * wait list.
  */
-export function createLiftAhead(log: Logger): LiftAhead | undefined {
+export function createLiftAhead(queues: QueueSet, log: Logger): LiftAhead | undefined {
   const mismatches = checkContract(CONTRACT);
   if (mismatches.length > 0) {
     log.warn({ mismatches: mismatches.map((m) => m.name) }, "the installed BullMQ does not match tickwork's contract: scheduled occurrences are added at their time, not ahead (docs/upgrading-bullmq.md)");
@@ -75,17 +75,18 @@ export function createLiftAhead(log: Logger): LiftAhead | undefined {
   }
   script ??= defineScript(bullmqLua(LIFT_SOURCE));
   const lua = script;
+  const aheadKey = (name: string) => queues.get(name).toKey('tickwork-ahead');
   return {
-    async note(queues, name, jobs) {
+    async note(name, jobs) {
       if (jobs.length === 0) return;
       const args: (string | number)[] = [];
       for (const j of jobs) args.push(j.at, j.id);
-      await queues.redis.zadd(aheadKey(queues, name), ...args);
+      await queues.redis.zadd(aheadKey(name), ...args);
     },
-    async lift(queues, name, now = Date.now()) {
+    async lift(name, now = Date.now()) {
       const queue = queues.get(name);
       const k = queue.keys;
-      const keys = [aheadKey(queues, name), ...[k.delayed, k.wait, k.meta, k.active, k.events, k.marker, k.prioritized, k.pc].map(String)];
+      const keys = [aheadKey(name), ...[k.delayed, k.wait, k.meta, k.active, k.events, k.marker, k.prioritized, k.pc].map(String)];
       const prefix = queue.toKey('');
       let moved = 0;
       for (;;) {
