@@ -4,7 +4,7 @@
  * its head start before its time to the head of the wait list, ahead of a backlog, as an occurrence added at
  * its time is placed; never before then. Another replica lifts what a stopped one added; a changed
  * schedule's occurrence added ahead makes way for the new rule's; a schedule more frequent than the window
- * is added at its time, as without adding ahead.
+ * is added at its time, as without adding ahead, and a change clears its mark.
  */
 import { scheduledRunOf, type QueueSet } from '@tickwork/core';
 import { occurrenceJobId, shardKeys, shardOf } from '@tickwork/schedules';
@@ -164,6 +164,9 @@ it('a schedule more frequent than the window is added at its time, never ahead',
       },
       { timeoutMs: 10_000, intervalMs: 100, what: 'the schedule noted as waiting for the look-ahead' },
     );
+    // A change names a new due score: the mark, which named the old one, goes with it.
+    await s.store.upsert(s.id, { job: 'minutely', every: { days: 1 }, tz: 'UTC' });
+    expect(await t.redis.zscore(k.notAhead, s.id)).toBeNull();
   } finally {
     await d.idle();
   }

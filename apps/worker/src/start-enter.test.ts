@@ -1,6 +1,6 @@
 import { createLogger, defineJob, occurrenceKey } from '@tickwork/core';
 import { IdempotencyLedger, OverlapGuard } from '@tickwork/exactly-once';
-import { HistoryWriteError, readHistory, runRecorder, scheduleKeys, type RunRecorder } from '@tickwork/schedules';
+import { HistoryWriteError, readHistory, runRecorder, START_RECORD_AFTER_MS, type RunRecorder } from '@tickwork/schedules';
 import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -73,8 +73,8 @@ it("many runs' history writes leave in few script calls, and one that fails in R
   const guard = new OverlapGuard(redis, { prefix: 'se2', leaseMs: 30_000 });
   const schedules = Array.from({ length: 20 }, (_, i) => `batch:s${i}`);
   const recorders = schedules.map((s) => ({ s, rec: runRecorder(redis, 'se2', job, { id: `b-${s}`, name: job.name, data: {}, scheduled: { schedule: s, nominal: 60_000, catchUp: false } }, log) }));
-  // s7's records are not a hash: its write fails in Redis (WRONGTYPE), inside the batch the others share.
-  await redis.set(scheduleKeys('se2', 'batch:s7').records, 'not a hash');
+  // s7's overlap slot is not a hash: its entry fails in Redis (WRONGTYPE), inside the batch the others share.
+  await redis.set(guard.slotKey('batch:s7'), 'not a hash');
   const calls = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
   const before = await calls();
   const outcomes = await Promise.allSettled(
@@ -89,7 +89,10 @@ it("many runs' history writes leave in few script calls, and one that fails in R
       expect(String((o as PromiseRejectedResult).reason.message)).toContain('WRONGTYPE');
     } else expect(o).toEqual({ status: 'fulfilled', value: { verdict: 'ok' } });
   });
-  for (const s of schedules.filter((_, i) => i !== 7)) expect((await readHistory(redis, 'se2', s))[0]?.startedAt).toBeDefined();
+  // Each start is written with its run's end record, in one batch too.
+  const ends = await Promise.all(recorders.filter((_, i) => i !== 7).map(({ rec }) => (rec as RunRecorder).succeeded()));
+  expect(ends).toHaveLength(19);
+  for (const s of schedules.filter((_, i) => i !== 7)) expect((await readHistory(redis, 'se2', s))[0]).toMatchObject({ attempts: 1, outcome: 'completed', startedAt: expect.any(String) });
 });
 
 it("a scheduled run's claim carries its start: one call claims a new run, starts it and enters its slot; a claim of a run done or held starts nothing", async () => {
@@ -109,7 +112,8 @@ it("a scheduled run's claim carries its start: one call claims a new run, starts
   expect(claimed).toMatchObject({ kind: 'claimed', tookOver: false });
   expect(await calls()).toBe(before + 1);
   expect(await redis.hget(slot, 'running')).toBe(key1);
-  expect((await history()).get(key1)).toMatchObject({ attempts: 1, jobId: 'c1' });
+  // Its start is written with its next record (START_RECORD_AFTER_MS): none yet.
+  expect((await history()).get(key1)).toBeUndefined();
   // The run's own entry and start (overlapPolicy, scheduleGate) take the kept outcome: no call.
   before = await calls();
   expect(await first.startedEntering(1, call1)).toEqual({ verdict: 'ok' });
@@ -124,7 +128,7 @@ it("a scheduled run's claim carries its start: one call claims a new run, starts
   expect(await claimed.run.complete('paid')).toBe(true);
   await first.succeeded({ slot, holder: key1 });
   expect(await ledger.claim(key1, { kind: 'key' }, 'owner-c', undefined, rec('c1', 60_000).claimStarting(3, call1))).toMatchObject({ kind: 'done', result: 'paid' });
-  expect((await history()).get(key1)).toMatchObject({ attempts: 1, outcome: 'completed' });
+  expect((await history()).get(key1)).toMatchObject({ attempts: 1, outcome: 'completed', jobId: 'c1', startedAt: expect.any(String) });
 
   // The next occurrence while another holds the slot: claimed (a new run) but skipped, with no start record.
   await redis.hset(slot, 'running', 'other-run', 'runningUntil', String(Date.now() + 60_000));
@@ -137,10 +141,43 @@ it("a scheduled run's claim carries its start: one call claims a new run, starts
   expect(await calls()).toBe(before);
   expect((await history()).get(key2)).toBeUndefined();
 
-  // A call that fails (here: the history's records are not a hash) leaves the claim to the ledger's own, which claims the run.
+  // A call that fails (here: the run's overlap slot is not a hash) leaves the claim to the ledger's own, which claims the run.
   const key3 = occurrenceKey('broken', new Date(60_000));
-  await redis.set(scheduleKeys('se3', 'broken').records, 'not a hash');
+  await redis.set(guard.slotKey('broken'), 'not a hash');
   const broken = runRecorder(redis, 'se3', job, { id: 'c3', name: job.name, data: {}, scheduled: { schedule: 'broken', nominal: 60_000, catchUp: false } }, log) as RunRecorder;
-  expect(await ledger.claim(key3, { kind: 'key' }, 'owner-e', undefined, broken.claimStarting(1))).toMatchObject({ kind: 'claimed' });
+  const brokenCall = guard.enterArgs('broken', key3, 'skip', new Date(60_000));
+  expect(await ledger.claim(key3, { kind: 'key' }, 'owner-e', undefined, broken.claimStarting(1, brokenCall))).toMatchObject({ kind: 'claimed' });
   expect(await ledger.inspect(key3)).toMatchObject({ state: 'running', owner: 'owner-e' });
+});
+
+it('a run still going after START_RECORD_AFTER_MS has its start written on its own; a run that ends sooner writes one record', async () => {
+  const rec = (id: string, nominal: number) =>
+    runRecorder(redis, 'se4', job, { id, name: job.name, data: {}, scheduled: { schedule: job.name, nominal, catchUp: false } }, log) as RunRecorder;
+  const read = async (nominal: number) => (await readHistory(redis, 'se4', job.name)).find((r) => r.id === occurrenceKey(job.name, new Date(nominal)));
+  const merges = async () => Number(/cmdstat_hset:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
+
+  const fast = rec('f1', 60_000);
+  const before = await merges();
+  expect(await fast.started(1)).toBe('ok');
+  expect(await fast.succeeded()).toBe(false);
+  // One HSET: the record with its start and its end together.
+  expect((await merges()) - before).toBe(1);
+  expect(await read(60_000)).toMatchObject({ attempts: 1, outcome: 'completed', startedAt: expect.any(String), endedAt: expect.any(String) });
+
+  const slow = rec('s1', 120_000);
+  const startedAt = Date.now();
+  expect(await slow.started(2)).toBe('ok');
+  expect(await read(120_000)).toBeUndefined();
+  // Poll with a deadline: the start shows on its own, the run still going.
+  const deadline = Date.now() + 10_000;
+  let shown = await read(120_000);
+  while (!shown && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 50));
+    shown = await read(120_000);
+  }
+  expect(Date.now() - startedAt).toBeGreaterThanOrEqual(START_RECORD_AFTER_MS - 5);
+  expect(shown).toMatchObject({ attempts: 2, startedAt: expect.any(String) });
+  expect(shown?.outcome).toBeUndefined();
+  await slow.failed(new Error('boom'), true);
+  expect(await read(120_000)).toMatchObject({ attempts: 2, outcome: 'failed', error: 'boom' });
 });

@@ -11,7 +11,7 @@ export { loadScheduleState, scheduleHealth, slowAfterMsOf } from './health/healt
 export type { HealthStatus, ScheduleHealth } from './health/health.js';
 export { loadScheduleOverview, loadScheduleOverviews } from './health/overview.js';
 export type { ScheduleOverview } from './health/overview.js';
-export { HISTORY_CAP, lastOutcomes, mergeOccurrence, readHistory, readOccurrence, runRecorder } from './history/history.js';
+export { HISTORY_CAP, START_RECORD_AFTER_MS, lastOutcomes, mergeOccurrence, readHistory, readOccurrence, runRecorder } from './history/history.js';
 export type { OccurrenceRecord, OverlapLeave, RunRecorder, StartEntered, StartVerdict } from './history/history.js';
 export { REMOVED_SCHEDULE_STATE_TTL_MS, legacyScheduleKeys, occurrenceJobId, scheduleKeys, scheduleRegistryKey } from './keys.js';
 export { describeSchedule } from './rules/describe.js';

@@ -13,6 +13,12 @@ import { manualOccurrenceKey, occurrenceKey } from '@tickwork/core';
 export const HISTORY_CAP = 500;
 /** How long a run keeps retrying a history write that failed (Redis unreachable) before giving up on it. */
 export const HISTORY_RETRY_MS = 30_000;
+/**
+ * A run's start (`startedAt`, `attempts`) is written with its next record when that comes within this time:
+ * a run that ends sooner (most do) costs one record write, not two. A run still going then has its start
+ * written on its own, so the history shows it running from then on.
+ */
+export const START_RECORD_AFTER_MS = 1000;
 
 /**
  * - `completed` / `failed`: an on-time run finished (failed = its final attempt failed);
@@ -71,8 +77,25 @@ export async function mergeOccurrence(
   copyTo?: 'lastSuccess' | 'lastFailure',
   opts: { cap?: number; running?: string } = {},
 ): Promise<OccurrenceRecord> {
-  const { keys, argv } = mergeCall(prefix, schedule, id, nominalMs, patch, defaults, copyTo, opts.cap, opts.running);
+  const place = placeOf(prefix, schedule, defaults, opts.running);
+  const { keys, argv } = mergeCall(place, id, nominalMs, patch, copyTo, opts.cap);
   return JSON.parse(String(await runScript(redis, MERGE_RECORD, keys, argv))) as OccurrenceRecord;
+}
+
+/**
+ * Where a schedule's records go, worked out once per run (a run writes two or three): its history keys, its
+ * shard's slow-run index with the run's member there (watched runs only), and its record's defaults as JSON.
+ */
+interface RecordPlace {
+  keys: ReturnType<typeof historyKeysOf>;
+  running?: { key: string; member: string };
+  defaults: string;
+}
+
+function placeOf(prefix: string, schedule: string, defaults: Partial<OccurrenceRecord>, running?: string): RecordPlace {
+  const keys = historyKeysOf(prefix, schedule);
+  const json = JSON.stringify(defaults);
+  return running ? { keys, running: { key: shardKeys(prefix, shardOf(schedule)).running, member: running }, defaults: json } : { keys, defaults: json };
 }
 
 /**
@@ -80,24 +103,21 @@ export async function mergeOccurrence(
  * `quiet`: the reply is whether it freed the slot (0 or 1) rather than the merged record.
  */
 function mergeCall(
-  prefix: string,
-  schedule: string,
+  place: RecordPlace,
   id: string,
   nominalMs: number,
   patch: Partial<OccurrenceRecord>,
-  defaults: Partial<OccurrenceRecord>,
   copyTo: 'lastSuccess' | 'lastFailure' | undefined,
   cap = HISTORY_CAP,
-  running?: string,
   leave?: OverlapLeave,
   quiet = false,
 ): { keys: string[]; argv: (string | number)[] } {
-  const k = historyKeysOf(prefix, schedule);
+  const k = place.keys;
   const keys = [k.history, k.records];
   if (copyTo) keys.push(k[copyTo]);
-  if (running) keys.push(shardKeys(prefix, shardOf(schedule)).running);
+  if (place.running) keys.push(place.running.key);
   if (leave) keys.push(leave.slot);
-  const argv = [cap, id, nominalMs, JSON.stringify(patch), JSON.stringify(defaults), copyTo ? '1' : '0', running ?? '', leave?.holder ?? '', quiet ? '1' : '0'];
+  const argv = [cap, id, nominalMs, JSON.stringify(patch), place.defaults, copyTo ? '1' : '0', place.running?.member ?? '', leave?.holder ?? '', quiet ? '1' : '0'];
   return { keys, argv };
 }
 
@@ -226,6 +246,8 @@ export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, del
   // Runs of watched schedules enter the slow-run index at start and leave it when they end.
   const running = scheduled?.sa !== undefined ? id : undefined;
   const defaults: Partial<OccurrenceRecord> = { id, schedule, nominal: new Date(nominalMs).toISOString(), trigger, jobId: delivery.id };
+  const shard = shardKeys(prefix, shardOf(schedule));
+  const place: RecordPlace = { keys: historyKeysOf(prefix, schedule), defaults: JSON.stringify(defaults), ...(running !== undefined && { running: { key: shard.running, member: running } }) };
   // A Redis blip must not leave an occurrence `started` forever while its run completes: the write is
   // retried (merging is idempotent) until Redis is back or HISTORY_RETRY_MS has passed. The job cannot be
   // acknowledged while Redis is down anyway, so waiting here holds nothing up that could proceed.
@@ -244,27 +266,51 @@ export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, del
       }
     }
   };
+  /** The run's start once its gate let it in, until written: with the run's next record, or on a timer. */
+  let unwritten: Partial<OccurrenceRecord> | undefined;
+  let startTimer: ReturnType<typeof setTimeout> | undefined;
+  const takeStart = (): Partial<OccurrenceRecord> | undefined => {
+    const start = unwritten;
+    if (start) {
+      unwritten = undefined;
+      clearTimeout(startTimer);
+    }
+    return start;
+  };
+  const holdStart = (start: Partial<OccurrenceRecord>) => {
+    unwritten = start;
+    startTimer = setTimeout(() => {
+      const held = takeStart();
+      if (held) void note(held);
+    }, START_RECORD_AFTER_MS);
+    startTimer.unref();
+  };
   // The reply (the merged record) is not read here: 'quiet' spares Redis encoding it and the worker parsing it.
-  const merge = (patch: Partial<OccurrenceRecord>, copyTo?: 'lastSuccess' | 'lastFailure', leave?: OverlapLeave) =>
-    retried(async () => {
-      const { keys, argv } = mergeCall(prefix, schedule, id, nominalMs, patch, defaults, copyTo, cap, running, leave, true);
+  const merge = (patch: Partial<OccurrenceRecord>, copyTo?: 'lastSuccess' | 'lastFailure', leave?: OverlapLeave) => {
+    const start = takeStart();
+    const full = start ? { ...start, ...patch } : patch;
+    return retried(async () => {
+      const { keys, argv } = mergeCall(place, id, nominalMs, full, copyTo, cap, leave, true);
       return Number(await writes.call('m', keys, argv)) === 1;
     }, false);
+  };
   const note = async (patch: Partial<OccurrenceRecord>) => {
     await merge(patch);
   };
   const now = () => new Date().toISOString();
   let successOutcome: OccurrenceOutcome = trigger === 'catch-up' ? 'caught-up' : trigger === 'manual' ? 'manual' : 'completed';
-  /** startRun's keys and arguments (lua.ts). */
+  /**
+   * startRun's keys and arguments (lua.ts), and the start it leaves unwritten: the script records a refusal by
+   * the gate, and the caller holds the start of a run the gate let in (holdStart).
+   */
   const startCall = (attempt: number) => {
-    const k = historyKeysOf(prefix, schedule);
-    const sk = shardKeys(prefix, shardOf(schedule));
+    const k = place.keys;
     // The gate applies to planned occurrences of the store (they carry the version), not to manual runs.
     const version = scheduled?.v !== undefined && !manual ? String(scheduled.v) : '';
     const slowAt = scheduled?.sa !== undefined ? String(Date.now() + scheduled.sa) : '';
     const at = now();
-    const argv: (string | number)[] = [cap, id, nominalMs, JSON.stringify({ startedAt: at, attempts: attempt }), JSON.stringify(defaults), schedule, version, nominalMs, slowAt, at];
-    return { keys: [k.history, k.records, sk.defs, sk.running], argv };
+    const argv: (string | number)[] = [cap, id, nominalMs, '', place.defaults, schedule, version, nominalMs, slowAt, at];
+    return { keys: [k.history, k.records, shard.defs, shard.running], argv, start: { startedAt: at, attempts: attempt } };
   };
   /** startedEntering's verdict (or claimStarting's), for the run's `started` that follows it. */
   let startedAs: StartVerdict | undefined;
@@ -274,22 +320,25 @@ export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, del
     started: (attempt) => {
       if (startedAs !== undefined) return Promise.resolve(startedAs);
       return retried(async () => {
-        const { keys, argv } = startCall(attempt);
-        return (await writes.call('s', keys, argv)) as StartVerdict;
+        const { keys, argv, start } = startCall(attempt);
+        const verdict = (await writes.call('s', keys, argv)) as StartVerdict;
+        if (verdict === 'ok') holdStart(start);
+        return verdict;
       }, 'ok' as StartVerdict);
     },
     startedEntering: async (attempt, enter) => {
       if (enteredAs) return { entered: enteredAs };
       if (startedAs !== undefined) return { verdict: startedAs };
-      const { keys, argv } = startCall(attempt);
+      const { keys, argv, start } = startCall(attempt);
       const reply = (await writes.call('e', [...keys, ...enter.keys], [...argv, ...enter.argv])) as string[];
       const [kind] = reply;
       if (kind === 'wait' || kind === 'skip') return { entered: reply };
       startedAs = kind as StartVerdict;
+      if (startedAs === 'ok') holdStart(start);
       return { verdict: startedAs };
     },
     claimStarting: (attempt, enter) => async (record, claimArgs) => {
-      const { keys, argv } = startCall(attempt);
+      const { keys, argv, start } = startCall(attempt);
       const reply = (await writes.call(
         'c',
         enter ? [record, ...keys, ...enter.keys] : [record, ...keys],
@@ -299,6 +348,7 @@ export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, del
       if (kind === 'claim') return reply[1] as LedgerReply;
       if (kind === 'wait' || kind === 'skip') enteredAs = reply as string[];
       else startedAs = kind as StartVerdict;
+      if (startedAs === 'ok') holdStart(start);
       return 1; // claimed, a new run: what the ledger's own claim answers
     },
     succeeded: (leave) => merge({ endedAt: now(), outcome: successOutcome }, 'lastSuccess', leave),

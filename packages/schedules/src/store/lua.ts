@@ -47,10 +47,11 @@ end`;
  * Compare-and-set of a definition. Only when the stored value is still ARGV[2] ('' = absent) is it replaced
  * by ARGV[3]; the indexes follow. ARGV[4]: the due score, '' = none (exhausted), '-' = leave due and claims
  * as they are (pause). Setting due also drops an in-flight claim, so a dispatcher that claimed the old
- * definition cannot commit over the new one. ARGV[5] = '1': a (re)created schedule keeps its history for
- * good (a removed one's was set to expire).
+ * definition cannot commit over the new one, and clears its not-ahead mark (CLAIM), which named the old
+ * due score. ARGV[5] = '1': a (re)created schedule keeps its history for good (a removed one's was set to
+ * expire).
  * KEYS: defs, due, claimed, inflight, ids, job index, previous job index, history, records, last-success,
- * last-failure.
+ * last-failure(, notAhead).
  */
 export const SET_DEF = defineScript(`
 local cur = redis.call('HGET', KEYS[1], ARGV[1]) or ''
@@ -62,6 +63,7 @@ redis.call('ZADD', KEYS[6], 0, ARGV[1])
 if ARGV[4] ~= '-' then
   redis.call('ZREM', KEYS[3], ARGV[1])
   redis.call('HDEL', KEYS[4], ARGV[1])
+  if KEYS[12] then redis.call('ZREM', KEYS[12], ARGV[1]) end
   if ARGV[4] == '' then redis.call('ZREM', KEYS[2], ARGV[1]) else redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1]) end
 end
 if ARGV[5] == '1' then
@@ -236,8 +238,9 @@ return mergeRecord(KEYS, ARGV)`);
  * history's slot, so the check costs no extra round trip): the run is skipped when its schedule is gone
  * ('removed'), was changed since the occurrence was planned ('changed'), or is paused since before the
  * occurrence's nominal time ('paused'); else 'ok', and a watched run enters the slow-run index.
- * startRun returns the verdict. K: history, records, defs, running. A: cap, id, score, patch, defaults,
- * schedule id, version ('' = no gate), nominal ms, slow deadline ('' = not watched), end time ISO.
+ * startRun returns the verdict. K: history, records, defs, running. A: cap, id, score, patch ('': the start
+ * is not recorded here, the worker writes it with the run's next record), defaults, schedule id, version
+ * ('' = no gate), nominal ms, slow deadline ('' = not watched), end time ISO.
  *
  * startEntering: startRun with the run's overlap entry (OVERLAP_ENTER_FN) in the same call, on a single
  * Redis (on a cluster the overlap slot is under the schedule's own tag, not the shard's). The gate comes
@@ -258,11 +261,13 @@ local function gate(defs, schedule, version, nominal)
   return 'ok'
 end
 local function startRecord(K, A, verdict)
-  local patch = cjson.decode(A[4])
+  local patch
   if verdict ~= 'ok' then
     patch = { endedAt = A[10], outcome = 'skipped-' .. verdict }
-  elseif A[9] ~= '' then
-    redis.call('ZADD', K[4], A[9], A[2])
+  else
+    if A[9] ~= '' then redis.call('ZADD', K[4], A[9], A[2]) end
+    if A[4] == '' then return end
+    patch = cjson.decode(A[4])
   end
   merge(K[1], K[2], tonumber(A[1]), A[2], A[3], patch, cjson.decode(A[5]))
 end

@@ -32,7 +32,7 @@ export function setDefKeys(prefix: string, id: string, job: string, previousJob:
   const shard = shardOf(id);
   const sk = shardKeys(prefix, shard);
   const h = historyKeysOf(prefix, id);
-  return [sk.defs, sk.due, sk.claimed, sk.inflight, sk.ids, jobIndexKey(prefix, shard, job), jobIndexKey(prefix, shard, previousJob), h.history, h.records, h.lastSuccess, h.lastFailure];
+  return [sk.defs, sk.due, sk.claimed, sk.inflight, sk.ids, jobIndexKey(prefix, shard, job), jobIndexKey(prefix, shard, previousJob), h.history, h.records, h.lastSuccess, h.lastFailure, sk.notAhead];
 }
 
 export function deleteDefKeys(prefix: string, id: string, job: string): string[] {
