@@ -1,6 +1,6 @@
 import { createLogger, defineJob, occurrenceKey } from '@tickwork/core';
 import { IdempotencyLedger, OverlapGuard } from '@tickwork/exactly-once';
-import { HistoryWriteError, readHistory, runRecorder, START_RECORD_AFTER_MS, type RunRecorder } from '@tickwork/schedules';
+import { HistoryWriteError, mergeOccurrence, readHistory, runRecorder, START_RECORD_AFTER_MS, type RunRecorder } from '@tickwork/schedules';
 import { startRedisServer, type RedisServerHandle } from '@tickwork/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -150,7 +150,7 @@ it("a scheduled run's claim carries its start: one call claims a new run, starts
   expect(await ledger.inspect(key3)).toMatchObject({ state: 'running', owner: 'owner-e' });
 });
 
-it('a run still going after START_RECORD_AFTER_MS has its start written on its own; a run that ends sooner writes one record', async () => {
+it('a run still going after START_RECORD_AFTER_MS has its start written on its own; a run that ends sooner writes one record; a watched run writes its start at once', async () => {
   const rec = (id: string, nominal: number) =>
     runRecorder(redis, 'se4', job, { id, name: job.name, data: {}, scheduled: { schedule: job.name, nominal, catchUp: false } }, log) as RunRecorder;
   const read = async (nominal: number) => (await readHistory(redis, 'se4', job.name)).find((r) => r.id === occurrenceKey(job.name, new Date(nominal)));
@@ -163,6 +163,14 @@ it('a run still going after START_RECORD_AFTER_MS has its start written on its o
   // One HSET: the record with its start and its end together.
   expect((await merges()) - before).toBe(1);
   expect(await read(60_000)).toMatchObject({ attempts: 1, outcome: 'completed', startedAt: expect.any(String), endedAt: expect.any(String) });
+
+  // A planner's verdict written while a run's start is not (a takeover re-planning it late): the run's end overwrites it.
+  const late = rec('l1', 90_000);
+  expect(await late.started(1)).toBe('ok');
+  const id = occurrenceKey(job.name, new Date(90_000));
+  await mergeOccurrence(redis, 'se4', job.name, id, 90_000, { endedAt: new Date().toISOString(), outcome: 'missed', error: 'late' }, { id, schedule: job.name });
+  await late.succeeded();
+  expect(await read(90_000)).toMatchObject({ attempts: 1, outcome: 'completed', startedAt: expect.any(String) });
 
   const slow = rec('s1', 120_000);
   const startedAt = Date.now();
@@ -180,4 +188,9 @@ it('a run still going after START_RECORD_AFTER_MS has its start written on its o
   expect(shown?.outcome).toBeUndefined();
   await slow.failed(new Error('boom'), true);
   expect(await read(120_000)).toMatchObject({ attempts: 2, outcome: 'failed', error: 'boom' });
+
+  // A watched run (sa: its slow-run deadline) writes its start at once: the slow-run watchdog reads it.
+  const watched = runRecorder(redis, 'se4', job, { id: 'w1', name: job.name, data: {}, scheduled: { schedule: job.name, nominal: 150_000, catchUp: false, sa: 60_000 } }, log) as RunRecorder;
+  expect(await watched.started(1)).toBe('ok');
+  expect(await read(150_000)).toMatchObject({ attempts: 1, startedAt: expect.any(String) });
 });

@@ -16,7 +16,8 @@ export const HISTORY_RETRY_MS = 30_000;
 /**
  * A run's start (`startedAt`, `attempts`) is written with its next record when that comes within this time:
  * a run that ends sooner (most do) costs one record write, not two. A run still going then has its start
- * written on its own, so the history shows it running from then on.
+ * written on its own, so the history shows it running from then on. Not for a watched schedule's runs
+ * (catalog schedules, runtime ones with `watch: true`): the slow-run watchdog reads their start.
  */
 export const START_RECORD_AFTER_MS = 1000;
 
@@ -300,8 +301,8 @@ export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, del
   const now = () => new Date().toISOString();
   let successOutcome: OccurrenceOutcome = trigger === 'catch-up' ? 'caught-up' : trigger === 'manual' ? 'manual' : 'completed';
   /**
-   * startRun's keys and arguments (lua.ts), and the start it leaves unwritten: the script records a refusal by
-   * the gate, and the caller holds the start of a run the gate let in (holdStart).
+   * startRun's keys and arguments (lua.ts), and the start it leaves unwritten (an unwatched run's): the script
+   * records a refusal by the gate, and the caller holds the start of a run the gate let in (holdStart).
    */
   const startCall = (attempt: number) => {
     const k = place.keys;
@@ -309,8 +310,11 @@ export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, del
     const version = scheduled?.v !== undefined && !manual ? String(scheduled.v) : '';
     const slowAt = scheduled?.sa !== undefined ? String(Date.now() + scheduled.sa) : '';
     const at = now();
-    const argv: (string | number)[] = [cap, id, nominalMs, '', place.defaults, schedule, version, nominalMs, slowAt, at];
-    return { keys: [k.history, k.records, shard.defs, shard.running], argv, start: { startedAt: at, attempts: attempt } };
+    const start = { startedAt: at, attempts: attempt };
+    // A watched run's start is written at once: the slow-run watchdog reads it (runs of watched schedules are few).
+    const held = running === undefined;
+    const argv: (string | number)[] = [cap, id, nominalMs, held ? '' : JSON.stringify(start), place.defaults, schedule, version, nominalMs, slowAt, at];
+    return { keys: [k.history, k.records, shard.defs, shard.running], argv, start: held ? start : undefined };
   };
   /** startedEntering's verdict (or claimStarting's), for the run's `started` that follows it. */
   let startedAs: StartVerdict | undefined;
@@ -322,7 +326,7 @@ export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, del
       return retried(async () => {
         const { keys, argv, start } = startCall(attempt);
         const verdict = (await writes.call('s', keys, argv)) as StartVerdict;
-        if (verdict === 'ok') holdStart(start);
+        if (verdict === 'ok' && start) holdStart(start);
         return verdict;
       }, 'ok' as StartVerdict);
     },
@@ -334,7 +338,7 @@ export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, del
       const [kind] = reply;
       if (kind === 'wait' || kind === 'skip') return { entered: reply };
       startedAs = kind as StartVerdict;
-      if (startedAs === 'ok') holdStart(start);
+      if (startedAs === 'ok' && start) holdStart(start);
       return { verdict: startedAs };
     },
     claimStarting: (attempt, enter) => async (record, claimArgs) => {
@@ -348,7 +352,7 @@ export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, del
       if (kind === 'claim') return reply[1] as LedgerReply;
       if (kind === 'wait' || kind === 'skip') enteredAs = reply as string[];
       else startedAs = kind as StartVerdict;
-      if (startedAs === 'ok') holdStart(start);
+      if (startedAs === 'ok' && start) holdStart(start);
       return 1; // claimed, a new run: what the ledger's own claim answers
     },
     succeeded: (leave) => merge({ endedAt: now(), outcome: successOutcome }, 'lastSuccess', leave),
