@@ -247,8 +247,8 @@ export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, del
   // Runs of watched schedules enter the slow-run index at start and leave it when they end.
   const running = scheduled?.sa !== undefined ? id : undefined;
   const defaults: Partial<OccurrenceRecord> = { id, schedule, nominal: new Date(nominalMs).toISOString(), trigger, jobId: delivery.id };
+  const place = placeOf(prefix, schedule, defaults, running);
   const shard = shardKeys(prefix, shardOf(schedule));
-  const place: RecordPlace = { keys: historyKeysOf(prefix, schedule), defaults: JSON.stringify(defaults), ...(running !== undefined && { running: { key: shard.running, member: running } }) };
   // A Redis blip must not leave an occurrence `started` forever while its run completes: the write is
   // retried (merging is idempotent) until Redis is back or HISTORY_RETRY_MS has passed. The job cannot be
   // acknowledged while Redis is down anyway, so waiting here holds nothing up that could proceed.
@@ -279,6 +279,7 @@ export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, del
     return start;
   };
   const holdStart = (start: Partial<OccurrenceRecord>) => {
+    clearTimeout(startTimer);
     unwritten = start;
     startTimer = setTimeout(() => {
       const held = takeStart();
