@@ -11,8 +11,10 @@ export { loadScheduleState, scheduleHealth, slowAfterMsOf } from './health/healt
 export type { HealthStatus, ScheduleHealth } from './health/health.js';
 export { loadScheduleOverview, loadScheduleOverviews } from './health/overview.js';
 export type { ScheduleOverview } from './health/overview.js';
-export { HISTORY_CAP, START_RECORD_AFTER_MS, lastOutcomes, mergeOccurrence, readHistory, readOccurrence, runRecorder } from './history/history.js';
-export type { OccurrenceRecord, OverlapLeave, RunRecorder, StartEntered, StartVerdict } from './history/history.js';
+export { HISTORY_CAP, lastOutcomes, mergeOccurrence, readHistory, readOccurrence } from './history/history.js';
+export type { OccurrenceRecord, OverlapLeave } from './history/history.js';
+export { START_RECORD_AFTER_MS, runRecorder } from './history/run-recorder.js';
+export type { RunRecorder, StartEntered, StartVerdict } from './history/run-recorder.js';
 export { REMOVED_SCHEDULE_STATE_TTL_MS, legacyScheduleKeys, occurrenceJobId, scheduleKeys, scheduleRegistryKey } from './keys.js';
 export { describeSchedule } from './rules/describe.js';
 export { effectiveRule } from './rules/effective-rule.js';
