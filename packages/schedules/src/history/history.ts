@@ -62,7 +62,7 @@ export async function mergeOccurrence(
   copyTo?: 'lastSuccess' | 'lastFailure',
   opts: { cap?: number; running?: string } = {},
 ): Promise<OccurrenceRecord> {
-  const place = placeOf(prefix, schedule, defaults, opts.running);
+  const place = placeOf(prefix, schedule, defaults, opts.running ? { key: shardKeys(prefix, shardOf(schedule)).running, member: opts.running } : undefined);
   const { keys, argv } = mergeCall(place, id, nominalMs, patch, copyTo, opts.cap);
   return JSON.parse(String(await runScript(redis, MERGE_RECORD, keys, argv))) as OccurrenceRecord;
 }
@@ -77,10 +77,10 @@ export interface RecordPlace {
   defaults: string;
 }
 
-export function placeOf(prefix: string, schedule: string, defaults: Partial<OccurrenceRecord>, running?: string): RecordPlace {
-  const keys = historyKeysOf(prefix, schedule);
-  const json = JSON.stringify(defaults);
-  return running ? { keys, running: { key: shardKeys(prefix, shardOf(schedule)).running, member: running }, defaults: json } : { keys, defaults: json };
+export function placeOf(prefix: string, schedule: string, defaults: Partial<OccurrenceRecord>, running?: RecordPlace['running']): RecordPlace {
+  const place: RecordPlace = { keys: historyKeysOf(prefix, schedule), defaults: JSON.stringify(defaults) };
+  if (running) place.running = running;
+  return place;
 }
 
 /**

@@ -116,8 +116,8 @@ export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, del
   // Runs of watched schedules enter the slow-run index at start and leave it when they end.
   const running = scheduled?.sa !== undefined ? id : undefined;
   const defaults: Partial<OccurrenceRecord> = { id, schedule, nominal: new Date(nominalMs).toISOString(), trigger, jobId: delivery.id };
-  const place = placeOf(prefix, schedule, defaults, running);
   const shard = shardKeys(prefix, shardOf(schedule));
+  const place = placeOf(prefix, schedule, defaults, running === undefined ? undefined : { key: shard.running, member: running });
   // A Redis blip must not leave an occurrence `started` forever while its run completes: the write is
   // retried (merging is idempotent) until Redis is back or HISTORY_RETRY_MS has passed. The job cannot be
   // acknowledged while Redis is down anyway, so waiting here holds nothing up that could proceed.
@@ -147,7 +147,9 @@ export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, del
     }
     return start;
   };
-  const holdStart = (start: Partial<OccurrenceRecord>) => {
+  /** After a start call: holds the start startCall left unwritten, when the gate let the run in. */
+  const holdStart = (verdict: string | undefined, start: Partial<OccurrenceRecord> | undefined) => {
+    if (verdict !== 'ok' || !start) return;
     clearTimeout(startTimer);
     unwritten = start;
     startTimer = setTimeout(() => {
@@ -196,7 +198,7 @@ export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, del
       return retried(async () => {
         const { keys, argv, start } = startCall(attempt);
         const verdict = (await writes.call('s', keys, argv)) as StartVerdict;
-        if (verdict === 'ok' && start) holdStart(start);
+        holdStart(verdict, start);
         return verdict;
       }, 'ok' as StartVerdict);
     },
@@ -208,7 +210,7 @@ export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, del
       const [kind] = reply;
       if (kind === 'wait' || kind === 'skip') return { entered: reply };
       startedAs = kind as StartVerdict;
-      if (startedAs === 'ok' && start) holdStart(start);
+      holdStart(startedAs, start);
       return { verdict: startedAs };
     },
     claimStarting: (attempt, enter) => async (record, claimArgs) => {
@@ -222,7 +224,7 @@ export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, del
       if (kind === 'claim') return reply[1] as LedgerReply;
       if (kind === 'wait' || kind === 'skip') enteredAs = reply as string[];
       else startedAs = kind as StartVerdict;
-      if (startedAs === 'ok' && start) holdStart(start);
+      holdStart(startedAs, start);
       return 1; // claimed, a new run: what the ledger's own claim answers
     },
     succeeded: (leave) => merge({ endedAt: now(), outcome: successOutcome }, 'lastSuccess', leave),
