@@ -79,10 +79,10 @@ it('the scheduler fires every second, the handler takes 3 s: skip, buffer-one an
     SCHEDULE_LOOKAHEAD_MS: '0',
   });
   await scheduler.waitForLog((l) => l.msg === 'scheduler ready', 'scheduler ready', 30_000);
-  const enough = async (kind: Kind) => (await runsIn(scheduleOf(kind)('skip'))).length >= 2 && (await runsIn(scheduleOf(kind)('buffer-one'))).length >= 2;
+  const enough = async (kind: Kind) => (await runsIn(scheduleOf(kind)('skip'))).length >= 2 && (await runsIn(scheduleOf(kind)('buffer-one'))).length >= 3;
   await waitFor(async () => (await enough('catalog')) && (await enough('runtime')), {
     timeoutMs: 40_000,
-    what: 'two finished runs under skip and buffer-one',
+    what: 'two finished runs under skip and three under buffer-one',
   });
   await scheduler.stop('SIGTERM');
   // Let the occurrences already enqueued finish, so counts below are final.
@@ -136,13 +136,18 @@ it('the scheduler fires every second, the handler takes 3 s: skip, buffer-one an
     // its next occurrence would have), and the surplus ones are recorded as skipped.
     const bufRuns = await runsOf('buffer-one');
     expect(overlapping(bufRuns)).toBe(false);
+    let buffered = 0;
     for (let i = 1; i < bufRuns.length; i++) {
       const prev = bufRuns[i - 1] as RunRecord;
       const cur = bufRuns[i] as RunRecord;
       // It waited for the previous run, not for a slot far later (the bound is loose for loaded CI machines).
       expect(cur.start - prev.end).toBeLessThan(3000);
-      expect(cur.nominal).toBeLessThan(prev.end); // it was due while the previous one was running
+      // Due while the previous one was running, it waited and ran rather than being skipped. Not every pair
+      // shows it: the slot is freed by the previous run's end record, a moment after its handler returns
+      // (\`prev.end\`), and on a loaded machine an occurrence due in that moment is the one that waits.
+      if (cur.nominal < prev.end) buffered++;
     }
+    expect(buffered).toBeGreaterThanOrEqual(1);
     expect((await skipsOf('buffer-one')).length).toBeGreaterThanOrEqual(1);
 
     // allow: occurrences run concurrently; nothing is skipped.

@@ -8,7 +8,6 @@ import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { anyFailed, check, run, say, tail, type Engine, type Result } from './compose-engine.js';
-import { freePort } from './free-port.js';
 import { waitFor } from './wait-for.js';
 
 export interface StackSpec {
@@ -95,7 +94,9 @@ export function stackRunner(engine: Engine, spec: StackSpec): { test: () => Prom
   };
 
   const test = async () => {
-    env.DASHBOARD_HOST_PORT = String(await freePort());
+    // Port 0: Docker picks a free host port when it binds, and `compose port` reads it back below. A port picked
+    // here beforehand could be taken by another process (a test suite beside this one) before `up` binds it.
+    env.DASHBOARD_HOST_PORT = '0';
     say(`project ${project} (${spec.files.join(' + ')}): building images and starting with ${spec.workers} workers`);
     const upLog = join(tmpdir(), `${project}-up.log`);
     const up = await check(name(`stack builds and starts (up -d --build --scale worker=${spec.workers})`), async () => {
