@@ -44,6 +44,12 @@ async function measureEveryKey(): Promise<Map<Component, { bytes: number; keys: 
 local out = { r[1] }
 for _, k in ipairs(r[2]) do out[#out + 1] = k; out[#out + 1] = redis.call('MEMORY', 'USAGE', k, 'SAMPLES', 5) end
 return out`;
+  // Whether each job hash has a finishedOn, in one script call per scanned page: a pipeline of one HEXISTS per
+  // job key (a quarter of a million) took about as long as the scan itself. A reply other than 1 (an error:
+  // not a hash) counts as unfinished, as a failed HEXISTS in a pipeline did.
+  const finishedOf = `local out = {}
+for i, k in ipairs(KEYS) do out[i] = redis.pcall('HEXISTS', k, 'finishedOn') == 1 and 1 or 0 end
+return out`;
   const truth = new Map<Component, { bytes: number; keys: number }>(COMPONENTS.map((c) => [c, { bytes: 0, keys: 0 }]));
   let cursor = '0';
   do {
@@ -56,10 +62,8 @@ return out`;
       if ('jobHash' in cls) jobKeys.push({ hash: cls.jobHash, usage });
       else add(truth, cls.component, usage);
     }
-    const pipeline = redis.pipeline();
-    for (const j of jobKeys) pipeline.hexists(j.hash, 'finishedOn');
-    const finished = jobKeys.length > 0 ? ((await pipeline.exec()) ?? []) : [];
-    jobKeys.forEach((j, i) => add(truth, jobComponent(finished[i]?.[1] === 1), j.usage));
+    const finished = jobKeys.length > 0 ? ((await redis.eval(finishedOf, jobKeys.length, ...jobKeys.map((j) => j.hash))) as number[]) : [];
+    jobKeys.forEach((j, i) => add(truth, jobComponent(finished[i] === 1), j.usage));
   } while (cursor !== '0');
   return truth;
 }

@@ -55,8 +55,11 @@ async function addedAhead(kind: ScheduleKind) {
   return { s, first, q, job: job as Job };
 }
 
-describe.each(KINDS)('%s schedules', (kind) => {
-  it('are added and committed ahead as a delayed job, then lifted at their head start before their time to the head of a 2,000-job backlog', async () => {
+// Each test but the last waits for an occurrence's time (up to the window; one after another, about a
+// minute): on prefixes of their own, they wait side by side (concurrent, so with the test context's expect).
+// The one that times its lifts runs alone, last.
+describe.concurrent.each(KINDS)('%s schedules', (kind) => {
+  it('are added and committed ahead as a delayed job, then lifted at their head start before their time to the head of a 2,000-job backlog', async ({ expect }) => {
     const { s, first, q, job: added } = await addedAhead(kind);
     try {
       const nominal = nominalOf(added);
@@ -88,7 +91,7 @@ describe.each(KINDS)('%s schedules', (kind) => {
     }
   });
 
-  it('a stopped replica\'s occurrence added ahead is lifted by another replica, not before its time', async () => {
+  it('a stopped replica\'s occurrence added ahead is lifted by another replica, not before its time', async ({ expect }) => {
     const { s, first, q, job: added } = await addedAhead(kind);
     await first.idle(); // stops its lifting
     const other = s.dispatcher();
@@ -107,7 +110,7 @@ describe.each(KINDS)('%s schedules', (kind) => {
 });
 
 // A catalog schedule changes by a deploy, through the same writer (reconcile.test.ts).
-it('a change to a runtime schedule removes its occurrence added ahead, and the new rule\'s is added', async () => {
+it.concurrent('a change to a runtime schedule removes its occurrence added ahead, and the new rule\'s is added', async ({ expect }) => {
   const { s, first, q, job: before } = await addedAhead('runtime');
   try {
     const store = s.storeAt(Date.now());
@@ -120,28 +123,7 @@ it('a change to a runtime schedule removes its occurrence added ahead, and the n
   }
 });
 
-it('each occurrence added ahead is lifted by its own timer, not left to a later sweep', async () => {
-  // A timer may fire a millisecond before its time; its lift must still take the jobs due at that time
-  // (else they wait for the next sweep: without sweeps, here, they would stay delayed).
-  const now = Date.now();
-  const s = await scheduleOf(t.redis, 'runtime', { every: { seconds: 1 }, tz: 'UTC' }, now - 60_000, { lookaheadMs: 300, leaseMs: 10_000, headStartMs: 50, addAheadMs: 1000, sweep: false });
-  t.queueSets.push(s.queues);
-  const d = s.dispatcher();
-  const q = s.queues.get('q');
-  try {
-    const until = Date.now() + 10_000;
-    while (Date.now() < until) await d.tick(Date.now());
-    const done = Date.now() - 200;
-    const jobs = (await q.getJobs(['delayed', 'wait'], 0, -1)).filter((j) => (j.opts.delay ?? 0) > 0 && (scheduledRunOf(j.opts)?.nominal ?? 0) < done);
-    expect(jobs.length).toBeGreaterThanOrEqual(5); // added ahead
-    const states = await Promise.all(jobs.map(async (j) => `${scheduledRunOf(j.opts)?.nominal}: ${await q.getJobState(j.id as string)}`));
-    expect(states.filter((st) => !st.endsWith('waiting'))).toEqual([]);
-  } finally {
-    await d.idle();
-  }
-});
-
-it('a schedule more frequent than the window is added at its time, never ahead', async () => {
+it.concurrent('a schedule more frequent than the window is added at its time, never ahead', async ({ expect }) => {
   const now = Date.now();
   const s = await scheduleOf(t.redis, 'runtime', { every: { seconds: 3 }, tz: 'UTC' }, now - 60_000, { lookaheadMs: 1000, leaseMs: 10_000, addAheadMs: WINDOW_MS });
   t.queueSets.push(s.queues);
@@ -167,6 +149,28 @@ it('a schedule more frequent than the window is added at its time, never ahead',
     // A change names a new due score: the mark, which named the old one, goes with it.
     await s.store.upsert(s.id, { job: 'minutely', every: { days: 1 }, tz: 'UTC' });
     expect(await t.redis.zscore(k.notAhead, s.id)).toBeNull();
+  } finally {
+    await d.idle();
+  }
+});
+
+it('each occurrence added ahead is lifted by its own timer, not left to a later sweep', async () => {
+  // A timer may fire a millisecond before its time; its lift must still take the jobs due at that time
+  // (else they wait for the next sweep: without sweeps, here, they would stay delayed). Not concurrent: the
+  // others' adds (a 2,000-job backlog) on the shared connection would delay its lifts past the check's margin.
+  const now = Date.now();
+  const s = await scheduleOf(t.redis, 'runtime', { every: { seconds: 1 }, tz: 'UTC' }, now - 60_000, { lookaheadMs: 300, leaseMs: 10_000, headStartMs: 50, addAheadMs: 1000, sweep: false });
+  t.queueSets.push(s.queues);
+  const d = s.dispatcher();
+  const q = s.queues.get('q');
+  try {
+    const until = Date.now() + 10_000;
+    while (Date.now() < until) await d.tick(Date.now());
+    const done = Date.now() - 200;
+    const jobs = (await q.getJobs(['delayed', 'wait'], 0, -1)).filter((j) => (j.opts.delay ?? 0) > 0 && (scheduledRunOf(j.opts)?.nominal ?? 0) < done);
+    expect(jobs.length).toBeGreaterThanOrEqual(5); // added ahead
+    const states = await Promise.all(jobs.map(async (j) => `${scheduledRunOf(j.opts)?.nominal}: ${await q.getJobState(j.id as string)}`));
+    expect(states.filter((st) => !st.endsWith('waiting'))).toEqual([]);
   } finally {
     await d.idle();
   }

@@ -1,11 +1,33 @@
 import { readHistory, type OccurrenceRecord } from '@tickwork/schedules';
 import type { RedisClient } from '@tickwork/core';
-import { startTestRedis, TOPOLOGIES, waitFor, type TestRedis } from '@tickwork/testkit';
+import { startTestRedis, TOPOLOGIES, waitFor, type TestRedis, type Topology } from '@tickwork/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FX_RUNS_KEY } from './testing/fixture-catalog.js';
 import { fixtureApps, readRuns, waitReady as ready } from './testing/fixture-apps.js';
 
 const PREFIX = 'pt';
+
+/**
+ * Each topology's Redis, started as the file starts: the cluster takes seconds to form (six nodes joined by
+ * `redis-cli --cluster create`), which it spends while the standalone tests run. Stopped after its own
+ * tests, or after the file's when those did not run (filtered out).
+ */
+const redises = new Map<Topology, Promise<TestRedis>>();
+beforeAll(() => {
+  for (const topology of TOPOLOGIES) {
+    const starting = startTestRedis(topology);
+    starting.catch(() => undefined); // reported by its tests' beforeAll, which awaits it
+    redises.set(topology, starting);
+  }
+});
+async function stopRedis(topology: Topology): Promise<void> {
+  const starting = redises.get(topology);
+  redises.delete(topology);
+  await (await starting?.catch(() => undefined))?.stop();
+}
+afterAll(async () => {
+  await Promise.all(TOPOLOGIES.map(stopRedis));
+});
 
 // Both tests on one Redis; on a Redis Cluster the three schedulers racing for each occurrence.
 describe.each(TOPOLOGIES)('real scheduler processes against %s Redis', { timeout: 90_000 }, (topology) => {
@@ -14,12 +36,14 @@ describe.each(TOPOLOGIES)('real scheduler processes against %s Redis', { timeout
   const apps = fixtureApps(() => target.where, PREFIX);
 
   beforeAll(async () => {
-    target = await startTestRedis(topology);
+    const starting = redises.get(topology);
+    if (!starting) throw new Error(`no ${topology} Redis started for this file`);
+    target = await starting;
     redis = target.client();
   });
   afterAll(async () => {
     await apps.killAll();
-    await target.stop();
+    await stopRedis(topology);
   });
 
   const runs = () => readRuns(redis);
