@@ -75,7 +75,21 @@ async function cluster(prefix: string) {
   const a = schedulers[i - 1] as AppProcess;
   const replicaA = replicas[i - 1] as string;
   const b = schedulers[2 - i] as AppProcess;
-  return { apps, ids, a, b, worker, replicaA, ran, heldByA: () => heldBy(replicaA) };
+  /**
+   * Freezes A (SIGSTOP) holding claims. A commits a claim when its occurrence fires, which can happen between
+   * the check above and the signal (a loaded machine widens the gap): then A is resumed and frozen again once
+   * it holds claims, so the test always has claims to see taken over. Returns what it holds, frozen.
+   */
+  const freezeA = async (): Promise<HeldClaim[]> => {
+    for (let attempt = 1; ; attempt++) {
+      a.proc.kill('SIGSTOP');
+      const held = await heldBy(replicaA);
+      if (held.length > 0 || attempt === 10) return held;
+      a.proc.kill('SIGCONT');
+      await waitFor(async () => (await heldBy(replicaA)).length > 0, { intervalMs: 20, what: 'the scheduler holding claims again' });
+    }
+  };
+  return { apps, ids, a, b, worker, replicaA, ran, freezeA };
 }
 
 /** Waits until the held claims are re-planned by another scheduler; the history records of the held occurrences. */
@@ -104,10 +118,11 @@ async function drain(prefix: string, schedulers: AppProcess[], worker: AppProces
 describe('a scheduler that dies holding claims', { timeout: 240_000 }, () => {
   it('killed -9: the other takes its schedules over within heartbeat + dead-after + a tick, each occurrence once, no burst', async () => {
     const prefix = 'tk1';
-    const { apps, ids, a, b, worker, replicaA, heldByA } = await cluster(prefix);
+    const { apps, ids, a, b, worker, replicaA, freezeA } = await cluster(prefix);
+    // Frozen first, so what it holds is read before it dies, and cannot change before the kill.
+    const held = await freezeA();
     await a.stop('SIGKILL');
     const killedAt = Date.now();
-    const held = await heldByA();
     expect(held.length, 'claims the killed scheduler left').toBeGreaterThan(0);
 
     const records = await takenOver(prefix, held, LEASE_MS);
@@ -144,9 +159,8 @@ describe('a scheduler that dies holding claims', { timeout: 240_000 }, () => {
 
   it('frozen (SIGSTOP) past the dead-after time: judged dead and taken over, and when it resumes nothing runs twice', async () => {
     const prefix = 'tk2';
-    const { apps, ids, a, b, worker, replicaA, ran, heldByA } = await cluster(prefix);
-    a.proc.kill('SIGSTOP');
-    const held = await heldByA();
+    const { apps, ids, a, b, worker, replicaA, ran, freezeA } = await cluster(prefix);
+    const held = await freezeA();
     expect(held.length).toBeGreaterThan(0);
     // The occurrences A holds in its fire lane, waiting for their time (not those it was adding as it froze).
     const queues = new QueueSet(redis, prefix, log);
