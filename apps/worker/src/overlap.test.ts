@@ -144,7 +144,7 @@ it('the scheduler fires every second, the handler takes 3 s: skip, buffer-one an
       expect(cur.start - prev.end).toBeLessThan(3000);
       // Due while the previous one was running, it waited and ran rather than being skipped. Not every pair
       // shows it: the slot is freed by the previous run's end record, a moment after its handler returns
-      // (\`prev.end\`), and on a loaded machine an occurrence due in that moment is the one that waits.
+      // (`prev.end`), and on a loaded machine an occurrence due in that moment is the one that waits.
       if (cur.nominal < prev.end) buffered++;
     }
     expect(buffered).toBeGreaterThanOrEqual(1);
