@@ -12,7 +12,7 @@ import { RedisRestartedError } from './errors.js';
 import { watchRedisRestarts } from './redis-restarts.js';
 import { soleDeliveryCheck } from './recovery/sole-delivery.js';
 import { bullmqStallProgress, ownStallProgress, PUBLIC_PATH_MAX_STALLED } from './stall-progress.js';
-import { consumerState, createEngine, isJobDecodeError, renewWorkerConnections, type Engine } from '@tickwork/bullmq-engine';
+import { closeWorker, consumerState, createEngine, isJobDecodeError, renewWorkerConnections, type Engine } from '@tickwork/bullmq-engine';
 import { startConsumerWatchdog, type ConsumerWatchdog } from './consumer-watchdog.js';
 import { createUnreadableJobs, type UnreadableJobs } from './unreadable-jobs.js';
 import { BatchRunner } from './batch/batch-runner.js';
@@ -228,7 +228,8 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
       const deadline = new Promise<'timeout'>((resolve) => {
         timer = setTimeout(() => resolve('timeout'), deadlineMs);
       });
-      const closing = Promise.all([...workers.map((w) => w.close()), ...batchRunners.map((r) => r.close())]).then(() => 'closed' as const);
+      // Each Worker's wait for a job ends at once, on a cluster too (closeWorker says why); its running jobs are awaited.
+      const closing = Promise.all([...workers.map((w) => closeWorker(w)), ...batchRunners.map((r) => r.close())]).then(() => 'closed' as const);
       const outcome = await Promise.race([closing, deadline]);
       clearTimeout(timer);
       if (outcome === 'timeout') {

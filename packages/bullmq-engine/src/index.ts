@@ -13,6 +13,7 @@ export type { BatchCommit, BatchFetch, BatchJobRef, BatchStore, BatchStoreOption
 export type { PublicBatchStoreOptions } from './batch/public-batch-store.js';
 export { batchForeignConsumers } from './batch/batch-metrics.js';
 export { renewWorkerConnections } from './worker/renew-connections.js';
+export { closeWorker } from './worker/close-worker.js';
 export { onReadyCheck } from './ready-check.js';
 export { consumerState } from './worker/consumer-state.js';
 export type { ServerInfo } from './ready-check.js';

@@ -5,6 +5,7 @@ import { COMMIT_BATCH, DROP_RECORD, LEASE_CHECK, LEASE_CLOCK, LEASE_EXPIRE, LEAS
 import { foreignOf, TICKWORK_BATCH_WORKER, type BatchCommit, type BatchFetch, type BatchJobRef, type BatchStore, type BatchStoreOptions, type FailedAttempt, type FetchedBatchJob } from './batch-store.js';
 import { appendWrites, checkSlots } from './batch-writes.js';
 import { failUnreadableActive, isJobDecodeError } from '../unreadable.js';
+import { closeWorker } from '../worker/close-worker.js';
 
 export interface PublicBatchStoreOptions extends BatchStoreOptions {
   /** How often BullMQ's stalled check runs (it takes back the jobs of a worker that died). Default: the lease. */
@@ -310,7 +311,9 @@ export function createPublicBatchStore(o: PublicBatchStoreOptions): BatchStore {
       woken = true;
       wake();
       await putBack(pending.splice(0));
-      await worker.close().catch(() => undefined);
+      // Its blocking wait (waitForJobs) ends at once rather than after up to drainDelay: BullMQ's close sends
+      // QUIT, which Redis answers once the wait is over (closeWorker says why it is safe).
+      await closeWorker(worker).catch(() => undefined);
       await bullQueue.close().catch(() => undefined);
       o.blocking.disconnect();
       redis.disconnect();
