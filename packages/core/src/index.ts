@@ -51,6 +51,7 @@ export { isRedisConnectionError, redisAnswersWithin, redisUnavailable } from './
 export type { RedisOutageLog } from './redis/redis-startup.js';
 export { RedisTx } from './redis/redis-tx.js';
 export { keyNodes, scanKeys } from './redis/scan.js';
+export { sendFlat } from './redis/flat-command.js';
 export { defineScript, runScript, runScriptMany } from './redis/scripts.js';
 export { ScriptBatcher, settleBatch } from './redis/script-batcher.js';
 export type { BatchCodec, BatchedCall } from './redis/script-batcher.js';

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { RedisClient } from './connection.js';
 import { pipelineBySlot, type SlotCommand } from './by-slot.js';
+import { sendFlat } from './flat-command.js';
 
 /**
  * The one way tickwork runs Lua: EVALSHA with the script's SHA1, falling back to EVAL when the server does
@@ -18,10 +19,10 @@ export function defineScript(lua: string): Script {
 /** EVALSHA, falling back to EVAL when the server does not know the script (a new or restarted Redis). */
 export async function evalCached(redis: RedisClient, lua: string, sha: string, keys: readonly string[], argv: readonly (string | number)[]): Promise<unknown> {
   try {
-    return await redis.evalsha(sha, keys.length, ...keys, ...argv);
+    return await sendFlat(redis, 'evalsha', [sha, keys.length, ...keys, ...argv]);
   } catch (err) {
     if (!(err instanceof Error) || !err.message.includes('NOSCRIPT')) throw err;
-    return redis.eval(lua, keys.length, ...keys, ...argv);
+    return sendFlat(redis, 'eval', [lua, keys.length, ...keys, ...argv]);
   }
 }
 

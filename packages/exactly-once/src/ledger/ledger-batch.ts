@@ -2,7 +2,7 @@ import type { RedisClient } from '@tickwork/core';
 import { COMPLETE_AHEAD_LUA, LEDGER_LUA } from './ledger-lua.js';
 import { groupBySlot } from '@tickwork/core';
 import { defineScript, ScriptBatcher, settleBatch, type BatchCodec, type BatchedCall } from '@tickwork/core';
-import { holdUntilTurnEnds } from '@tickwork/core';
+import { holdUntilTurnEnds, sendFlat } from '@tickwork/core';
 
 /**
  * How ledger operations reach Redis. Two paths, both batching the operations of many runs into one
@@ -180,7 +180,7 @@ export class CompletionWriter {
       // cluster client has no one connection a SCRIPT LOAD could go ahead on.
       for (const group of groupBySlot(this.redis, batch, entryKey)) {
         const { keys, argv } = codec.encode(group);
-        void settleBatch(group, this.redis.eval(COMPLETE_AHEAD.lua, keys.length, ...keys, ...argv) as Promise<LedgerReply[]>, codec);
+        void settleBatch(group, sendFlat(this.redis, 'eval', [COMPLETE_AHEAD.lua, keys.length, ...keys, ...argv]) as Promise<LedgerReply[]>, codec);
       }
     } else {
       if (!this.loaded) {
@@ -198,10 +198,10 @@ export class CompletionWriter {
    * live connection answers it, and then the results are written with EVAL, after their acknowledgements.
    */
   private evalsha(keys: string[], argv: (string | number)[]): Promise<LedgerReply[]> {
-    return (this.redis.evalsha(COMPLETE_AHEAD.sha, keys.length, ...keys, ...argv) as Promise<LedgerReply[]>).catch((err: unknown) => {
+    return (sendFlat(this.redis, 'evalsha', [COMPLETE_AHEAD.sha, keys.length, ...keys, ...argv]) as Promise<LedgerReply[]>).catch((err: unknown) => {
       if (!(err instanceof Error) || !err.message.includes('NOSCRIPT')) throw err;
       this.loaded = false;
-      return this.redis.eval(COMPLETE_AHEAD.lua, keys.length, ...keys, ...argv) as Promise<LedgerReply[]>;
+      return sendFlat(this.redis, 'eval', [COMPLETE_AHEAD.lua, keys.length, ...keys, ...argv]) as Promise<LedgerReply[]>;
     });
   }
 }
