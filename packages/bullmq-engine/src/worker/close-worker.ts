@@ -17,9 +17,10 @@ interface BlockingOfBackend {
  *   only when that connection itself is closed, after the running jobs) takes the failed wait for a broken
  *   cluster and connects the client again before the Worker's loop sees the failure. That connect meets the
  *   late close of the one just dropped and is aborted, and tickwork's settled connect (cluster-connect.ts in
- *   @tickwork/core) waits up to 2.5 s for the aborted connect's node connections before trying again: an
- *   idle worker process took 2.7 s from `shutting down` to exit (26 ms on one Redis), each Worker connected
- *   again only to be closed. Closing the connection first turns the recovery off (BullMQ's own close does).
+ *   @tickwork/core) tries again about 0.1 s later: each Worker connected again only to be closed (measured
+ *   with the settled connect's earlier 2.5 s wait for the aborted connect's nodes: 2.7 s from `shutting
+ *   down` to exit, against 26 ms on one Redis). Closing the connection first turns the recovery off
+ *   (BullMQ's own close does), so no connect is made at all.
  * - **A Worker whose getNextJob is called by hand** (autorun off: the public batch store) has no loop for
  *   BullMQ's close to interrupt: its close sends QUIT on the blocking connection, which Redis answers only
  *   once the wait is over, up to drainDelay later. Forced, the connection is dropped instead.
