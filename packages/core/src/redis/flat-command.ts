@@ -7,8 +7,9 @@ const NO_ARGS: string[] = [];
  * Sends `name` with `args` as they are, through the connection's public `sendCommand` (so its command
  * deadline applies). Why not `redis.evalsha(...)`: ioredis's command methods build their Command with
  * `args.flat()`, which on Node 20 costs about 120 ns an argument (against under 1 ns for a copy), and a batched
- * script call carries hundreds of arguments that are flat already. In a herd's worker profile that flattening
- * was 8% of the worker's CPU. A connection with a key prefix, automatic pipelining or friendly error stacks
+ * script call carries hundreds of arguments that are flat already: a 600-argument EVALSHA cost 416–527 ns of
+ * Node CPU an argument through `redis.evalsha`, 260–340 ns through here. In a herd's worker profile, building
+ * commands (mostly that flattening) was 8% of the worker's CPU. A connection with a key prefix, automatic pipelining or friendly error stacks
  * goes through ioredis's own method, which applies them.
  */
 export function sendFlat(redis: RedisClient, name: string, args: (string | number)[]): Promise<unknown> {
