@@ -1,5 +1,5 @@
-import { alertWebhookUrl, choice, decimal, logLevel, metricsToken, nodeEnv, parseEnv, port, positiveInt, queuePrefix, redisStartupTimeoutMs, redisEnv, wholeNumber } from '@tickwork/core';
-import { DEFAULT_HEAD_START_MS, DEFAULT_SCHEDULER_DEAD_AFTER_MS, DEFAULT_SCHEDULER_HEARTBEAT_MS, MAX_HEAD_START_MS } from '@tickwork/schedules';
+import { MAX_OCCURRENCE_BATCH, alertWebhookUrl, choice, decimal, logLevel, metricsToken, nodeEnv, parseEnv, port, positiveInt, queuePrefix, redisStartupTimeoutMs, redisEnv, wholeNumber } from '@tickwork/core';
+import { DEFAULT_HEAD_START_MS, DEFAULT_SCHEDULE_BATCH_MAX, DEFAULT_SCHEDULER_DEAD_AFTER_MS, DEFAULT_SCHEDULER_HEARTBEAT_MS, MAX_HEAD_START_MS } from '@tickwork/schedules';
 import { z } from 'zod';
 import { parseSpeedup } from './speedup.js';
 
@@ -35,6 +35,17 @@ const schema = z
       max: MAX_HEAD_START_MS,
       format: `must be a whole number of ms from 0 to ${MAX_HEAD_START_MS}`,
       tooBig: `must be at most ${MAX_HEAD_START_MS} ms: a worker holds an early occurrence at most that long`,
+    }),
+    /**
+     * Occurrences added ahead that share a job and a time travel as batches of up to this many: one BullMQ
+     * job each batch, each occurrence still its own run (docs/schedules.md, "Batch delivery"). 1: one job
+     * an occurrence. Used while every registered worker runs batches.
+     */
+    SCHEDULE_BATCH_MAX: wholeNumber(DEFAULT_SCHEDULE_BATCH_MAX, {
+      min: 1,
+      max: MAX_OCCURRENCE_BATCH,
+      format: `must be a whole number from 1 to ${MAX_OCCURRENCE_BATCH}`,
+      tooBig: `must be at most ${MAX_OCCURRENCE_BATCH}`,
     }),
     /** How long a dispatcher's claim is held; a replica that dies mid-tick leaves its claims to another after this at the latest. */
     SCHEDULE_LEASE_MS: positiveInt(10_000),

@@ -22,8 +22,8 @@ async function main(): Promise<void> {
   }
 
   const reconcile = () => reconcileSchedules({ catalog, queues, redis, log, speedupMs: env.SCHEDULE_SPEEDUP });
-  // The head start only while every registered worker holds early occurrences (head-start.ts).
-  const headStart = createHeadStart({ redis, prefix: env.QUEUE_PREFIX, configuredMs: env.SCHEDULE_HEAD_START_MS, log });
+  // The head start and batches only while every registered worker holds early occurrences and runs batches (head-start.ts).
+  const headStart = createHeadStart({ redis, prefix: env.QUEUE_PREFIX, configuredMs: env.SCHEDULE_HEAD_START_MS, log, readBatches: env.SCHEDULE_BATCH_MAX > 1 });
   await headStart.refresh();
   headStart.start();
   // Adding ahead needs the engine's lift (a BullMQ internal): without it, occurrences are added at their time.
@@ -36,6 +36,7 @@ async function main(): Promise<void> {
     graceMs: env.SCHEDULE_GRACE_MS,
     lookaheadMs: env.SCHEDULE_LOOKAHEAD_MS,
     headStartMs: headStart.current,
+    batchMax: () => (headStart.batches() ? env.SCHEDULE_BATCH_MAX : 1),
     leaseMs: env.SCHEDULE_LEASE_MS,
     // A stall this long may have had this scheduler judged dead (the registry below) and its claims taken over.
     staleAfterMs: Math.min(DEFAULT_STALE_AFTER_MS, env.SCHEDULER_DEAD_AFTER_MS / 2),

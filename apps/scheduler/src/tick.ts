@@ -12,6 +12,8 @@ export interface TickDeps {
   /** How long before its time an on-time occurrence is added: SCHEDULE_HEAD_START_MS, while the workers allow it (head-start.ts). */
   headStartMs?: number | (() => number) | undefined;
   leaseMs?: number | undefined;
+  /** SCHEDULE_BATCH_MAX while every worker runs batches, else 1 (head-start.ts). */
+  batchMax?: number | (() => number) | undefined;
   /** Occurrences added later than this after their planned time first check their claim still holds (below SCHEDULER_DEAD_AFTER_MS). */
   staleAfterMs?: number | undefined;
   /** SCHEDULE_ADD_AHEAD_MS with the engine's lift, when the installed BullMQ allows it (dispatch/lift-lane.ts). */
@@ -35,6 +37,7 @@ export function createTicker(deps: TickDeps) {
     ...(deps.leaseMs !== undefined && { leaseMs: deps.leaseMs }),
     ...(deps.staleAfterMs !== undefined && { staleAfterMs: deps.staleAfterMs }),
     ...(deps.headStartMs !== undefined && { headStartMs: deps.headStartMs }),
+    ...(deps.batchMax !== undefined && { batchMax: deps.batchMax }),
     ...(deps.addAhead && { addAhead: deps.addAhead }),
   });
   return {

@@ -29,6 +29,7 @@ async function main(): Promise<void> {
     catalog,
     redis,
     enqueue,
+    queueSet: queues,
     log,
     redisTarget: target,
     prefix: env.QUEUE_PREFIX,

@@ -10,6 +10,8 @@ import { cancelGate } from './pipeline/stages/cancel-gate.js';
 import { claim } from './pipeline/stages/claim.js';
 import { execute } from './pipeline/stages/execute.js';
 import { judgeLate, onTime, overlapPolicy, scheduleGate } from './pipeline/stages/scheduled.js';
+import { runOccurrenceBatch } from './pipeline/occurrence-batch.js';
+import { OCCURRENCE_BATCH_JOB } from '@tickwork/core';
 
 
 
@@ -20,7 +22,8 @@ import { judgeLate, onTime, overlapPolicy, scheduleGate } from './pipeline/stage
  *
  * The bracketed stages are for runs of a schedule only (its occurrences, runs now and re-drives of its
  * runs); every other job, an ad-hoc enqueue of a scheduled job included, skips them entirely. claim
- * frames the stages after it: it records their result (or gives the run back) when they end.
+ * frames the stages after it: it records their result (or gives the run back) when they end. A batch of
+ * occurrences (pipeline/occurrence-batch.ts) runs each of its occurrences this way, one after another.
  */
 const ON_DEMAND: Named[] = [['cancel-gate', cancelGate], ['claim', claim], ['execute', execute]];
 const SCHEDULED: Named[] = [
@@ -53,12 +56,16 @@ export function createProcessor(deps: ProcessorDeps): (job: Job, token?: string)
   const tracing = tracesOn();
   const onDemand = chain(ON_DEMAND, tracing);
   const scheduled = chain(SCHEDULED, tracing);
+  const runStages = (run: JobRun): Promise<unknown> => {
+    const stages = run.history ? scheduled : onDemand;
+    return running ? whileRunning(running, run, stages) : stages(run);
+  };
   const start = (job: Job, token: string | undefined): Promise<unknown> => {
+    if (job.name === OCCURRENCE_BATCH_JOB) return runOccurrenceBatch(deps, job, token, runStages);
     const run = new JobRun(deps, job, token);
     validate(run);
     identify(run);
-    const stages = run.history ? scheduled : onDemand;
-    return running ? whileRunning(running, run, stages) : stages(run);
+    return runStages(run);
   };
   if (!tracing) return start;
   // Traces on: the run is a span (a child of BullMQ's process span), its stages and steps its children.

@@ -14,6 +14,8 @@ export interface RunningRun {
  */
 export class RunningJobs {
   private readonly byQueue = new Map<string, Map<string, RunningRun>>();
+  /** Set when the worker drains: a batch of occurrences starts none after this (pipeline/occurrence-batch.ts). */
+  draining = false;
 
   add(run: RunningRun): void {
     const queue = run.job.queueName;

@@ -1,5 +1,5 @@
 import { createExactlyOnce, startLedgerCompactor } from '@tickwork/exactly-once';
-import { bullmqTelemetry, createRedis, keyspaceOn, type AnyJob, type HealthCheck, type RedisOutageLog, type RedisClient, type RedisTarget } from '@tickwork/core';
+import { QueueSet, bullmqTelemetry, createRedis, keyspaceOn, type AnyJob, type HealthCheck, type RedisOutageLog, type RedisClient, type RedisTarget } from '@tickwork/core';
 import { isCancellationReason } from '@tickwork/operations';
 import type { Worker } from 'bullmq';
 import { startCancelListener, type CancelListener } from './cancel-listener.js';
@@ -133,6 +133,8 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
   const ackOf = engine.ackConnectionOf;
   const processor = createProcessor({
     ...opts,
+    // Where a batch of occurrences hands one on as a job of its own (pipeline/occurrence-batch.ts).
+    queueSet: opts.queueSet ?? new QueueSet(opts.redis, opts.prefix, opts.log),
     exactlyOnce,
     cancels,
     running,
@@ -211,6 +213,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     },
     abort(reason) {
       stopping = true;
+      running.draining = true;
       restarts.stop();
       watchdog?.stop();
       cancels.close();
@@ -220,6 +223,7 @@ export function startWorkerPool(opts: WorkerPoolOptions): WorkerPool {
     },
     async drain(deadlineMs) {
       stopping = true;
+      running.draining = true;
       restarts.stop();
       watchdog?.stop();
       cancels.close();

@@ -10,6 +10,8 @@ export { defineBatchJob, defineJob } from './job/define-job.js';
 export type { AnyJob, BatchContext, BatchItem, BatchJobDefinition, BatchSpec, DstPolicy, Enqueue, EnqueueOptions, JobContext, JobData, JobDefinition, JobInput, MissedPolicy, RetryPolicy, ScheduleCommon, ScheduleSpec } from './job/define-job.js';
 export type { HeldLock, LockFn, LockOptions, RedisStepFn, StepFn, StepInfo } from './job/handler-api.js';
 export { dateFromMs } from './job/job-option.js';
+export { MAX_OCCURRENCE_BATCH, OCCURRENCE_BATCH_JOB, occurrenceBatchId, occurrenceBatchOf } from './job/occurrence-batch.js';
+export type { BatchedOccurrence, OccurrenceBatch } from './job/occurrence-batch.js';
 export { loadCatalog } from './job/load-catalog.js';
 export { DEFAULT_OVERLAP_POLICY } from './job/overlap-policy.js';
 export type { OverlapPolicy } from './job/overlap-policy.js';
@@ -28,7 +30,7 @@ export { jobTally, jobsCancelled, metricsRegistry, metricsRoute, redisRestarts, 
 export type { JobTally } from './metrics.js';
 export { LIVE_SINCE_MEMBER, REDIS_NOW_LUA, REGISTRY_SILENCE_LUA, beatRegistry, freshReply, leaveRegistry, memberSilence } from './processes/heartbeat.js';
 export type { SilentMember } from './processes/heartbeat.js';
-export { HOLDS_EARLY_MEMBER, PROCESS_MEMBER, WorkerRegistry, ownerTagOf, workersKey } from './processes/worker-registry.js';
+export { CARRIES_BATCHES_MEMBER, HOLDS_EARLY_MEMBER, PROCESS_MEMBER, WorkerRegistry, ownerTagOf, workersKey } from './processes/worker-registry.js';
 export type { DeadWorker, OwnerLiveness } from './processes/worker-registry.js';
 export { addOptions, checkedPayload, createEnqueue, enqueueByName } from './queue/producer.js';
 export { EVENTS_MAX_LEN, QueueSet, dlqName, jobOptions } from './queue/queues.js';

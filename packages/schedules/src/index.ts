@@ -2,6 +2,7 @@ export { DEFAULT_STALE_AFTER_MS, createDispatcher, dueBacklog } from './dispatch
 export type { DispatchResult } from './dispatch/types.js';
 export { DEFAULT_HEAD_START_MS, MAX_HEAD_START_MS } from './dispatch/fire-lane.js';
 export type { AheadLift } from './dispatch/lift-lane.js';
+export { DEFAULT_SCHEDULE_BATCH_MAX } from './dispatch/occurrence-jobs.js';
 export { createHeadStart } from './dispatch/head-start.js';
 export { DEFAULT_SCHEDULER_DEAD_AFTER_MS, DEFAULT_SCHEDULER_HEARTBEAT_MS, claimsHeldBy, createSchedulerRegistry, releaseClaims, schedulersKey } from './dispatch/takeover.js';
 export type { HeldClaim, SchedulerRegistry } from './dispatch/takeover.js';

@@ -53,7 +53,7 @@ class RunContext implements JobContext<unknown> {
   }
 
   get maxAttempts(): number {
-    return this.run.job.opts.attempts ?? 1;
+    return this.run.maxAttempts;
   }
 
   get signal(): AbortSignal {

@@ -1,4 +1,4 @@
-import type { Catalog, Enqueue, Logger, RedisClient } from '@tickwork/core';
+import type { Catalog, Enqueue, Logger, QueueSet, RedisClient } from '@tickwork/core';
 import type { ExactlyOnce } from '@tickwork/exactly-once';
 import type { TimelineWriter } from '@tickwork/operations';
 import type { Job } from 'bullmq';
@@ -11,6 +11,8 @@ export interface ProcessorDeps {
   catalog: Catalog;
   redis: RedisClient;
   enqueue: Enqueue;
+  /** The app's queues: a batch of occurrences hands an occurrence on as a job of its own there (pipeline/occurrence-batch.ts). */
+  queueSet?: QueueSet;
   log: Logger;
   /** Idempotency ledger, overlap guard and locks. */
   exactlyOnce: ExactlyOnce;

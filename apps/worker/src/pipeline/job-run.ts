@@ -15,7 +15,8 @@ export type Labels = { queue: string; job: string };
  * exactly-once frame (claim.ts), so a job start builds no options object and no closures for them.
  */
 export class JobRun implements AbortSource, RunExactlyOnceOptions {
-  readonly attempt: number;
+  /** This attempt's number: BullMQ's count, plus the attempts an occurrence made in its batch before it left (validate). */
+  attempt: number;
   /** Its job's metrics (completed, failed, duration), one tally per queue and job name, reused by every run. */
   readonly metrics: JobTally;
   readonly labels: Labels;
@@ -31,6 +32,8 @@ export class JobRun implements AbortSource, RunExactlyOnceOptions {
   nominalTime: Date | undefined;
   /** The schedule's history of this run: only for runs of scheduled jobs (undefined costs nothing). */
   history: RunRecorder | undefined;
+  /** Set by cancelGate's caller for an occurrence of a batch an operator cancelled (occurrence-batch.ts). */
+  cancelledAs: Error | undefined;
   /** Set when a late occurrence is allowed to run by its missed-run policy (judgeLate). */
   lateCatchUp = false;
   preempt: RunExactlyOnceOptions['preempt'];
@@ -63,6 +66,8 @@ export class JobRun implements AbortSource, RunExactlyOnceOptions {
     readonly deps: ProcessorDeps,
     readonly job: Job,
     readonly token: string | undefined,
+    /** An occurrence run in its batch (occurrence-batch.ts): `job` is the job it would have been alone. */
+    readonly carried = false,
   ) {
     this.signal = deps.running ? this : undefined;
     this.attempt = job.attemptsMade + 1;
@@ -80,6 +85,11 @@ export class JobRun implements AbortSource, RunExactlyOnceOptions {
     const job = this.job;
     if (job.attemptsMade !== 0 || job.attemptsStarted > 1 || job.processedOn === undefined) return -1;
     return Math.max(0, job.processedOn - job.timestamp - (job.delay || 0));
+  }
+
+  /** How many attempts the run has in all: its job's, plus those it made in its batch before it left (validate). */
+  get maxAttempts(): number {
+    return (this.job.opts.attempts ?? 1) + (this.delivery?.scheduled?.a ?? 0);
   }
 
   get jobId(): string {

@@ -65,6 +65,8 @@ export function createRecovery(opts: RecoveryOptions): Recovery {
     outage: opts.outage,
     // The scheduled pipeline's onTime stage holds an early occurrence until its time (pipeline/stages/scheduled.ts).
     holdsEarlyOccurrences: true,
+    // It runs occurrences delivered in batches (pipeline/occurrence-batch.ts).
+    carriesBatches: true,
   });
   const byQueue = new Map<string, Worker>();
   const lost = new Map<string, LostDeliveryCheck>();

@@ -245,7 +245,7 @@ async function tickworkSide(redis: PrivateRedis, n: number, pattern: string, s: 
   await queues.close();
   const env = { REDIS_URL: redis.url, QUEUE_PREFIX: prefix, JOBS_MODULE: here('../schedules/catalog.js'), SCHEDULE_GRACE_MS: String(s.graceMs) };
   const worker = await startChild('worker', { ...env, WORKER_CONCURRENCY: String(s.workerConcurrency) }, { lagPort: true });
-  const scheduler = await startChild('scheduler', env);
+  const scheduler = await startChild('scheduler', { ...env, ...(process.env.SCHEDULE_BATCH_MAX && { SCHEDULE_BATCH_MAX: process.env.SCHEDULE_BATCH_MAX }) });
   await Promise.all([msUntilOk(worker, '/readyz', 120_000), msUntilOk(scheduler, '/readyz', 120_000)]);
   // Every schedule's due entry moves past F once the scheduler has added (or recorded) its occurrence.
   const addsDone = async (): Promise<boolean> => {

@@ -39,6 +39,14 @@ export interface ScheduledRun {
   h?: number | undefined;
   sa?: number | undefined;
   m?: string | undefined;
+  /**
+   * Set on an occurrence that left its batch (occurrence-batch.ts) as a job of its own: `a` the attempts it
+   * made in the batch (its attempts go on from there; 0 after the batch was redelivered), and `f` when it
+   * failed for good in the batch, the reason, which this job fails with at once so the failure reaches the
+   * failed set and the dead-letter queue as any run's does.
+   */
+  a?: number | undefined;
+  f?: string | undefined;
 }
 
 /**
@@ -56,6 +64,8 @@ export const scheduledRun = z.object({
   h: z.number().int().positive().optional(),
   sa: z.number().int().positive().optional(),
   m: z.string().min(1).max(100).optional(),
+  a: z.number().int().min(0).max(1_000_000).optional(),
+  f: z.string().max(10_000).optional(),
 });
 
 /** Reads the scheduler's marker from a job's options; anything malformed counts as "not scheduled". */

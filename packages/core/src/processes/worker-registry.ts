@@ -30,6 +30,8 @@ export function workersKey(prefix: string): string {
 /** The members naming a worker process and saying that it holds early occurrences (see above). */
 export const PROCESS_MEMBER = 'p:';
 export const HOLDS_EARLY_MEMBER = 'h:';
+/** The member saying that the process runs occurrences delivered in batches (occurrence-batch.ts). */
+export const CARRIES_BATCHES_MEMBER = 'b:';
 
 /** A short random tag naming this process in owner tokens: 8 characters, never `.` nor `|`. */
 export function newProcessTag(): string {
@@ -69,6 +71,8 @@ export interface WorkerRegistryOptions {
   outage?: { readonly down: boolean } | undefined;
   /** The process holds occurrences added ahead of their time until their time (registers `h:<tag>`). */
   holdsEarlyOccurrences?: boolean;
+  /** The process runs occurrences delivered in batches (registers `b:<tag>`). */
+  carriesBatches?: boolean;
 }
 
 export class WorkerRegistry implements OwnerLiveness {
@@ -92,7 +96,7 @@ export class WorkerRegistry implements OwnerLiveness {
       throw new TickworkError(`dead-after ${opts.deadAfterMs} ms must be at least 3 heartbeats (${3 * opts.heartbeatMs} ms): a late beat must not look like a death`);
     }
     this.key = workersKey(opts.prefix);
-    this.members = [PROCESS_MEMBER + this.tag, ...(opts.holdsEarlyOccurrences ? [HOLDS_EARLY_MEMBER + this.tag] : [])];
+    this.members = [PROCESS_MEMBER + this.tag, ...(opts.holdsEarlyOccurrences ? [HOLDS_EARLY_MEMBER + this.tag] : []), ...(opts.carriesBatches ? [CARRIES_BATCHES_MEMBER + this.tag] : [])];
   }
 
   /** Registers a BullMQ Worker (before start, or at any time: the next beat carries it). */

@@ -36,6 +36,12 @@ export interface DispatcherOptions {
    * worker holds early occurrences, head-start.ts). Default 0: added at its exact time.
    */
   headStartMs?: number | (() => number);
+  /**
+   * Occurrences added ahead that share a job and a time go in batches of up to this many (occurrence-jobs.ts),
+   * or a function read at each claim round (the scheduler's SCHEDULE_BATCH_MAX while every worker runs
+   * batches, head-start.ts). Default 1: each occurrence a job of its own.
+   */
+  batchMax?: number | (() => number);
   /** How long a claim is held before another replica may take it over (this one died mid-way). */
   leaseMs?: number;
   /** Entries claimed per shard per round. */
@@ -194,7 +200,8 @@ export function createDispatcher(opts: DispatcherOptions) {
     if (lateMs > staleAfterMs) group = await stillHeld(group, token, lateMs);
     if (group.length === 0) return 0;
     const added = lifts && { slackMs: LIFT_SLACK_MS, jobs: new Map<string, { id: string; at: number }[]>() };
-    await addOccurrenceJobs(queues, catalog, group.flatMap((c) => c.runs), Date.now(), headStartMs, added);
+    const batchMax = typeof opts.batchMax === 'function' ? opts.batchMax() : (opts.batchMax ?? 1);
+    await addOccurrenceJobs(queues, catalog, group.flatMap((c) => c.runs), Date.now(), headStartMs, added, batchMax);
     // Noted before the commit: a claim committed without its note would leave its job to BullMQ's promotion.
     if (added && added.jobs.size > 0) await lifts.note(added.jobs);
     const byShard = new Map<number, Commit[]>();

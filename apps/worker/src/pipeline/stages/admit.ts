@@ -21,6 +21,13 @@ export function validate(run: JobRun): void {
   run.def = def;
   try {
     run.delivery = checkedDeliveryOf(job);
+    const scheduled = run.delivery.scheduled;
+    if (scheduled?.a !== undefined) {
+      // An occurrence that left its batch (occurrence-batch.ts): counted on from its attempts there, or failed
+      // for good there, which this job now records for the failed set and the DLQ (its history already has it).
+      if (scheduled.f !== undefined) throw new UnrecoverableError(scheduled.f);
+      run.attempt += scheduled.a;
+    }
     run.data = validatePayload(def, job.data);
   } catch (err) {
     // Refused before its handler: a final failure of its queue in the charts, with no run time.

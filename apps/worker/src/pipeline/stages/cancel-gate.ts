@@ -9,6 +9,8 @@ import type { Stage } from '../stage.js';
  * memory (the listener follows requests by pub/sub): no round trip on a job's start.
  */
 export const cancelGate: Stage = (run, next) => {
+  // An occurrence of a batch an operator cancelled (occurrence-batch.ts): cancelled as if asked by its own id.
+  if (run.cancelledAs) return cancelled(run, run.cancelledAs, 'before it started');
   const cancels = run.deps.cancels;
   if (!cancels) return next(run);
   // Not async: a job start that finds the requests loaded and none pending costs no promise of its own.
@@ -27,7 +29,7 @@ function gate(run: JobRun, next: Next): Promise<unknown> {
  * move leaves alone (no dead letter, no alert); it counts as cancelled, not failed. The request is
  * cleared, so an operator's retry of the job runs it.
  */
-export async function cancelled(run: JobRun, err: JobCancelledError, when: string): Promise<never> {
+export async function cancelled(run: JobRun, err: Error, when: string): Promise<never> {
   jobsCancelled.inc(run.labels);
   run.log.info({ reason: err.message }, `job cancelled ${when}`);
   await run.history?.cancelled(err.message);

@@ -32,7 +32,8 @@ function claimAcks(run: JobRun, next: Next): Promise<unknown> {
   const { deps, job } = run;
   // The queue's ack connection, resolved once per queue: a job start awaits nothing for it after that.
   const of = deps.ackConnectionOf;
-  if (!of) return claimWith(run, next, undefined);
+  // An occurrence in a batch has no acknowledgement of its own to ride in (its batch's comes after all of them).
+  if (!of || run.carried) return claimWith(run, next, undefined);
   let acks = acksBy.get(of);
   if (!acks) acksBy.set(of, (acks = new Map()));
   const ack = acks.get(job.queueName);

@@ -40,7 +40,7 @@ const ends: AttemptEnds<JobRun> = {
     if (err instanceof RedisRestartedError) return run.handBack();
     if (err instanceof JobCancelledError) return cancelled(run, err, 'while running');
     run.metrics.failed();
-    const final = err instanceof UnrecoverableError || run.attempt >= (run.job.opts.attempts ?? 1);
+    const final = err instanceof UnrecoverableError || run.attempt >= run.maxAttempts;
     run.timeline?.attempt(final ? 'failed' : 'retried', ms, run.waitMs());
     if (!run.history) throw err;
     return run.history.failed(err, final, run.leave).then((left) => {

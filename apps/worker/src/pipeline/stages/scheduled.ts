@@ -17,7 +17,8 @@ import type { Stage } from '../stage.js';
 export const judgeLate: Stage = (run, next) => {
   const { job, delivery, deps, def } = run;
   const scheduled = delivery.scheduled;
-  if (!scheduled || scheduled.m !== undefined || scheduled.catchUp || delivery.redrive || job.attemptsMade !== 0 || job.attemptsStarted > 1) return next(run);
+  // An occurrence that left its batch (`a`) was delivered on time in it: a retry or a hand-on, not missed.
+  if (!scheduled || scheduled.m !== undefined || scheduled.catchUp || scheduled.a !== undefined || delivery.redrive || job.attemptsMade !== 0 || job.attemptsStarted > 1) return next(run);
   // On time as it is delivered (the common case): nothing to judge, and the claim may carry the start (overlapPolicy).
   const graceMs = deps.graceMs ?? 60_000;
   if (Date.now() - scheduled.nominal <= graceMs) return next(run);
