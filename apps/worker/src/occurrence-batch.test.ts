@@ -56,8 +56,12 @@ it("runs each occurrence of a batch once, as its own run under its own job id, a
 });
 
 it('hands a failed occurrence on as a job of its own: retried under its id, or dead-lettered with its reason; the rest of the batch runs', async () => {
-  const [ok1, once, always, refused, ok2] = [occurrence(), occurrence({ fail: 'once' }), occurrence({ fail: 'always' }), occurrence({ fail: 'unrecoverable' }), occurrence()] as BatchedOccurrence[];
-  const job = await addBatch('batch-failures', [ok1, once, always, refused, ok2] as BatchedOccurrence[]);
+  const ok1 = occurrence();
+  const once = occurrence({ fail: 'once' });
+  const always = occurrence({ fail: 'always' });
+  const refused = occurrence({ fail: 'unrecoverable' });
+  const ok2 = occurrence();
+  const job = await addBatch('batch-failures', [ok1, once, always, refused, ok2]);
   await waitFor(async () => (await job.getState()) === 'completed', { timeoutMs: 20_000, what: 'the batch completed' });
   expect((await fx.queues.get(Q).getJob('batch-failures'))?.returnvalue).toEqual({ ran: 2, handedOn: 3 });
 
@@ -81,7 +85,7 @@ it('hands a failed occurrence on as a job of its own: retried under its id, or d
   expect(started.filter((s) => s.startsWith(`${always.id} `))).toEqual([`${always.id} 1`, `${always.id} 2`]);
   expect(started.filter((s) => s.startsWith(`${refused.id} `))).toEqual([`${refused.id} 1`]);
   const counted = await effects();
-  for (const o of [ok1, ok2] as BatchedOccurrence[]) expect(counted[o.id]).toBe('1');
+  for (const o of [ok1, ok2]) expect(counted[o.id]).toBe('1');
   expect(counted[always.id]).toBeUndefined();
 });
 
