@@ -2,7 +2,8 @@
  * Batches of occurrences (pipeline/occurrence-batch.ts), in an in-process worker pool on a private Redis:
  * each occurrence of a batch runs once as its own run under the job id it would have had alone, with its
  * own history record; a failed one is retried as a job of its own or, failed for good, reaches the DLQ
- * under its own id with its reason; a batch an operator cancels ends its occurrences cancelled; a batch
+ * under its own id with its reason; a lone batch runs as many occurrences at once as the worker's
+ * concurrency; a batch an operator cancels ends its occurrences cancelled; a batch
  * that cannot be read fails with the reason and nothing else stops. Crashes: occurrence-batch-crash.test.ts.
  */
 import { listDeadLetters, requestCancel, type DeadLetter } from '@tickwork/operations';
@@ -53,6 +54,18 @@ it("runs each occurrence of a batch once, as its own run under its own job id, a
     expect(await outcomeOf(o)).toMatchObject({ jobId: o.id, outcome: 'completed', attempts: 1 });
     expect(await fx.queues.get(Q).getJob(o.id)).toBeUndefined();
   }
+});
+
+it("a lone batch runs as many of its occurrences at once as the worker's concurrency, no more", async () => {
+  // The pool's concurrency is 2: four occurrences that sleep run two at a time.
+  const runs = [occurrence({ sleepMs: 300 }), occurrence({ sleepMs: 300 }), occurrence({ sleepMs: 300 }), occurrence({ sleepMs: 300 })];
+  const job = await addBatch('batch-parallel', runs);
+  await waitFor(async () => (await job.getState()) === 'completed', { timeoutMs: 20_000, what: 'the batch completed' });
+  const spans = await Promise.all(runs.map(async (o) => (await outcomeOf(o)) as { startedAt: string; endedAt: string }));
+  const at = (iso: string) => Date.parse(iso);
+  // How many ran at each start (itself included): two at a time, never more.
+  const atOnce = spans.map((s) => spans.filter((o) => at(o.startedAt) <= at(s.startedAt) && at(o.endedAt) > at(s.startedAt)).length);
+  expect(Math.max(...atOnce), String(atOnce)).toBe(2);
 });
 
 it('hands a failed occurrence on as a job of its own: retried under its id, or dead-lettered with its reason; the rest of the batch runs', async () => {

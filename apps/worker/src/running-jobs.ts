@@ -2,6 +2,10 @@
 export interface RunningRun {
   readonly jobId: string;
   readonly job: { readonly queueName: string };
+  /** A batch of occurrences (pipeline/occurrence-batch.ts): its occurrences run as runs of their own. */
+  readonly carrier?: boolean;
+  /** An occurrence run in its batch: it holds no slot of BullMQ's (its batch does). */
+  readonly carried?: boolean;
   abort(reason: unknown): void;
 }
 
@@ -14,6 +18,10 @@ export interface RunningRun {
  */
 export class RunningJobs {
   private readonly byQueue = new Map<string, Map<string, RunningRun>>();
+  /** Batches of occurrences running, by queue (runsOf leaves them out). */
+  private readonly carriers = new Map<string, number>();
+  /** Occurrences running in their batches, by queue (jobsOf leaves them out). */
+  private readonly carried = new Map<string, number>();
   /** Set when the worker drains: a batch of occurrences starts none after this (pipeline/occurrence-batch.ts). */
   draining = false;
 
@@ -22,12 +30,27 @@ export class RunningJobs {
     let runs = this.byQueue.get(queue);
     if (!runs) this.byQueue.set(queue, (runs = new Map()));
     runs.set(run.jobId, run);
+    if (run.carrier) this.carriers.set(queue, (this.carriers.get(queue) ?? 0) + 1);
+    else if (run.carried) this.carried.set(queue, (this.carried.get(queue) ?? 0) + 1);
   }
 
   /** Forgets `run` (it ended); a later delivery of the same job that replaced it is kept. */
   delete(run: RunningRun): void {
     const runs = this.byQueue.get(run.job.queueName);
-    if (runs?.get(run.jobId) === run) runs.delete(run.jobId);
+    if (runs?.get(run.jobId) !== run) return;
+    runs.delete(run.jobId);
+    if (run.carrier) this.carriers.set(run.job.queueName, (this.carriers.get(run.job.queueName) ?? 1) - 1);
+    else if (run.carried) this.carried.set(run.job.queueName, (this.carried.get(run.job.queueName) ?? 1) - 1);
+  }
+
+  /** How many of BullMQ's jobs of `queue` (its Worker's slots: jobs, and batches) this process runs now. */
+  jobsOf(queue: string): number {
+    return this.countOf(queue) - (this.carried.get(queue) ?? 0);
+  }
+
+  /** How many runs of `queue` (jobs, and occurrences of batches; not the batches themselves) this process runs now. */
+  runsOf(queue: string): number {
+    return this.countOf(queue) - (this.carriers.get(queue) ?? 0);
   }
 
   /** How many jobs run now (for the process record, every few seconds: a walk of the queues, not of the jobs). */

@@ -309,7 +309,7 @@ function watchConsumers(opts: WorkerPoolOptions, queues: readonly string[], work
     redis,
     prefix: opts.prefix,
     concurrency: opts.concurrency,
-    running: (queue) => running.countOf(queue),
+    running: (queue) => running.jobsOf(queue),
     afterMs,
     // The wake-up marker is BullMQ's key: written on the fast path only (the contract holds).
     heal: (worker) => renewWorkerConnections(worker, { wake }),

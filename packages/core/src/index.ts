@@ -12,6 +12,7 @@ export type { HeldLock, LockFn, LockOptions, RedisStepFn, StepFn, StepInfo } fro
 export { dateFromMs } from './job/job-option.js';
 export { MAX_OCCURRENCE_BATCH, OCCURRENCE_BATCH_JOB, occurrenceBatchId, occurrenceBatchOf } from './job/occurrence-batch.js';
 export type { BatchedOccurrence, OccurrenceBatch } from './job/occurrence-batch.js';
+export { isoNow, isoOfMs } from './job/iso-time.js';
 export { loadCatalog } from './job/load-catalog.js';
 export { DEFAULT_OVERLAP_POLICY } from './job/overlap-policy.js';
 export type { OverlapPolicy } from './job/overlap-policy.js';

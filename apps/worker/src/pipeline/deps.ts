@@ -13,6 +13,8 @@ export interface ProcessorDeps {
   enqueue: Enqueue;
   /** The app's queues: a batch of occurrences hands an occurrence on as a job of its own there (pipeline/occurrence-batch.ts). */
   queueSet?: QueueSet;
+  /** The Worker's concurrency per queue: how many occurrences of batches may run at once with the queue's other runs. */
+  concurrency?: number;
   log: Logger;
   /** Idempotency ledger, overlap guard and locks. */
   exactlyOnce: ExactlyOnce;

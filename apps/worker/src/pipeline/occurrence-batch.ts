@@ -40,31 +40,47 @@ export async function runOccurrenceBatch(deps: ProcessorDeps, job: Job, token: s
     await handOn(deps, job, def, batch.job, batch.runs.map((o) => ({ o, attempts: 0, delayMs: 0 })));
     return { ran: 0, handedOn: batch.runs.length };
   }
-  const carrier = new BatchCarrier(job);
+  const carrier = new BatchCarrier(job, def);
   // A cancel asked for the batch before it started (its id is the one an operator sees in Bull Board).
   const cancels = deps.cancels;
   if (cancels && !cancels.loaded) await cancels.ready;
   const request = cancels?.pending(job.queueName, carrier.jobId);
   if (request) carrier.abort(JobCancelledError.of(request).message);
-  deps.running?.add(carrier);
+  const running = deps.running;
+  running?.add(carrier);
+  const runs = batch.runs;
   let ran = 0;
+  let next = 0;
+  let failure: { err: unknown } | undefined;
+  const inFlight = new Set<Promise<void>>();
+  const launch = (o: BatchedOccurrence): void => {
+    const p: Promise<void> = runOne(deps, job, token, def, o, carrier, runStages)
+      .then((leaving) => (leaving ? handOn(deps, job, def, batch.job, [leaving]) : void ran++))
+      .catch((err: unknown) => void (failure ??= { err }))
+      .finally(() => inFlight.delete(p));
+    inFlight.add(p);
+  };
+  /**
+   * Another occurrence may start while the queue's runs in this process (jobs, and occurrences of batches)
+   * are fewer than the worker's concurrency: a herd's batches, as many as the concurrency, run one occurrence
+   * each; a lone batch runs as many at once as a worker would run jobs of its own.
+   */
+  const free = (): boolean => running !== undefined && running.runsOf(job.queueName) < (deps.concurrency ?? 1);
   try {
-    for (let i = 0; i < batch.runs.length; i++) {
-      const o = batch.runs[i] as BatchedOccurrence;
+    while (next < runs.length && !failure) {
       // Stopped (shutdown, a Redis restart) or the worker draining: the rest go on as jobs of their own.
-      if ((carrier.stopped && !carrier.cancelled) || deps.running?.draining) {
-        await handOn(deps, job, def, batch.job, batch.runs.slice(i).map((rest) => ({ o: rest, attempts: 0, delayMs: 0 })));
-        return { ran, handedOn: batch.runs.length - i };
-      }
-      const leaving = await runOne(deps, job, token, def, o, carrier, runStages);
-      if (leaving) await handOn(deps, job, def, batch.job, [leaving]);
-      else ran++;
+      if ((carrier.stopped && !carrier.cancelled) || running?.draining) break;
+      if (inFlight.size === 0 || free()) launch(runs[next++] as BatchedOccurrence);
+      else await Promise.race(inFlight);
     }
+    await Promise.all(inFlight);
+    if (failure) throw failure.err;
+    if (next < runs.length) await handOn(deps, job, def, batch.job, runs.slice(next).map((o) => ({ o, attempts: 0, delayMs: 0 })));
   } finally {
-    deps.running?.delete(carrier);
+    running?.delete(carrier);
   }
   if (carrier.cancelled) await cancels?.finished(job.queueName, carrier.jobId);
-  return { ran, handedOn: batch.runs.length - ran };
+  return { ran, handedOn: runs.length - ran };
 }
 
 /** An occurrence leaving its batch: its attempts so far, and how long its job waits (its reason when it failed for good). */
@@ -85,9 +101,11 @@ async function runOne(
   carrier: BatchCarrier,
   runStages: (run: JobRun) => Promise<unknown>,
 ): Promise<Leaving | undefined> {
-  const job = carriedJob(batchJob, def, o);
+  const job = carriedJob(batchJob, def, o, carrier.opts);
   const run = new JobRun(deps, job, token, true);
-  carrier.current = run;
+  carrier.current.add(run);
+  // Read as the batch was (its occurrences' markers validated there): no second parse per occurrence.
+  run.delivery = { id: o.id, name: def.name, data: job.data, scheduled: o.run };
   // An operator cancelled the batch: its occurrences not yet started end cancelled, each recorded so.
   if (carrier.cancelled) run.cancelledAs = JobCancelledError.fromAbortReason(carrier.reason);
   try {
@@ -106,7 +124,7 @@ async function runOne(
     run.log.info({ retryInMs: delayMs }, 'occurrence from a batch failed; retried as a job of its own');
     return { o, attempts: attempt, delayMs: Math.max(0, delayMs) };
   } finally {
-    carrier.current = undefined;
+    carrier.current.delete(run);
   }
 }
 
@@ -133,13 +151,14 @@ interface CarriedJob {
   updateProgress(value: unknown): Promise<void>;
 }
 
-function carriedJob(batchJob: Job, def: AnyJob, o: BatchedOccurrence): Job & CarriedJob {
+function carriedJob(batchJob: Job, def: AnyJob, o: BatchedOccurrence, opts: JobsOptions): Job & CarriedJob {
   const job: CarriedJob = {
     id: o.id,
     name: def.name,
     queueName: batchJob.queueName,
     data: o.data ?? {},
-    opts: { ...jobOptions(def), jobId: o.id, [SCHEDULED_RUN_OPTION]: o.run } as JobsOptions,
+    // The job's options, shared by the batch's occurrences: the stages read its attempts and backoff from them.
+    opts,
     attemptsMade: 0,
     attemptsStarted: 1,
     stalledCounter: 0,
@@ -179,12 +198,17 @@ async function handOn(deps: ProcessorDeps, batchJob: Job, def: AnyJob | undefine
 class BatchCarrier implements RunningRun {
   readonly jobId: string;
   readonly job: { readonly queueName: string };
-  current: JobRun | undefined;
+  /** Its occurrences running now. */
+  readonly current = new Set<JobRun>();
+  readonly carrier = true;
+  /** The options of the batch's job (its attempts, its backoff), read by each occurrence's stages. */
+  readonly opts: JobsOptions;
   stopped = false;
   cancelled = false;
   reason: unknown;
 
-  constructor(batchJob: Job) {
+  constructor(batchJob: Job, def: AnyJob) {
+    this.opts = jobOptions(def);
     this.jobId = String(batchJob.id);
     this.job = { queueName: batchJob.queueName };
   }
@@ -194,6 +218,6 @@ class BatchCarrier implements RunningRun {
     this.stopped = true;
     this.reason = reason;
     this.cancelled = JobCancelledError.fromAbortReason(reason) !== undefined;
-    this.current?.abort(reason);
+    for (const run of [...this.current]) run.abort(reason);
   }
 }

@@ -4,6 +4,7 @@ import type { AnyJob } from './define-job.js';
 import { InvalidJobOptionError } from '../errors.js';
 import { dateFromMs, epochMs, readJobOption, validOrUndefined } from './job-option.js';
 import { REDRIVE_OPTION, redriveMeta, type RedriveMeta } from './redrive.js';
+import { isoOfMs } from './iso-time.js';
 import { OVERLAP_POLICIES, type OverlapPolicy } from './overlap-policy.js';
 
 /** What the worker needs to know about a delivery, independent of BullMQ's Job class. */
@@ -157,7 +158,7 @@ export function isGeneratedJobId(id: string): boolean {
 
 /** `<schedule>@<nominal ISO UTC>`: the occurrence's idempotency key and its history id. */
 export function occurrenceKey(schedule: string, nominal: Date): string {
-  return `${schedule}@${nominal.toISOString()}`;
+  return `${schedule}@${isoOfMs(nominal.getTime())}`;
 }
 
 /** A manual run's (runNow) idempotency key and history id: `<schedule>@manual-<token>`. */

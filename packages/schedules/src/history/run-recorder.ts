@@ -1,5 +1,5 @@
 import type { AnyJob, Delivery, Logger, RedisClient } from '@tickwork/core';
-import { manualOccurrenceKey, occurrenceKey, ScriptBatcher, type BatchCodec } from '@tickwork/core';
+import { isoNow, isoOfMs, manualOccurrenceKey, occurrenceKey, ScriptBatcher, type BatchCodec } from '@tickwork/core';
 import type { ClaimVia, LedgerReply, OverlapEnterCall } from '@tickwork/exactly-once';
 import { HistoryWriteError } from '../errors.js';
 import { HISTORY_BATCH } from '../store/lua.js';
@@ -115,7 +115,7 @@ export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, del
   const writes = historyWrites(redis);
   // Runs of watched schedules enter the slow-run index at start and leave it when they end.
   const running = scheduled?.sa !== undefined ? id : undefined;
-  const defaults: Partial<OccurrenceRecord> = { id, schedule, nominal: new Date(nominalMs).toISOString(), trigger, jobId: delivery.id };
+  const defaults: Partial<OccurrenceRecord> = { id, schedule, nominal: isoOfMs(nominalMs), trigger, jobId: delivery.id };
   const shard = shardKeys(prefix, shardOf(schedule));
   const place = placeOf(prefix, schedule, defaults, running === undefined ? undefined : { key: shard.running, member: running });
   // A Redis blip must not leave an occurrence `started` forever while its run completes: the write is
@@ -170,7 +170,7 @@ export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, del
   const note = async (patch: Partial<OccurrenceRecord>) => {
     await merge(patch);
   };
-  const now = () => new Date().toISOString();
+  const now = isoNow;
   let successOutcome: OccurrenceOutcome = trigger === 'catch-up' ? 'caught-up' : trigger === 'manual' ? 'manual' : 'completed';
   /**
    * startRun's keys and arguments (lua.ts), and the start it leaves unwritten (an unwatched run's): the script

@@ -20,7 +20,8 @@ export function validate(run: JobRun): void {
   }
   run.def = def;
   try {
-    run.delivery = checkedDeliveryOf(job);
+    // An occurrence in its batch comes with its delivery, read with the batch (pipeline/occurrence-batch.ts).
+    if (!run.carried) run.delivery = checkedDeliveryOf(job);
     const scheduled = run.delivery.scheduled;
     if (scheduled?.a !== undefined) {
       // An occurrence that left its batch (occurrence-batch.ts): counted on from its attempts there, or failed
