@@ -1,7 +1,8 @@
 /**
  * The scheduler's head start follows the worker registry: the configured head start while every registered
  * worker process holds early occurrences (or none is registered), none while a process of an earlier
- * tickwork (registered without `h:`) is; a read that fails keeps the last answer.
+ * tickwork (registered without `h:`) is; a read that fails keeps the last answer. Batches of occurrences
+ * likewise: used while every registered worker process runs them (`b:`).
  */
 import { createHeadStart, headStartGauge } from '@tickwork/schedules';
 import { createLogger, WorkerRegistry, workersKey } from '@tickwork/core';
@@ -20,8 +21,8 @@ afterEach(async () => {
 });
 
 /** A worker process's registry, as a worker of this tickwork (`holds`) or of an earlier one registers it. */
-async function workerProcess(holds: boolean): Promise<WorkerRegistry> {
-  const r = new WorkerRegistry(t.redis, { prefix: PREFIX, heartbeatMs: 1000, deadAfterMs: 3000, forgetAfterMs: 60_000, log, holdsEarlyOccurrences: holds });
+async function workerProcess(holds: boolean, carries = holds): Promise<WorkerRegistry> {
+  const r = new WorkerRegistry(t.redis, { prefix: PREFIX, heartbeatMs: 1000, deadAfterMs: 3000, forgetAfterMs: 60_000, log, holdsEarlyOccurrences: holds, carriesBatches: carries });
   registries.push(r);
   await r.start();
   return r;
@@ -64,5 +65,31 @@ it('is none when no head start is configured, whatever is registered', async () 
   await workerProcess(false);
   const hs = createHeadStart({ redis: t.redis, prefix: PREFIX, configuredMs: 0, log });
   await hs.refresh();
+  expect(hs.current()).toBe(0);
+});
+
+it('allows batches of occurrences with no worker registered and while every registered one runs them, not while one does not', async () => {
+  const hs = createHeadStart({ redis: t.redis, prefix: PREFIX, configuredMs: 50, log, readBatches: true });
+  expect(hs.batches()).toBe(false); // nothing read yet
+  await hs.refresh();
+  expect(hs.batches()).toBe(true);
+  await workerProcess(true);
+  await hs.refresh();
+  expect(hs.batches()).toBe(true);
+  // A worker of the tickwork before batches: it holds early occurrences, but would fail a batch as an unknown job.
+  const earlier = await workerProcess(true, false);
+  await hs.refresh();
+  expect(hs.batches()).toBe(false);
+  expect(hs.current()).toBe(50);
+  await earlier.stop(true);
+  await hs.refresh();
+  expect(hs.batches()).toBe(true);
+});
+
+it('reads batches even with no head start configured', async () => {
+  await workerProcess(false, false);
+  const hs = createHeadStart({ redis: t.redis, prefix: PREFIX, configuredMs: 0, log, readBatches: true });
+  await hs.refresh();
+  expect(hs.batches()).toBe(false);
   expect(hs.current()).toBe(0);
 });

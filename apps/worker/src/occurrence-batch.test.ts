@@ -50,8 +50,8 @@ it("runs each occurrence of a batch once, as its own run under its own job id, a
   const counted = await effects();
   for (const o of runs) {
     expect(counted[o.id], o.id).toBe('1');
-    // The history names the occurrence's own job id, and no BullMQ job of its own was made.
-    expect(await outcomeOf(o)).toMatchObject({ jobId: o.id, outcome: 'completed', attempts: 1 });
+    // The history names the batch's job, the one to find in Bull Board; no BullMQ job of its own was made.
+    expect(await outcomeOf(o)).toMatchObject({ jobId: 'batch-ok', outcome: 'completed', attempts: 1 });
     expect(await fx.queues.get(Q).getJob(o.id)).toBeUndefined();
   }
 });
@@ -83,6 +83,7 @@ it('hands a failed occurrence on as a job of its own: retried under its id, or d
   const retried = await fx.queues.get(Q).getJob(once.id);
   expect(retried?.name).toBe(fxBatched.name);
   await waitFor(async () => (await outcomeOf(once))?.outcome === 'completed', { what: 'its history completed' });
+  // The record names the job that ran its last attempt: its own.
   expect(await outcomeOf(once)).toMatchObject({ jobId: once.id, attempts: 2 });
 
   // Failed on both of its attempts, and refused for good on its first: dead letters under their own ids.

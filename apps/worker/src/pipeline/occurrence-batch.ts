@@ -105,7 +105,7 @@ async function runOne(
   const run = new JobRun(deps, job, token, true);
   carrier.current.add(run);
   // Read as the batch was (its occurrences' markers validated there): no second parse per occurrence.
-  run.delivery = { id: o.id, name: def.name, data: job.data, scheduled: o.run };
+  run.delivery = { id: o.id, name: def.name, data: job.data, scheduled: o.run, batch: String(batchJob.id) };
   // An operator cancelled the batch: its occurrences not yet started end cancelled, each recorded so.
   if (carrier.cancelled) run.cancelledAs = JobCancelledError.fromAbortReason(carrier.reason);
   try {

@@ -20,6 +20,8 @@ export interface Delivery {
   redrive?: RedriveMeta | undefined;
   /** Set for occurrences enqueued by the tickwork scheduler (see scheduledRunOf). */
   scheduled?: ScheduledRun | undefined;
+  /** Set for an occurrence run in a batch (occurrence-batch.ts): the batch's job id (`id` is the occurrence's own). */
+  batch?: string | undefined;
 }
 
 /** What the scheduler attaches to an occurrence's job (in its BullMQ options under SCHEDULED_RUN_OPTION). */

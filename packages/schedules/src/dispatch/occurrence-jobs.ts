@@ -118,7 +118,7 @@ export async function addOccurrenceJobs(
 }
 
 /** SCHEDULE_BATCH_MAX's default. */
-export const DEFAULT_SCHEDULE_BATCH_MAX = 1;
+export const DEFAULT_SCHEDULE_BATCH_MAX = 50;
 
 /**
  * A batch's own retries: its occurrences' failures are their own (each leaves the batch), so a batch fails

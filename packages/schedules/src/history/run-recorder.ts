@@ -112,6 +112,8 @@ export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, del
       ? manualOccurrenceKey(schedule, scheduled.m)
       : occurrenceKey(schedule, new Date(nominalMs));
   const cap = scheduled?.h ?? HISTORY_CAP;
+  // The job that runs it, where not the one the scheduler recorded: a batch's (occurrence-batch.ts), or its own once it left one.
+  const runBy = delivery.batch ?? (scheduled?.a !== undefined ? delivery.id : undefined);
   const writes = historyWrites(redis);
   // Runs of watched schedules enter the slow-run index at start and leave it when they end.
   const running = scheduled?.sa !== undefined ? id : undefined;
@@ -182,7 +184,7 @@ export function runRecorder(redis: RedisClient, prefix: string, job: AnyJob, del
     const version = scheduled?.v !== undefined && !manual ? String(scheduled.v) : '';
     const slowAt = scheduled?.sa !== undefined ? String(Date.now() + scheduled.sa) : '';
     const at = now();
-    const start = { startedAt: at, attempts: attempt };
+    const start = runBy === undefined ? { startedAt: at, attempts: attempt } : { startedAt: at, attempts: attempt, jobId: runBy };
     // A watched run's start is written at once: the slow-run watchdog reads it (runs of watched schedules are few).
     const held = running === undefined;
     const argv: (string | number)[] = [cap, id, nominalMs, held ? '' : JSON.stringify(start), place.defaults, schedule, version, nominalMs, slowAt, at];
