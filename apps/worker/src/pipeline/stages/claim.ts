@@ -32,8 +32,7 @@ function claimAcks(run: JobRun, next: Next): Promise<unknown> {
   const { deps, job } = run;
   // The queue's ack connection, resolved once per queue: a job start awaits nothing for it after that.
   const of = deps.ackConnectionOf;
-  // An occurrence in a batch has no acknowledgement of its own to ride in (its batch's comes after all of them).
-  if (!of || run.carried) return claimWith(run, next, undefined);
+  if (!of) return claimWith(run, next, undefined);
   let acks = acksBy.get(of);
   if (!acks) acksBy.set(of, (acks = new Map()));
   const ack = acks.get(job.queueName);
@@ -53,7 +52,9 @@ function claimWith(run: JobRun, next: Next, ackConnection: RedisClient | undefin
   // The run is its own RunExactlyOnceOptions (job-run.ts): these complete them.
   run.ackConnection = ackConnection;
   // A record under its own key: its completion names the job whose acknowledgement it rides in (ack-fold.ts).
-  if (ackConnection && run.place.kind !== 'job') run.ackJobKey = jobRecordKey(run.deps.exactlyOnce.prefix, run.job.queueName, run.jobId, ackConnection.isCluster);
+  // An occurrence in a batch has no acknowledgement of its own: its completion is written ahead on the same
+  // connection, so its batch's acknowledgement, after every occurrence's, runs after it.
+  if (ackConnection && run.place.kind !== 'job' && !run.carried) run.ackJobKey = jobRecordKey(run.deps.exactlyOnce.prefix, run.job.queueName, run.jobId, ackConnection.isCluster);
   run.onStepRecorded = onStepRecordedOf(run);
   run.lazy = claimsLazily(run);
   run.next = next;
