@@ -99,10 +99,14 @@ export class ScriptBatcher<R> {
     this.sent.batches++;
     this.sent.ops += batch.length;
     const { keys, argv } = this.codec.encode(batch);
-    void settleBatch(batch, runScript(this.redis, this.script, keys, argv) as Promise<unknown[]>, this.codec).then(() => {
-      lane.inFlight = false;
-      if (lane.queue.length > 0) this.send(lane);
-      else if (lane !== this.single) this.lanes.delete(lane.slot);
-    });
+    // The lane stays busy until the turn that took the reply ends: the calls its callers make as they go on
+    // (several promise hops later) leave together then, rather than the first alone and the rest behind it.
+    void settleBatch(batch, runScript(this.redis, this.script, keys, argv) as Promise<unknown[]>, this.codec).then(() =>
+      setImmediate(() => {
+        if (lane.queue.length > 0) return this.send(lane);
+        lane.inFlight = false;
+        if (lane !== this.single) this.lanes.delete(lane.slot);
+      }),
+    );
   }
 }
