@@ -13,7 +13,8 @@
  * BENCH_HERD_DEADLINE_S (600), BENCH_HERD_GRACE_MS (600000: tickwork's SCHEDULE_GRACE_MS, so a slow tail is
  * run rather than judged missed, as BullMQ runs it), BENCH_FILL_PROCESSES (2),
  * BENCH_HERD_MIX=1 (the Redis commands per occurrence by shape, through MONITOR: herd/command-mix.ts),
- * BENCH_HERD_SLOWLOG=1 (Redis's time per occurrence by command shape, from SLOWLOG: herd/command-mix.ts).
+ * BENCH_HERD_SLOWLOG=1 (Redis's time per occurrence by command shape, from SLOWLOG: herd/command-mix.ts),
+ * SCHEDULE_BATCH_MAX (passed to tickwork's scheduler: 1 runs the herd one BullMQ job an occurrence).
  * Progress goes to stderr, the figures to stdout.
  */
 import { cpus, loadavg } from 'node:os';

@@ -241,7 +241,7 @@ describe('runExactlyOnce', () => {
  * call; what an idle one relies on is that its operation leaves at once.
  */
 describe('LedgerBatcher', () => {
-  it('sends the first operation of a burst at once, alone, and the rest together in one call; each gets its own answer', async () => {
+  it('sends the first operation of a burst at once, alone, and the rest together in one call, and a burst its replies lead to in one call; each gets its own answer', async () => {
     const ledger = new IdempotencyLedger(redis, { prefix: 'tw', leaseMs: 5000 });
     const keys = Array.from({ length: 10 }, () => freshKey());
     const before = { ...ledger.batcher.sent };
@@ -250,10 +250,16 @@ describe('LedgerBatcher', () => {
     expect(claims.map((c) => c.kind)).toEqual(keys.map(() => 'claimed'));
     expect({ batches: ledger.batcher.sent.batches - before.batches, ops: ledger.batcher.sent.ops - before.ops }).toEqual({ batches: 2, ops: 10 });
 
-    // Another owner's burst for the same runs: each is told its own run is held, in two calls again.
+    // Another owner's burst for the same runs, made as the first's replies arrive: each is told its own run
+    // is held, in one call (the lane is busy until the turn that took the reply ends, so these leave together).
     const other = await Promise.all(keys.map((k) => ledger.claim(k, { kind: 'key' }, 'b')));
     expect(other.map((c) => c.kind)).toEqual(keys.map(() => 'busy'));
-    expect(ledger.batcher.sent.batches - before.batches).toBe(4);
+    expect(ledger.batcher.sent.batches - before.batches).toBe(3);
+
+    // A burst made once the process is idle again: the first at once, the rest together, as at the start.
+    await new Promise((resolve) => setImmediate(resolve));
+    await Promise.all(keys.map((k) => ledger.claim(k, { kind: 'key' }, 'c')));
+    expect(ledger.batcher.sent.batches - before.batches).toBe(5);
   });
 
   it('sends an operation made while the process is idle at once, alone', async () => {
