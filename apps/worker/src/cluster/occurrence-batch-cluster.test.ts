@@ -56,9 +56,10 @@ it('runtime schedules due together run in batches on a cluster, each occurrence 
         const first = runs[0];
         if (first) (byTime.get(first.nominal) as { jobs: number }).jobs++;
       }
-      return [...byTime.values()].find((t) => t.ids.length === SCHEDULES);
+      // The first instant, due within the look-ahead when the scheduler starts, is added at its time, one job each.
+      return [...byTime.values()].find((t) => t.ids.length === SCHEDULES && t.jobs < SCHEDULES);
     },
-    { timeoutMs: 45_000, what: 'one instant of every schedule completed' },
+    { timeoutMs: 45_000, what: 'one instant of every schedule completed, in batches' },
   );
   // Fewer BullMQ jobs than occurrences, and each occurrence in one of them.
   expect(instant.jobs).toBeLessThan(SCHEDULES);
