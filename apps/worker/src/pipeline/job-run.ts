@@ -2,7 +2,7 @@ import { jobTally, type JobTally, type AnyJob, type Delivery, type Logger, type 
 import type { AbortSource, ExactlyOnceRun, RunExactlyOnceOptions, RunRecordPlace } from '@tickwork/exactly-once';
 import type { QueueTimeline } from '@tickwork/operations';
 import type { OverlapLeave, RunRecorder } from '@tickwork/schedules';
-import { DelayedError, type Job } from 'bullmq';
+import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { ProcessorDeps } from './deps.js';
 
 export type Labels = { queue: string; job: string };
@@ -90,6 +90,11 @@ export class JobRun implements AbortSource, RunExactlyOnceOptions {
   /** How many attempts the run has in all: its job's, plus those it made in its batch before it left (validate). */
   get maxAttempts(): number {
     return (this.job.opts.attempts ?? 1) + (this.delivery?.scheduled?.a ?? 0);
+  }
+
+  /** Whether `err` ends the run for good: no retry follows (UnrecoverableError, or its attempts are spent). */
+  failsForGood(err: unknown): boolean {
+    return err instanceof UnrecoverableError || this.attempt >= this.maxAttempts;
   }
 
   get jobId(): string {

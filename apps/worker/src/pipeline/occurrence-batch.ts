@@ -37,7 +37,7 @@ export async function runOccurrenceBatch(deps: ProcessorDeps, job: Job, token: s
   const def = deps.catalog.get(batch.job);
   // Delivered before (a crash, a stall, a retry), or for a job this worker does not know: every occurrence a job of its own.
   if (!def || job.attemptsMade > 0 || job.attemptsStarted > 1 || job.stalledCounter > 0) {
-    await handOn(deps, job, def, batch.job, batch.runs.map((o) => ({ o, attempts: 0, delayMs: 0 })));
+    await handOn(deps, job, def && jobOptions(def), batch.job, batch.runs.map((o) => ({ o, attempts: 0, delayMs: 0 })));
     return { ran: 0, handedOn: batch.runs.length };
   }
   const carrier = new BatchCarrier(job, def);
@@ -55,7 +55,7 @@ export async function runOccurrenceBatch(deps: ProcessorDeps, job: Job, token: s
   const inFlight = new Set<Promise<void>>();
   const launch = (o: BatchedOccurrence): void => {
     const p: Promise<void> = runOne(deps, job, token, def, o, carrier, runStages)
-      .then((leaving) => (leaving ? handOn(deps, job, def, batch.job, [leaving]) : void ran++))
+      .then((leaving) => (leaving ? handOn(deps, job, carrier.opts, batch.job, [leaving]) : void ran++))
       .catch((err: unknown) => void (failure ??= { err }))
       .finally(() => inFlight.delete(p));
     inFlight.add(p);
@@ -75,7 +75,7 @@ export async function runOccurrenceBatch(deps: ProcessorDeps, job: Job, token: s
     }
     await Promise.all(inFlight);
     if (failure) throw failure.err;
-    if (next < runs.length) await handOn(deps, job, def, batch.job, runs.slice(next).map((o) => ({ o, attempts: 0, delayMs: 0 })));
+    if (next < runs.length) await handOn(deps, job, carrier.opts, batch.job, runs.slice(next).map((o) => ({ o, attempts: 0, delayMs: 0 })));
   } finally {
     running?.delete(carrier);
   }
@@ -117,8 +117,8 @@ async function runOne(
     if (job.leaving) return job.leaving;
     if (err instanceof DelayedError || err instanceof RunClaimRefusedError) return undefined;
     const attempt = run.attempt;
-    const final = err instanceof UnrecoverableError || err instanceof JobCancelledError || attempt >= run.maxAttempts;
-    if (final) return { o, attempts: attempt, delayMs: 0, failed: (err as Error)?.message ?? String(err) };
+    // A cancel ends as an UnrecoverableError (cancel-gate.ts); a JobCancelledError is final all the same.
+    if (err instanceof JobCancelledError || run.failsForGood(err)) return { o, attempts: attempt, delayMs: 0, failed: (err as Error)?.message ?? String(err) };
     const backoff = job.opts.backoff === undefined ? undefined : Backoffs.normalize(job.opts.backoff);
     const delayMs = backoff ? Number((await Backoffs.calculate(backoff, attempt, err as Error, batchJob)) ?? 0) : 0;
     run.log.info({ retryInMs: delayMs }, 'occurrence from a batch failed; retried as a job of its own');
@@ -179,12 +179,12 @@ function carriedJob(batchJob: Job, def: AnyJob, o: BatchedOccurrence, opts: Jobs
 }
 
 /** Adds occurrences leaving their batch as jobs of their own, under their own ids (an id already added adds nothing). */
-async function handOn(deps: ProcessorDeps, batchJob: Job, def: AnyJob | undefined, name: string, leaving: readonly Leaving[]): Promise<void> {
+/** `base`: the job's options (jobOptions), or undefined for a job this worker does not know. */
+async function handOn(deps: ProcessorDeps, batchJob: Job, base: JobsOptions | undefined, name: string, leaving: readonly Leaving[]): Promise<void> {
   if (leaving.length === 0) return;
   const queues = deps.queueSet;
   if (!queues) throw new Error('this worker cannot hand occurrences on from a batch: its processor has no queues');
-  const base = def ? jobOptions(def) : {};
-  const attempts = base.attempts ?? 1;
+  const attempts = base?.attempts ?? 1;
   await queues.get(batchJob.queueName).addBulk(
     leaving.map(({ o, attempts: made, delayMs, failed }) => {
       const run: ScheduledRun = { ...o.run, a: made, ...(failed !== undefined && { f: failed }) };

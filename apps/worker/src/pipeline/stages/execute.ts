@@ -1,5 +1,4 @@
 import { RunClaimRefusedError } from '@tickwork/exactly-once';
-import { UnrecoverableError } from 'bullmq';
 import { JobCancelledError, RedisRestartedError, WorkerShutdownError } from '../../errors.js';
 import { runHandler, type AttemptEnds } from '../../run-handler.js';
 import { contextOf } from '../context.js';
@@ -40,7 +39,7 @@ const ends: AttemptEnds<JobRun> = {
     if (err instanceof RedisRestartedError) return run.handBack();
     if (err instanceof JobCancelledError) return cancelled(run, err, 'while running');
     run.metrics.failed();
-    const final = err instanceof UnrecoverableError || run.attempt >= run.maxAttempts;
+    const final = run.failsForGood(err);
     run.timeline?.attempt(final ? 'failed' : 'retried', ms, run.waitMs());
     if (!run.history) throw err;
     return run.history.failed(err, final, run.leave).then((left) => {
